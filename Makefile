@@ -1,0 +1,31 @@
+# magnetar: the two set-up commands are `make standalone` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: standalone test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+## start a standalone broker with local storage in ./data (ports 6650 and 8080)
+standalone: $(STAMP)
+	$(VENV)/bin/magnetar standalone --data-dir ./data
+
+## run the whole test suite
+test: $(STAMP)
+	$(PY) -m pytest tests
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+## side-by-side benchmarks (results in benchmarks/results/)
+bench: $(STAMP)
+	$(PY) benchmarks/produce_vs_null.py
+
+clean:
+	rm -rf $(VENV) data build *.egg-info

@@ -1,0 +1,190 @@
+"""Broker settings: defaults, environment variables, an optional TOML file and flags.
+
+Precedence, highest first: command-line flags, the TOML file given with ``--config``,
+``MAGNETAR_*`` environment variables, the defaults below. Every setting is a field of
+:class:`BrokerConfig`; its environment variable is ``MAGNETAR_`` + the field name in upper case
+(``MAGNETAR_FSYNC=never``) and its TOML key is the field name (``fsync = "never"``), either at
+the top level or in a ``[broker]`` table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+MiB = 1024 * 1024
+
+FsyncPolicy = Literal["always", "never"]
+
+
+class ConfigError(ValueError):
+    """A setting has an unknown name or a value of the wrong kind."""
+
+
+@dataclass
+class BrokerConfig:
+    """Every tunable of a standalone broker, with its documented default."""
+
+    #: where segment files and the SQLite metadata live
+    data_dir: Path = field(default_factory=lambda: Path("data"))
+    #: address the binary protocol and HTTP listeners bind to
+    bind: str = "127.0.0.1"
+    #: binary protocol port (Pulsar's 6650)
+    port: int = 6650
+    #: HTTP port for health (and later the admin API); 0 disables HTTP
+    http_port: int = 8080
+    #: host name put in lookup answers; defaults to the bind address (localhost for 0.0.0.0)
+    advertised_address: str | None = None
+    #: largest message a producer may send, announced in CONNECTED
+    max_message_size: int = 5 * MiB
+    #: "always": SEND_RECEIPT only after an fsync covering the entry; "never": leave it to the OS
+    fsync: FsyncPolicy = "always"
+    #: a connection silent for this long gets a PING, and is closed after twice as long
+    keepalive_seconds: float = 30.0
+    #: longest delay before an acknowledgement reaches the metadata store
+    cursor_persist_delay_seconds: float = 1.0
+    #: a segment file rolls over past this size
+    segment_max_bytes: int = 64 * MiB
+    #: recent entries kept in memory per topic for dispatch
+    entry_cache_max_bytes: int = 16 * MiB
+    #: entries a dispatcher reads at once
+    dispatch_batch_entries: int = 100
+    #: a consumer with this many unacked messages gets no more until it acks (0 = no limit)
+    max_unacked_messages_per_consumer: int = 50000
+    #: a subscription with this many unacked messages stops dispatching (0 = no limit)
+    max_unacked_messages_per_subscription: int = 200000
+    #: keep per-entry ack sets so only unacked messages of a batch are redelivered
+    batch_index_ack_enabled: bool = True
+    #: topics are created when a producer or consumer first uses them
+    allow_auto_topic_creation: bool = True
+    #: log level of the "magnetar" loggers
+    log_level: str = "INFO"
+
+    @property
+    def max_frame_size(self) -> int:
+        """Largest frame accepted on the wire: a full message plus command and metadata room."""
+        from magnetar.protocol.framing import FRAME_HEADROOM
+
+        return self.max_message_size + FRAME_HEADROOM
+
+    @property
+    def service_host(self) -> str:
+        """Host name for broker URLs handed to clients."""
+        if self.advertised_address:
+            return self.advertised_address
+        return "localhost" if self.bind in ("0.0.0.0", "::", "") else self.bind
+
+    @property
+    def broker_service_url(self) -> str:
+        """The pulsar:// URL of this broker, as lookups return it."""
+        return f"pulsar://{self.service_host}:{self.port}"
+
+    @property
+    def web_service_url(self) -> str:
+        """The http:// URL of this broker's HTTP port."""
+        return f"http://{self.service_host}:{self.http_port}"
+
+    @classmethod
+    def load(
+        cls,
+        flags: Mapping[str, Any] | None = None,
+        config_file: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> BrokerConfig:
+        """Build a config from defaults, environment, TOML file and flags (flags win).
+
+        ``flags`` holds only the flags the user actually gave (None values are ignored).
+        """
+        values: dict[str, Any] = {}
+        env = os.environ if environ is None else environ
+        names = {f.name for f in dataclasses.fields(cls)}
+        for name in names:
+            key = "MAGNETAR_" + name.upper()
+            if key in env:
+                values[name] = env[key]
+        if config_file is not None:
+            try:
+                data = tomllib.loads(Path(config_file).read_text())
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from None
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from None
+            table = data.pop("broker", {})
+            if not isinstance(table, dict):
+                raise ConfigError(f"config file {config_file}: [broker] must be a table")
+            data.update(table)
+            for key, value in data.items():
+                if key not in names:
+                    raise ConfigError(f"config file {config_file}: unknown setting {key!r}")
+                values[key] = value
+        for key, value in (flags or {}).items():
+            if value is not None:
+                if key not in names:
+                    raise ConfigError(f"unknown setting {key!r}")
+                values[key] = value
+        return cls.from_values(values)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> BrokerConfig:
+        """Build a config from raw values (strings from the environment are converted)."""
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name in values:
+                kwargs[f.name] = _convert(f.name, values[f.name], _type_of(cls, f))
+        config = cls(**kwargs)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        """Reject values that cannot work."""
+        if self.fsync not in ("always", "never"):
+            raise ConfigError(f"fsync must be 'always' or 'never', not {self.fsync!r}")
+        for name in ("port", "http_port"):
+            value = getattr(self, name)
+            if not 0 <= value <= 65535:
+                raise ConfigError(f"{name} must be between 0 and 65535, not {value}")
+        if self.max_message_size < 1024:
+            raise ConfigError("max_message_size must be at least 1024 bytes")
+        for name in ("keepalive_seconds", "cursor_persist_delay_seconds"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive")
+        if self.segment_max_bytes < 4096:
+            raise ConfigError("segment_max_bytes must be at least 4096")
+
+
+def _type_of(cls: type, f: dataclasses.Field) -> Any:
+    hints = {"data_dir": Path, "advertised_address": str, "fsync": str}
+    if f.name in hints:
+        return hints[f.name]
+    return type(f.default)
+
+
+def _convert(name: str, value: Any, kind: Any) -> Any:
+    if value is None:
+        return None
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if kind is int:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return int(value)
+        if kind is float:
+            return float(value)
+        if kind is Path:
+            return Path(value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"setting {name!r}: {value!r} is not a valid {kind.__name__}") from None

@@ -1,0 +1,117 @@
+"""A consumer attached to a subscription: permits, messages in flight, and delivery."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from magnetar.protocol.enums import SubType
+
+if TYPE_CHECKING:
+    from magnetar.storage import Entry
+
+    from .connection import ServerConnection
+    from .subscription import Subscription
+
+
+class Consumer:
+    """One SUBSCRIBE registration, identified by (connection, consumer id).
+
+    The consumer owns its permits (granted by FLOW, in messages) and the entries delivered to
+    it and not yet acknowledged (``pending``: entry id -> messages in the entry), which are
+    redelivered to others when it leaves.
+    """
+
+    __slots__ = (
+        "connection",
+        "consumer_id",
+        "name",
+        "subscription",
+        "sub_type",
+        "priority_level",
+        "permits",
+        "window",
+        "pending",
+        "unacked_messages",
+        "blocked",
+        "read_compacted",
+        "key_shared_meta",
+        "metadata",
+        "closed",
+        "msg_out_counter",
+        "bytes_out_counter",
+        "redelivered_counter",
+        "connected_since",
+    )
+
+    def __init__(
+        self,
+        connection: ServerConnection,
+        consumer_id: int,
+        name: str,
+        subscription: Subscription,
+        sub_type: SubType,
+        priority_level: int = 0,
+        read_compacted: bool = False,
+        metadata: dict[str, str] | None = None,
+    ) -> None:
+        self.connection = connection
+        self.consumer_id = consumer_id
+        self.name = name
+        self.subscription = subscription
+        self.sub_type = sub_type
+        self.priority_level = priority_level
+        self.permits = 0
+        #: the most permits this consumer ever held at once: its receiver queue size
+        self.window = 0
+        self.pending: dict[int, int] = {}
+        self.unacked_messages = 0
+        self.blocked = False
+        self.read_compacted = read_compacted
+        self.key_shared_meta = None
+        self.metadata = metadata or {}
+        self.closed = False
+        self.msg_out_counter = 0
+        self.bytes_out_counter = 0
+        self.redelivered_counter = 0
+        self.connected_since = time.time()
+
+    def add_permits(self, n: int) -> None:
+        """Record a FLOW grant of ``n`` messages."""
+        self.permits += n
+        if self.permits > self.window:
+            self.window = self.permits
+
+    def can_take(self, messages: int) -> bool:
+        """Whether an entry of ``messages`` messages may be sent now.
+
+        An entry larger than the consumer's whole window is let through once its window is
+        entirely free, so a small receiver queue never stalls on a big batch.
+        """
+        if self.blocked or self.closed:
+            return False
+        permits = self.permits
+        return permits >= messages or (permits > 0 and permits >= self.window)
+
+    def deliver(self, entry: Entry, messages: int, redelivery_count: int, ack_set: list[int] | None) -> None:
+        """Send one entry as a MESSAGE frame and account for it."""
+        self.permits -= messages
+        if entry.entry_id not in self.pending:
+            self.pending[entry.entry_id] = messages
+            self.unacked_messages += messages
+        self.msg_out_counter += messages
+        self.bytes_out_counter += len(entry.data)
+        self.connection.send_message(
+            self.consumer_id, self.subscription.topic.ledger_id, entry, redelivery_count, ack_set
+        )
+
+    def forget(self, entry_id: int) -> bool:
+        """Drop an entry from the in-flight set (acknowledged or taken back); True if it was there."""
+        messages = self.pending.pop(entry_id, None)
+        if messages is None:
+            return False
+        self.unacked_messages -= messages
+        return True
+
+    def __repr__(self) -> str:
+        return f"Consumer({self.name!r} id={self.consumer_id} on {self.subscription.name})"

@@ -1,0 +1,231 @@
+"""The broker service: topic registry, metadata, group commit and background work.
+
+One asyncio loop owns every piece of broker state; only fsync and the metadata store's
+cursor writes run in worker threads, and their results come back to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from magnetar import __version__
+from magnetar.protocol.enums import ServerError, TopicsMode
+from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
+from magnetar.storage import ManagedLedger, MetadataStore
+
+from .commit import GroupCommitter
+from .config import BrokerConfig
+from .errors import BrokerError
+from .topic import Topic
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+    from .subscription import Subscription
+
+log = logging.getLogger("magnetar.broker")
+
+SERVER_VERSION = f"magnetar-{__version__}"
+
+
+class BrokerService:
+    """Everything a standalone broker holds, independent of listeners and sockets."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.instance_id = os.getpid() % 100000
+        self.topics: dict[str, Topic] = {}
+        self.connections: set[ServerConnection] = set()
+        self.metadata: MetadataStore | None = None
+        self.committer: GroupCommitter
+        self._sync_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-sync")
+        self._meta_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-meta")
+        self._dirty_cursors: dict[tuple[str, str], tuple[Topic, Subscription]] = {}
+        self._deleted_cursors: set[tuple[str, str]] = set()
+        self._tasks: list[asyncio.Task] = []
+        self._flush_lock = asyncio.Lock()
+        self.started_at = time.time()
+        self.running = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open the metadata store and start background tasks."""
+        data_dir = self.config.data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        (data_dir / "ledgers").mkdir(exist_ok=True)
+        self.metadata = MetadataStore(data_dir / "metadata.db")
+        self.metadata.ensure_defaults()
+        loop = asyncio.get_running_loop()
+        self.committer = GroupCommitter(loop, self._sync_executor, self.config.fsync == "always")
+        self._tasks.append(asyncio.create_task(self._cursor_flush_loop(), name="cursor-flush"))
+        self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
+        self.running = True
+
+    async def stop(self) -> None:
+        """Flush everything and close storage; connections must be closed before."""
+        if not self.running:
+            return
+        self.running = False
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.committer.drain()
+        for topic in self.topics.values():
+            for sub in topic.subscriptions.values():
+                if sub.durable:
+                    self._dirty_cursors[(topic.name, sub.name)] = (topic, sub)
+        await self.flush_cursors()
+        for topic in list(self.topics.values()):
+            topic.close()
+        self.topics.clear()
+        assert self.metadata is not None
+        self.metadata.close()
+        self._sync_executor.shutdown(wait=True)
+        self._meta_executor.shutdown(wait=True)
+
+    # -- names and namespaces ------------------------------------------------------------
+    def parse_topic(self, name: str) -> TopicName:
+        """Parse a topic name a client sent; BrokerError InvalidTopicName when it is not one."""
+        try:
+            return TopicName.parse(name)
+        except InvalidTopicNameError as exc:
+            raise BrokerError(ServerError.InvalidTopicName, str(exc)) from None
+
+    def check_namespace(self, topic_name: TopicName) -> None:
+        """BrokerError TopicNotFound unless the topic's tenant and namespace exist."""
+        assert self.metadata is not None
+        if self.metadata.get_namespace(topic_name.namespace) is None:
+            raise BrokerError(
+                ServerError.TopicNotFound,
+                f"namespace {topic_name.namespace} does not exist (topic {topic_name})",
+            )
+
+    def partitions_of(self, topic_name: TopicName) -> int:
+        """Number of partitions of a partitioned topic, 0 for a non-partitioned one."""
+        assert self.metadata is not None
+        return self.metadata.get_partitioned_topic(str(topic_name)) or 0
+
+    def topics_of_namespace(self, namespace: str, mode: TopicsMode = TopicsMode.PERSISTENT) -> list[str]:
+        """Topics of a namespace, partitions listed individually, as Pulsar lists them."""
+        assert self.metadata is not None
+        names = set(self.metadata.list_topics(namespace))
+        for parent in self.metadata.list_partitioned_topics(namespace):
+            n = self.metadata.get_partitioned_topic(parent) or 0
+            base = TopicName.parse(parent)
+            names.update(str(base.partition(i)) for i in range(n))
+        names.update(t for t in self.topics if TopicName.parse(t).namespace == namespace)
+        out = []
+        for name in sorted(names):
+            persistent = name.startswith("persistent://")
+            if mode == TopicsMode.ALL or (mode == TopicsMode.PERSISTENT) == persistent:
+                out.append(name)
+        return out
+
+    # -- topics --------------------------------------------------------------------------
+    def get_topic(self, topic_name: TopicName, create: bool = True) -> Topic:
+        """The loaded topic, loading or creating it as needed."""
+        name = str(topic_name)
+        topic = self.topics.get(name)
+        if topic is not None:
+            return topic
+        assert self.metadata is not None
+        if not topic_name.persistent:
+            raise BrokerError(ServerError.NotAllowedError, "non-persistent topics are not supported yet")
+        self.check_namespace(topic_name)
+        ledger_id = self.metadata.get_topic(name)
+        if ledger_id is None:
+            if not create or not self.config.allow_auto_topic_creation:
+                raise BrokerError(ServerError.TopicNotFound, f"topic {name} does not exist")
+            if self.partitions_of(topic_name) > 0:
+                raise BrokerError(
+                    ServerError.NotAllowedError,
+                    f"{name} is a partitioned topic: use its partitions {name}-partition-<i>",
+                )
+            ledger_id = self.metadata.get_or_create_topic(name)
+        ledger = ManagedLedger.open(
+            self.config.data_dir / "ledgers" / str(ledger_id),
+            ledger_id,
+            segment_max_bytes=self.config.segment_max_bytes,
+            cache_max_bytes=self.config.entry_cache_max_bytes,
+        )
+        topic = Topic(self, topic_name, ledger)
+        for sub_name, state in self.metadata.load_cursors(name).items():
+            topic.restore_subscription(sub_name, state)
+        self.topics[name] = topic
+        log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger_id, ledger.first_entry_id, ledger.last_entry_id)
+        return topic
+
+    # -- cursors -------------------------------------------------------------------------
+    def cursor_dirty(self, topic: Topic, sub: Subscription) -> None:
+        """A durable cursor changed: it is persisted within the configured delay."""
+        key = (topic.name, sub.name)
+        self._deleted_cursors.discard(key)
+        self._dirty_cursors[key] = (topic, sub)
+
+    def cursor_deleted(self, topic: Topic, name: str) -> None:
+        """A durable subscription was removed: delete its persisted cursor."""
+        key = (topic.name, name)
+        self._dirty_cursors.pop(key, None)
+        self._deleted_cursors.add(key)
+
+    async def flush_cursors(self) -> None:
+        """Persist every changed cursor in one metadata transaction, then trim ledgers."""
+        async with self._flush_lock:
+            if not self._dirty_cursors and not self._deleted_cursors:
+                return
+            dirty, self._dirty_cursors = self._dirty_cursors, {}
+            deleted, self._deleted_cursors = self._deleted_cursors, set()
+            items = []
+            for (topic_name, sub_name), (_topic, sub) in dirty.items():
+                items.append((topic_name, sub_name, sub.cursor.to_bytes()))
+                sub.cursor.mark_clean()
+            metadata = self.metadata
+            assert metadata is not None
+
+            def write() -> None:
+                if items:
+                    metadata.save_cursors(items)
+                for topic_name, sub_name in deleted:
+                    metadata.delete_cursor(topic_name, sub_name)
+
+            await asyncio.get_running_loop().run_in_executor(self._meta_executor, write)
+            for topic in {id(t): t for t, _ in dirty.values()}.values():
+                self.maybe_trim(topic)
+
+    def maybe_trim(self, topic: Topic) -> None:
+        """Delete whole segments every durable subscription has acknowledged."""
+        if topic.closed:
+            return
+        freed = topic.ledger.trim_before(topic.trim_position())
+        if freed:
+            log.debug("trimmed %d bytes from %s", freed, topic.name)
+
+    async def _cursor_flush_loop(self) -> None:
+        delay = self.config.cursor_persist_delay_seconds
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await self.flush_cursors()
+            except Exception:
+                log.exception("persisting cursors failed")
+
+    # -- connections ---------------------------------------------------------------------
+    async def _keepalive_loop(self) -> None:
+        interval = self.config.keepalive_seconds
+        while True:
+            await asyncio.sleep(interval / 2)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                conn.check_keepalive(now, interval)
+
+    def connection_opened(self, conn: ServerConnection) -> None:
+        """Register a client connection."""
+        self.connections.add(conn)
+
+    def connection_closed(self, conn: ServerConnection) -> None:
+        """Forget a client connection."""
+        self.connections.discard(conn)

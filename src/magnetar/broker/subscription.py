@@ -1,0 +1,275 @@
+"""A subscription: one cursor over a topic's ledger plus one dispatcher for its consumers."""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from magnetar.protocol.enums import ServerError, SubType
+from magnetar.storage import CursorState
+
+from .dispatchers import Dispatcher, RoundRobinDispatcher, SingleActiveDispatcher
+from .errors import BrokerError
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .topic import Topic
+
+log = logging.getLogger("magnetar.broker.subscription")
+
+_DISPATCHERS: dict[SubType, type[Dispatcher]] = {
+    SubType.Exclusive: SingleActiveDispatcher,
+    SubType.Failover: SingleActiveDispatcher,
+    SubType.Shared: RoundRobinDispatcher,
+}
+
+MAX_ENTRY_ID = (1 << 63) - 1
+
+
+class Subscription:
+    """Acknowledgement state, redelivery bookkeeping and consumers of one named subscription.
+
+    ``cursor`` holds what has been acknowledged (persisted for durable subscriptions);
+    ``read_position`` is the next entry never dispatched; ``redelivery`` holds entries that
+    were dispatched and must go out again (negative acks, consumers that left), each with a
+    per-subscription ``redelivery_counts``.
+    """
+
+    def __init__(
+        self,
+        topic: Topic,
+        name: str,
+        cursor: CursorState,
+        *,
+        durable: bool = True,
+        sub_type: SubType | None = None,
+    ) -> None:
+        self.topic = topic
+        self.name = name
+        self.cursor = cursor
+        self.durable = durable
+        self.sub_type = sub_type
+        self.read_position = cursor.next_unacked(cursor.mark_delete + 1)
+        self.redelivery: set[int] = set()
+        self.redelivery_counts: dict[int, int] = {}
+        self.dispatcher: Dispatcher | None = None
+        self.resetting = False
+        self.msg_out_counter = 0
+        config = topic.service.config
+        self.batch_index_ack_enabled = config.batch_index_ack_enabled
+        self._max_unacked_per_consumer = config.max_unacked_messages_per_consumer
+        self._max_unacked = config.max_unacked_messages_per_subscription
+        self._blocked = False
+
+    # -- consumers -----------------------------------------------------------------------
+    @property
+    def consumers(self) -> list[Consumer]:
+        """The consumers attached now."""
+        return self.dispatcher.consumers if self.dispatcher else []
+
+    def check_can_add(self, sub_type: SubType) -> None:
+        """Raise BrokerError when a consumer of ``sub_type`` may not join now."""
+        if sub_type not in _DISPATCHERS:
+            raise BrokerError(ServerError.NotAllowedError, f"subscription type {sub_type.name} is not supported yet")
+        if self.consumers:
+            if sub_type != self.sub_type:
+                raise BrokerError(
+                    ServerError.ConsumerBusy,
+                    f"subscription {self.name} is of type {self.sub_type.name}, not {sub_type.name}",
+                )
+            if sub_type == SubType.Exclusive:
+                raise BrokerError(ServerError.ConsumerBusy, f"exclusive consumer is already connected to {self.name}")
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        """Attach a consumer; call check_can_add first."""
+        self.check_can_add(consumer.sub_type)
+        if self.dispatcher is None or self.sub_type != consumer.sub_type:
+            self.sub_type = consumer.sub_type
+            self.dispatcher = _DISPATCHERS[consumer.sub_type](self)
+        self.resetting = False
+        self.dispatcher.add_consumer(consumer)
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """Detach a consumer; what it had not acknowledged is redelivered to the others."""
+        if self.dispatcher is None or consumer not in self.dispatcher.consumers:
+            return
+        consumer.closed = True
+        self.take_back(consumer)
+        self.dispatcher.remove_consumer(consumer)
+        if not self.consumers and not self.durable and not self.resetting:
+            self.topic.remove_subscription(self.name)
+        elif self.consumers:
+            self.dispatcher.schedule()
+
+    def take_back(self, consumer: Consumer) -> None:
+        """Queue every entry in flight to ``consumer`` for redelivery, counting it as redelivered."""
+        counts = self.redelivery_counts
+        for entry_id in list(consumer.pending):
+            consumer.forget(entry_id)
+            if not self.cursor.is_acked(entry_id):
+                self.redelivery.add(entry_id)
+                counts[entry_id] = counts.get(entry_id, 0) + 1
+        self.update_blocked()
+
+    def notify_active(self, consumers: list[Consumer], active: Consumer, only: Consumer | None = None) -> None:
+        """Tell Failover consumers which of them is active (all of them, or just ``only``)."""
+        if self.sub_type != SubType.Failover:
+            return
+        for consumer in [only] if only is not None else consumers:
+            consumer.connection.send_active_consumer_change(consumer.consumer_id, consumer is active)
+
+    # -- flow, dispatch and limits -------------------------------------------------------
+    def flow(self, consumer: Consumer, permits: int) -> None:
+        """A consumer granted ``permits`` more messages."""
+        consumer.add_permits(permits)
+        self.schedule_dispatch()
+
+    def schedule_dispatch(self) -> None:
+        """Let the dispatcher try to make progress."""
+        if self.dispatcher is not None and self.dispatcher.consumers:
+            self.dispatcher.schedule()
+
+    def take_redeliveries(self, limit: int) -> list[int]:
+        """Remove and return up to ``limit`` of the lowest entry ids awaiting redelivery."""
+        ids = heapq.nsmallest(limit, self.redelivery)
+        self.redelivery.difference_update(ids)
+        return ids
+
+    def return_redeliveries(self, entry_ids: Iterable[int]) -> None:
+        """Put back entries taken for redelivery but not sent."""
+        self.redelivery.update(entry_ids)
+
+    def blocked_on_unacked(self) -> bool:
+        """Whether the subscription as a whole has too many unacknowledged messages."""
+        return self._blocked
+
+    def update_blocked(self) -> None:
+        """Recompute the unacked-message limits of the subscription and its consumers."""
+        per_consumer = self._max_unacked_per_consumer
+        total = 0
+        unblocked = False
+        for consumer in self.consumers:
+            total += consumer.unacked_messages
+            if per_consumer > 0:
+                if consumer.blocked:
+                    if consumer.unacked_messages <= per_consumer // 2:
+                        consumer.blocked = False
+                        unblocked = True
+                elif consumer.unacked_messages >= per_consumer:
+                    consumer.blocked = True
+        if self._max_unacked > 0:
+            if self._blocked and total <= self._max_unacked // 2:
+                self._blocked = False
+                unblocked = True
+            elif total >= self._max_unacked:
+                self._blocked = True
+        if unblocked:
+            self.schedule_dispatch()
+
+    def after_delivery(self) -> None:
+        """Check the limits after a dispatch run."""
+        if self._max_unacked_per_consumer > 0 or self._max_unacked > 0:
+            self.update_blocked()
+
+    # -- acknowledgements ----------------------------------------------------------------
+    def acknowledge(self, consumer: Consumer, cumulative: bool, message_ids: Iterable) -> None:
+        """Apply an ACK command's message ids to the cursor and the consumers' in-flight sets."""
+        topic = self.topic
+        cursor = self.cursor
+        ledger_id = topic.ledger_id
+        last = topic.last_entry_id
+        for mid in message_ids:
+            if mid.ledger_id != ledger_id:
+                continue
+            entry_id = mid.entry_id
+            if entry_id > last:
+                if not cumulative:
+                    continue
+                entry_id = last  # a reader's close acks "everything" with entry id 2^64-1
+            ack_set = list(mid.ack_set) if self.batch_index_ack_enabled else None
+            if cumulative:
+                if ack_set:
+                    cursor.ack_cumulative(entry_id - 1)
+                    batch_size = mid.batch_size or 64 * len(ack_set)
+                    cursor.ack_batch_indexes(entry_id, ack_set, batch_size)
+                else:
+                    cursor.ack_cumulative(entry_id)
+                for c in self.consumers:
+                    for eid in [e for e in c.pending if cursor.is_acked(e)]:
+                        c.forget(eid)
+                self.redelivery = {e for e in self.redelivery if not cursor.is_acked(e)}
+            else:
+                if ack_set:
+                    batch_size = mid.batch_size or 64 * len(ack_set)
+                    if not cursor.ack_batch_indexes(entry_id, ack_set, batch_size):
+                        continue
+                else:
+                    cursor.ack(entry_id)
+                if not consumer.forget(entry_id):
+                    for c in self.consumers:
+                        if c.forget(entry_id):
+                            break
+                self.redelivery.discard(entry_id)
+                self.redelivery_counts.pop(entry_id, None)
+        if cumulative and self.redelivery_counts:
+            md = cursor.mark_delete
+            self.redelivery_counts = {e: n for e, n in self.redelivery_counts.items() if e > md}
+        self.update_blocked()
+        topic.cursor_moved(self)
+
+    def redeliver_unacknowledged(self, consumer: Consumer, message_ids: Iterable | None) -> None:
+        """Send again the given entries (or all in flight to ``consumer``) that are unacked."""
+        counts = self.redelivery_counts
+        if message_ids is None:
+            self.take_back(consumer)
+        else:
+            ledger_id = self.topic.ledger_id
+            for mid in message_ids:
+                if mid.ledger_id != ledger_id:
+                    continue
+                entry_id = mid.entry_id
+                owner = consumer if entry_id in consumer.pending else None
+                if owner is None:
+                    owner = next((c for c in self.consumers if entry_id in c.pending), None)
+                if owner is None or self.cursor.is_acked(entry_id):
+                    continue
+                owner.forget(entry_id)
+                self.redelivery.add(entry_id)
+                counts[entry_id] = counts.get(entry_id, 0) + 1
+            self.update_blocked()
+        self.schedule_dispatch()
+
+    # -- positions -----------------------------------------------------------------------
+    def reset_cursor(self, entry_id: int) -> None:
+        """Seek: the next entry delivered is ``entry_id``; acknowledgements after it are forgotten.
+
+        Consumers are disconnected (as Pulsar does) and resubscribe at the new position.
+        """
+        entry_id = max(entry_id, self.topic.first_entry_id)
+        self.cursor.reset(entry_id - 1)
+        self.read_position = entry_id
+        self.redelivery.clear()
+        self.redelivery_counts.clear()
+        self.resetting = True
+        for consumer in list(self.consumers):
+            consumer.pending.clear()
+            consumer.unacked_messages = 0
+            consumer.connection.close_consumer_by_broker(consumer)
+        self.topic.cursor_moved(self)
+
+    def backlog(self) -> int:
+        """Messages (entries) not yet acknowledged by this subscription."""
+        last = self.topic.last_entry_id
+        md = self.cursor.mark_delete
+        if last <= md:
+            return 0
+        return (last - md) - self.cursor.acked_count_between(md + 1, last)
+
+    def unacked_messages(self) -> int:
+        """Messages delivered to consumers and not yet acknowledged."""
+        return sum(c.unacked_messages for c in self.consumers)
+
+    def __repr__(self) -> str:
+        return f"Subscription({self.topic.name}/{self.name})"

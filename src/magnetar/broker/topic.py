@@ -1,0 +1,270 @@
+"""A persistent topic: its ledger, producers, subscriptions and the publish path."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import deque
+from typing import TYPE_CHECKING
+
+from magnetar.protocol.enums import InitialPosition, ProducerAccessMode, ServerError, SubType
+from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
+from magnetar.protocol.topic_name import TopicName
+from magnetar.storage import CursorState, Entry, EntryNotFoundError, ManagedLedger, StorageError
+
+from .errors import BrokerError
+from .subscription import Subscription
+
+if TYPE_CHECKING:
+    from .producer import Producer
+    from .service import BrokerService
+
+log = logging.getLogger("magnetar.broker.topic")
+
+#: the start message id a client sends for "earliest" (-1, -1 as uint64) and "latest"
+EARLIEST_ID = (1 << 64) - 1
+LATEST_ID = (1 << 63) - 1
+
+_producer_names = itertools.count()
+
+
+class Topic:
+    """One persistent topic (or one partition of a partitioned topic).
+
+    Publishing appends to the ledger at once; the SEND_RECEIPT goes out when the group commit
+    covering the entry completes (``on_durable``), which is also when subscriptions may read it.
+    """
+
+    def __init__(self, service: BrokerService, topic_name: TopicName, ledger: ManagedLedger) -> None:
+        self.service = service
+        self.topic_name = topic_name
+        self.name = str(topic_name)
+        self.ledger = ledger
+        self.ledger_id = ledger.ledger_id
+        self.producers: dict[str, Producer] = {}
+        self.subscriptions: dict[str, Subscription] = {}
+        #: highest entry id consumers may read (covered by a completed sync)
+        self.last_readable_id = ledger.last_entry_id
+        self._receipts: deque[tuple[Producer, int, int, int]] = deque()
+        self.closed = False
+        self.msg_in_counter = 0
+        self.bytes_in_counter = 0
+
+    # -- producers -----------------------------------------------------------------------
+    def add_producer(self, producer: Producer) -> None:
+        """Attach a producer, enforcing names and access modes."""
+        if producer.name in self.producers:
+            raise BrokerError(
+                ServerError.ProducerBusy, f"producer with name {producer.name!r} is already connected to {self.name}"
+            )
+        exclusive = [p for p in self.producers.values() if p.access_mode != ProducerAccessMode.Shared]
+        if exclusive:
+            raise BrokerError(
+                ServerError.ProducerFenced,
+                f"topic {self.name} has an exclusive producer {exclusive[0].name!r}",
+            )
+        if producer.access_mode == ProducerAccessMode.Exclusive and self.producers:
+            raise BrokerError(
+                ServerError.ProducerBusy, f"topic {self.name} already has producers; exclusive access refused"
+            )
+        if producer.access_mode not in (ProducerAccessMode.Shared, ProducerAccessMode.Exclusive):
+            raise BrokerError(
+                ServerError.NotAllowedError,
+                f"producer access mode {producer.access_mode.name} is not supported yet",
+            )
+        self.producers[producer.name] = producer
+
+    def remove_producer(self, producer: Producer) -> None:
+        """Detach a producer (receipts still owed to it are dropped with its connection)."""
+        if self.producers.get(producer.name) is producer:
+            del self.producers[producer.name]
+        producer.closed = True
+
+    def generate_producer_name(self) -> str:
+        """A producer name unique on this broker, for producers that did not choose one."""
+        return f"standalone-{self.service.instance_id}-{next(_producer_names)}"
+
+    # -- publishing ----------------------------------------------------------------------
+    def publish(
+        self, producer: Producer, sequence_id: int, highest_sequence_id: int, num_messages: int, entry: bytes, crc: int
+    ) -> None:
+        """Append one entry; its receipt is sent once it is durable. Raises StorageError."""
+        entry_id = self.ledger.append(entry, crc)
+        self._receipts.append((producer, sequence_id, highest_sequence_id, entry_id))
+        producer.msg_in_counter += num_messages
+        producer.bytes_in_counter += len(entry)
+        self.msg_in_counter += num_messages
+        self.bytes_in_counter += len(entry)
+        self.service.committer.appended(self)
+
+    def on_durable(self, last_durable_id: int) -> None:
+        """Entries up to ``last_durable_id`` are safe: send their receipts, let consumers read them."""
+        receipts = self._receipts
+        ledger_id = self.ledger_id
+        while receipts and receipts[0][3] <= last_durable_id:
+            producer, sequence_id, highest, entry_id = receipts.popleft()
+            if not producer.closed:
+                producer.connection.send_receipt(producer.producer_id, sequence_id, highest, ledger_id, entry_id)
+        if last_durable_id > self.last_readable_id:
+            self.last_readable_id = last_durable_id
+            for sub in self.subscriptions.values():
+                sub.schedule_dispatch()
+
+    def on_sync_failed(self, error: BaseException) -> None:
+        """A sync failed: every producer still waiting gets a PersistenceError."""
+        while self._receipts:
+            producer, sequence_id, _, _ = self._receipts.popleft()
+            if not producer.closed:
+                producer.connection.send_send_error(
+                    producer.producer_id, sequence_id, ServerError.PersistenceError, f"storage failure: {error}"
+                )
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def first_entry_id(self) -> int:
+        """Oldest entry still stored."""
+        return self.ledger.first_entry_id
+
+    @property
+    def last_entry_id(self) -> int:
+        """Newest entry readable by consumers (-1 when none)."""
+        return self.last_readable_id
+
+    def read_entries(self, first: int, last: int) -> list[Entry]:
+        """Entries first..last that are still stored."""
+        first = max(first, self.ledger.first_entry_id)
+        if first > last:
+            return []
+        return self.ledger.read_range(first, last)
+
+    def read_entry_list(self, entry_ids: list[int]) -> list[Entry]:
+        """The given entries, skipping any no longer stored."""
+        out = []
+        for entry_id in entry_ids:
+            try:
+                out.append(self.ledger.read(entry_id))
+            except EntryNotFoundError:
+                continue
+        return out
+
+    def entry_publish_time(self, entry_id: int) -> int:
+        """Publish time (ms) of an entry, from its metadata."""
+        try:
+            return parse_entry_metadata(self.ledger.read(entry_id).data).publish_time
+        except (ProtocolError, StorageError):
+            return 0
+
+    def find_entry_by_time(self, publish_time_ms: int) -> int:
+        """First entry published at or after ``publish_time_ms`` (one past the last if none)."""
+        lo, hi = self.first_entry_id, self.last_readable_id + 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.entry_publish_time(mid) < publish_time_ms:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def last_message_id(self) -> tuple[int, int, int]:
+        """(ledger id, entry id, batch index) of the last readable message; entry -1 when empty."""
+        last = self.last_readable_id
+        if last < self.ledger.first_entry_id:
+            return self.ledger_id, -1, -1
+        try:
+            meta = parse_entry_metadata(self.ledger.read(last).data)
+        except (ProtocolError, StorageError):
+            return self.ledger_id, last, -1
+        batch_index = meta.num_messages_in_batch - 1 if meta.HasField("num_messages_in_batch") else -1
+        return self.ledger_id, last, batch_index
+
+    # -- subscriptions -------------------------------------------------------------------
+    def subscribe(
+        self,
+        name: str,
+        *,
+        durable: bool,
+        initial_position: InitialPosition,
+        start_message_id: tuple[int, int] | None,
+    ) -> Subscription:
+        """The subscription ``name``, created at its start position if it does not exist."""
+        sub = self.subscriptions.get(name)
+        if sub is not None:
+            return sub
+        if start_message_id is not None:
+            mark_delete = self._start_position(*start_message_id) - 1
+        elif initial_position == InitialPosition.Earliest:
+            mark_delete = self.ledger.first_entry_id - 1
+        else:
+            mark_delete = self.last_readable_id
+        cursor = CursorState(mark_delete=mark_delete)
+        sub = Subscription(self, name, cursor, durable=durable)
+        self.subscriptions[name] = sub
+        if durable:
+            self.service.cursor_dirty(self, sub)
+        return sub
+
+    def _start_position(self, ledger_id: int, entry_id: int) -> int:
+        """First entry to deliver for a start message id (earliest, latest or a real id)."""
+        if ledger_id == EARLIEST_ID and entry_id == EARLIEST_ID:
+            return self.ledger.first_entry_id
+        if ledger_id >= LATEST_ID:
+            return self.last_readable_id + 1
+        if ledger_id < self.ledger_id:
+            return self.ledger.first_entry_id
+        if ledger_id > self.ledger_id:
+            return self.last_readable_id + 1
+        return min(max(entry_id, self.ledger.first_entry_id), self.last_readable_id + 1)
+
+    def restore_subscription(self, name: str, state: bytes) -> None:
+        """Recreate a durable subscription from its persisted cursor."""
+        cursor = CursorState.from_bytes(state)
+        self.subscriptions[name] = Subscription(self, name, cursor, durable=True)
+
+    def remove_subscription(self, name: str) -> None:
+        """Forget a subscription (unsubscribe, or the last reader of a non-durable one left)."""
+        sub = self.subscriptions.pop(name, None)
+        if sub is not None and sub.durable:
+            self.service.cursor_deleted(self, name)
+        self.service.maybe_trim(self)
+
+    def cursor_moved(self, sub: Subscription) -> None:
+        """A subscription acknowledged something: persist it soon, maybe free segments."""
+        if sub.durable:
+            self.service.cursor_dirty(self, sub)
+
+    def trim_position(self) -> int:
+        """Entries below this id are acknowledged by every durable subscription."""
+        positions = [s.cursor.mark_delete + 1 for s in self.subscriptions.values() if s.durable]
+        return min(positions) if positions else self.last_readable_id + 1
+
+    def unsubscribe(self, consumer_sub: Subscription, force: bool, requester) -> None:  # noqa: ANN001
+        """Delete a subscription on a consumer's request (refused while others are attached)."""
+        others = [c for c in consumer_sub.consumers if c is not requester]
+        if others and not force:
+            raise BrokerError(
+                ServerError.ConsumerBusy, f"subscription {consumer_sub.name} has other connected consumers"
+            )
+        for c in list(consumer_sub.consumers):
+            if c is not requester:
+                c.connection.close_consumer_by_broker(c)
+        consumer_sub.remove_consumer(requester)
+        if consumer_sub.name in self.subscriptions:
+            self.remove_subscription(consumer_sub.name)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the ledger (the service persists cursors first)."""
+        self.closed = True
+        self.ledger.close()
+
+    def stats_storage_size(self) -> int:
+        """Bytes of segment files this topic holds."""
+        return self.ledger.size_bytes
+
+    def subscription_type_for(self, name: str) -> SubType | None:
+        """The type of an existing subscription, if any."""
+        sub = self.subscriptions.get(name)
+        return sub.sub_type if sub else None
+
+    def __repr__(self) -> str:
+        return f"Topic({self.name})"

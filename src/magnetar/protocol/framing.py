@@ -1,0 +1,222 @@
+"""Sans-IO framing of the Pulsar binary protocol: bytes in, frames out, and back.
+
+A frame is ``[u32 total][u32 command size][BaseCommand]`` optionally followed, for SEND and
+MESSAGE, by ``[u16 0x0e02][u32 size][BrokerEntryMetadata]`` (broker to client only),
+``[u16 0x0e01][u32 CRC32C]`` and ``[u32 metadata size][MessageMetadata][payload]``. The checksum
+covers everything from the metadata size to the end. magnetar calls that last part the
+*entry*: it is what a producer sends, what the broker stores verbatim, and what a consumer
+receives, so the producer's checksum travels with it unchanged.
+
+Nothing here does I/O. :class:`FrameDecoder` is fed bytes and returns complete frames; a
+malformed or oversized frame raises :class:`ProtocolError`, after which the connection that
+produced the bytes must be closed (nothing else is affected).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+import crc32c as _crc32c
+
+from .enums import COMMAND_FIELD
+from .schema import BaseCommand, MessageMetadata
+
+MAGIC_CHECKSUM: Final = 0x0E01
+MAGIC_BROKER_ENTRY_METADATA: Final = 0x0E02
+#: room above max_message_size that a frame may use for its command and metadata
+#: (chunked messages fill max_message_size with payload alone)
+FRAME_HEADROOM: Final = 10 * 1024
+
+_U32 = struct.Struct(">I")
+_U16 = struct.Struct(">H")
+_HEADER = struct.Struct(">II")
+_CHECKSUM_HEADER = struct.Struct(">HI")
+
+crc32c = _crc32c.crc32c
+
+
+class ProtocolError(Exception):
+    """Input that breaks the framing or schema: the connection it came on must be closed."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """A frame announced a size above the negotiated maximum."""
+
+
+class Frame:
+    """One decoded frame: the command and, for SEND/MESSAGE, the entry bytes and checksum."""
+
+    __slots__ = ("command", "entry", "checksum", "broker_entry_metadata")
+
+    def __init__(
+        self,
+        command: BaseCommand,
+        entry: bytes | None = None,
+        checksum: int | None = None,
+        broker_entry_metadata: bytes | None = None,
+    ) -> None:
+        self.command = command
+        #: ``[u32 metadata size][MessageMetadata][payload]``, or None for a simple command
+        self.entry = entry
+        #: the CRC32C the sender announced for ``entry``, or None when it sent none
+        self.checksum = checksum
+        self.broker_entry_metadata = broker_entry_metadata
+
+    @property
+    def type(self) -> int:
+        """The BaseCommand type of this frame."""
+        return self.command.type
+
+    def checksum_ok(self) -> bool:
+        """Whether the entry matches its announced checksum (True when none was sent)."""
+        if self.checksum is None or self.entry is None:
+            return True
+        return crc32c(self.entry) == self.checksum
+
+    def __repr__(self) -> str:
+        size = None if self.entry is None else len(self.entry)
+        return f"Frame(type={self.command.type}, entry_bytes={size})"
+
+
+class FrameDecoder:
+    """Splits a byte stream into :class:`Frame` objects.
+
+    ``max_frame_size`` bounds the announced size of one frame (after its length prefix): a
+    larger announcement fails at once, before any of the frame is buffered.
+    """
+
+    def __init__(self, max_frame_size: int) -> None:
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
+        """Add received bytes; return every frame they complete, in order."""
+        buf = self._buffer
+        if buf:
+            buf += data
+            source: bytes | bytearray = buf
+        else:
+            source = bytes(data)
+        frames: list[Frame] = []
+        pos = 0
+        end = len(source)
+        max_size = self.max_frame_size
+        view = memoryview(source)
+        while end - pos >= 4:
+            (total,) = _U32.unpack_from(source, pos)
+            if total > max_size:
+                raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {max_size}")
+            if end - pos - 4 < total:
+                break
+            frames.append(decode_frame_body(view[pos + 4 : pos + 4 + total]))
+            pos += 4 + total
+        view.release()
+        if buf:
+            del buf[:pos]
+        elif pos < end:
+            buf += source[pos:]
+        return frames
+
+
+def decode_frame_body(body: memoryview) -> Frame:
+    """Decode one frame given the bytes after its total-size prefix."""
+    size = len(body)
+    if size < 4:
+        raise ProtocolError(f"frame of {size} bytes is too short for a command size")
+    (cmd_size,) = _U32.unpack_from(body, 0)
+    if cmd_size == 0 or cmd_size > size - 4:
+        raise ProtocolError(f"command size {cmd_size} does not fit a frame of {size} bytes")
+    try:
+        command = BaseCommand.FromString(body[4 : 4 + cmd_size])
+    except Exception as exc:  # the upb parser raises DecodeError; anything else is as bad
+        raise ProtocolError(f"undecodable command: {exc}") from None
+    if not command.HasField("type"):
+        raise ProtocolError("command without a type")
+    pos = 4 + cmd_size
+    if pos == size:
+        return Frame(command)
+    broker_meta = None
+    if size - pos >= 2 and _U16.unpack_from(body, pos)[0] == MAGIC_BROKER_ENTRY_METADATA:
+        if size - pos < 6:
+            raise ProtocolError("truncated broker entry metadata")
+        (meta_size,) = _U32.unpack_from(body, pos + 2)
+        if meta_size > size - pos - 6:
+            raise ProtocolError("broker entry metadata overruns the frame")
+        broker_meta = bytes(body[pos + 6 : pos + 6 + meta_size])
+        pos += 6 + meta_size
+    checksum = None
+    if size - pos >= 2 and _U16.unpack_from(body, pos)[0] == MAGIC_CHECKSUM:
+        if size - pos < 6:
+            raise ProtocolError("truncated checksum")
+        checksum = _U32.unpack_from(body, pos + 2)[0]
+        pos += 6
+    entry = bytes(body[pos:])
+    if len(entry) < 4:
+        raise ProtocolError("payload too short for a metadata size")
+    (meta_size,) = _U32.unpack_from(entry, 0)
+    if meta_size > len(entry) - 4:
+        raise ProtocolError(f"metadata size {meta_size} overruns a payload of {len(entry)} bytes")
+    return Frame(command, entry, checksum, broker_meta)
+
+
+def sub_command(command: BaseCommand):  # noqa: ANN201 - returns the schema's message class
+    """Return the typed sub-command of ``command`` (e.g. ``command.send`` for SEND), or None."""
+    field = COMMAND_FIELD.get(command.type)
+    if field is None or not command.HasField(field):
+        return None
+    return getattr(command, field)
+
+
+def encode_command(command: BaseCommand) -> bytes:
+    """Encode a simple (payload-less) command frame."""
+    body = command.SerializeToString()
+    n = len(body)
+    return _HEADER.pack(n + 4, n) + body
+
+
+def encode_entry_header(command: BaseCommand, entry_size: int, checksum: int) -> bytes:
+    """Encode everything of a payload frame that precedes its entry bytes.
+
+    Write the result followed by the entry (for example with ``writelines``) to send the
+    frame without copying the entry.
+    """
+    body = command.SerializeToString()
+    n = len(body)
+    return _HEADER.pack(n + 4 + 6 + entry_size, n) + body + _CHECKSUM_HEADER.pack(MAGIC_CHECKSUM, checksum)
+
+
+def encode_payload_command(command: BaseCommand, entry: bytes, checksum: int | None = None) -> bytes:
+    """Encode a whole payload frame (SEND or MESSAGE) around ``entry``."""
+    if checksum is None:
+        checksum = crc32c(entry)
+    return encode_entry_header(command, len(entry), checksum) + entry
+
+
+def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
+    """Build entry bytes ``[u32 metadata size][metadata][payload]``."""
+    meta = metadata.SerializeToString()
+    return _U32.pack(len(meta)) + meta + payload
+
+
+def split_entry(entry: bytes | memoryview) -> tuple[memoryview, memoryview]:
+    """Split entry bytes into (serialized metadata, payload) without copying."""
+    view = memoryview(entry)
+    (meta_size,) = _U32.unpack_from(view, 0)
+    if meta_size > len(view) - 4:
+        raise ProtocolError(f"metadata size {meta_size} overruns an entry of {len(view)} bytes")
+    return view[4 : 4 + meta_size], view[4 + meta_size :]
+
+
+def parse_entry_metadata(entry: bytes | memoryview) -> MessageMetadata:
+    """Parse the MessageMetadata at the start of entry bytes."""
+    meta, _ = split_entry(entry)
+    try:
+        return MessageMetadata.FromString(meta)
+    except Exception as exc:
+        raise ProtocolError(f"undecodable message metadata: {exc}") from None

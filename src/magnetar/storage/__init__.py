@@ -1,0 +1,31 @@
+"""Storage layer of magnetar: managed ledgers, cursor state and broker metadata."""
+
+from .cursor import CursorState, longs_to_mask, mask_to_longs
+from .ledger import Entry, ManagedLedger
+from .metadata import (
+    MetadataConflictError,
+    MetadataError,
+    MetadataNotFoundError,
+    MetadataStore,
+    topic_namespace,
+)
+from .rangeset import RangeSet
+from .segment import CorruptEntryError, EntryNotFoundError, Segment, StorageError
+
+__all__ = [
+    "CorruptEntryError",
+    "CursorState",
+    "Entry",
+    "EntryNotFoundError",
+    "ManagedLedger",
+    "MetadataConflictError",
+    "MetadataError",
+    "MetadataNotFoundError",
+    "MetadataStore",
+    "RangeSet",
+    "Segment",
+    "StorageError",
+    "longs_to_mask",
+    "mask_to_longs",
+    "topic_namespace",
+]

@@ -1,0 +1,394 @@
+"""The managed ledger: the append-only entry log of one topic, split into segment files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from bisect import bisect_right
+from pathlib import Path
+from types import TracebackType
+
+from crc32c import crc32c
+
+from .segment import (
+    RECORD_OVERHEAD,
+    EntryNotFoundError,
+    Segment,
+    StorageError,
+    datasync,
+    parse_segment_file_name,
+    segment_file_name,
+)
+
+__all__ = ["Entry", "EntryNotFoundError", "ManagedLedger", "StorageError"]
+
+DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_CACHE_MAX_BYTES = 32 * 1024 * 1024
+
+
+class Entry:
+    """One stored entry: its id, its bytes and the CRC32C of those bytes."""
+
+    __slots__ = ("entry_id", "data", "crc")
+
+    def __init__(self, entry_id: int, data: bytes, crc: int) -> None:
+        """Bundle an entry id with its data and checksum."""
+        self.entry_id = entry_id
+        self.data = data
+        self.crc = crc
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return (self.entry_id, self.data, self.crc) == (other.entry_id, other.data, other.crc)
+
+    def __repr__(self) -> str:
+        return f"Entry(entry_id={self.entry_id}, size={len(self.data)}, crc={self.crc:#010x})"
+
+
+class ManagedLedger:
+    """Append-only log of entries with consecutive ids, stored as segment files in a directory.
+
+    Threading: ``append``, the reads, ``trim_before``, ``close`` and ``delete`` must be
+    called from a single thread (the event loop). ``sync`` may run concurrently in a
+    worker thread.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        ledger_id: int,
+        segments: list[Segment],
+        segment_max_bytes: int,
+        cache_max_bytes: int,
+    ) -> None:
+        """Wrap opened segments (the last one writable); use :meth:`ManagedLedger.open`."""
+        self._directory = directory
+        self._ledger_id = ledger_id
+        self._segment_max_bytes = segment_max_bytes
+        self._cache_max_bytes = cache_max_bytes
+        self._segments = segments
+        self._bases = [s.base_entry_id for s in segments]
+        self._active = segments[-1]
+        self._last_entry_id = self._active.next_entry_id - 1
+        self._durable = self._last_entry_id
+        # Guards the state shared with sync(): _segments/_bases, _unsynced, _dir_dirty,
+        # _last_entry_id, _durable. Never held across I/O that can block for long.
+        self._lock = threading.Lock()
+        self._sync_mutex = threading.Lock()
+        self._unsynced: dict[int, Segment] = {}
+        self._dir_dirty = False
+        # Tail cache of the most recent entries: contiguous ids [_cache_first, last].
+        self._cache: dict[int, tuple[bytes, int]] = {}
+        self._cache_first = self._last_entry_id + 1
+        self._cache_bytes = 0
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path | str,
+        ledger_id: int,
+        *,
+        segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
+        cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+    ) -> ManagedLedger:
+        """Open (creating if needed) the ledger stored in ``directory``.
+
+        The last segment is opened writable and recovered (torn tail truncated);
+        older segments are opened read-only and indexed lazily.
+        """
+        if segment_max_bytes <= 0:
+            raise ValueError("segment_max_bytes must be positive")
+        if cache_max_bytes < 0:
+            raise ValueError("cache_max_bytes must not be negative")
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        bases = sorted(
+            base for name in os.listdir(directory) if (base := parse_segment_file_name(name)) is not None
+        )
+        created = not bases
+        if created:
+            bases = [0]
+        segments: list[Segment] = []
+        try:
+            for base in bases[:-1]:
+                segments.append(Segment.open(directory / segment_file_name(base), base, writable=False))
+            segments.append(Segment.open(directory / segment_file_name(bases[-1]), bases[-1], writable=True))
+        except BaseException:
+            for segment in segments:
+                segment.close()
+            raise
+        ledger = cls(directory, ledger_id, segments, segment_max_bytes, cache_max_bytes)
+        if created:
+            _fsync_directory(directory)
+        return ledger
+
+    @property
+    def ledger_id(self) -> int:
+        """Identifier of this ledger (assigned by the metadata store)."""
+        return self._ledger_id
+
+    @property
+    def directory(self) -> Path:
+        """Directory holding the segment files."""
+        return self._directory
+
+    @property
+    def first_entry_id(self) -> int:
+        """Oldest entry id still stored; equals ``next_entry_id`` when the ledger is empty."""
+        return self._bases[0]
+
+    @property
+    def last_entry_id(self) -> int:
+        """Newest entry id, or ``first_entry_id - 1`` (-1 for a new ledger) when empty."""
+        return self._last_entry_id
+
+    @property
+    def next_entry_id(self) -> int:
+        """Entry id the next append will get."""
+        return self._last_entry_id + 1
+
+    @property
+    def last_durable_entry_id(self) -> int:
+        """Highest entry id covered by a completed sync (everything recovered at open counts)."""
+        with self._lock:
+            return self._durable
+
+    @property
+    def size_bytes(self) -> int:
+        """Total size of the segment files."""
+        return sum(s.size_bytes for s in self._segments)
+
+    @property
+    def entry_count(self) -> int:
+        """Number of entries currently stored."""
+        return self.next_entry_id - self.first_entry_id
+
+    @property
+    def segment_count(self) -> int:
+        """Number of segment files."""
+        return len(self._segments)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the ledger was closed."""
+        return self._closed
+
+    def append(self, data: bytes | bytearray | memoryview, crc: int | None = None) -> int:
+        """Write one entry (not yet durable, see :meth:`sync`) and return its entry id.
+
+        ``crc`` is the CRC32C of ``data`` when the caller already knows it (it is
+        trusted, not verified); it is computed otherwise.
+        """
+        self._check_open()
+        if crc is None:
+            crc = crc32c(data)
+        size = memoryview(data).nbytes
+        active = self._active
+        if active.entry_count > 0 and active.size_bytes + RECORD_OVERHEAD + size > self._segment_max_bytes:
+            active = self._roll()
+        entry_id = active.append(data, crc)
+        with self._lock:
+            self._last_entry_id = entry_id
+            self._unsynced[active.base_entry_id] = active
+        if self._cache_max_bytes > 0:
+            self._cache_put(entry_id, bytes(data), crc)
+        else:
+            self._cache_first = entry_id + 1
+        return entry_id
+
+    def sync(self) -> int:
+        """Make every appended entry durable and return the last durable entry id.
+
+        Safe to call from a worker thread while another thread appends: only the
+        entries appended before the call started are reported durable.
+        """
+        with self._sync_mutex:
+            with self._lock:
+                target = self._last_entry_id
+                pending = list(self._unsynced.values())
+                self._unsynced.clear()
+                dir_dirty, self._dir_dirty = self._dir_dirty, False
+                # Duplicated descriptors stay valid even if trim/close closes the originals.
+                fds = [os.dup(s.fileno()) for s in pending if not s.closed]
+            try:
+                for fd in fds:
+                    datasync(fd)
+                if dir_dirty:
+                    _fsync_directory(self._directory)
+            except OSError as exc:
+                with self._lock:
+                    for segment in pending:
+                        if not segment.closed:
+                            self._unsynced.setdefault(segment.base_entry_id, segment)
+                    self._dir_dirty = self._dir_dirty or dir_dirty
+                raise StorageError(f"sync of ledger {self._ledger_id} failed: {exc}") from exc
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            with self._lock:
+                if target > self._durable:
+                    self._durable = target
+                return self._durable
+
+    def read(self, entry_id: int) -> Entry:
+        """Return one entry, from the tail cache when possible."""
+        self._check_open()
+        self._check_range(entry_id, entry_id)
+        cached = self._cache.get(entry_id)
+        if cached is not None:
+            return Entry(entry_id, cached[0], cached[1])
+        data, crc = self._segment_for(entry_id).read(entry_id)
+        return Entry(entry_id, data, crc)
+
+    def read_range(self, first: int, last: int, max_bytes: int | None = None) -> list[Entry]:
+        """Return entries ``first..last`` inclusive (empty when ``last < first``).
+
+        With ``max_bytes``, stops before the entry that would push the total data size
+        over ``max_bytes``, but always returns at least one entry.
+        """
+        self._check_open()
+        if last < first:
+            return []
+        self._check_range(first, last)
+        out: list[Entry] = []
+        budget = max_bytes
+        entry_id = first
+        while entry_id <= last:
+            if entry_id >= self._cache_first:
+                data, crc = self._cache[entry_id]
+                if budget is not None:
+                    if out and len(data) > budget:
+                        break
+                    budget -= len(data)
+                out.append(Entry(entry_id, data, crc))
+                entry_id += 1
+                continue
+            index = bisect_right(self._bases, entry_id) - 1
+            segment = self._segments[index]
+            chunk_last = min(last, self._cache_first - 1)
+            if index + 1 < len(self._bases):
+                chunk_last = min(chunk_last, self._bases[index + 1] - 1)
+            chunk = segment.read_many(entry_id, chunk_last, budget, at_least_one=not out)
+            for data, crc in chunk:
+                out.append(Entry(entry_id, data, crc))
+                entry_id += 1
+                if budget is not None:
+                    budget -= len(data)
+            if entry_id <= chunk_last:
+                break
+        return out
+
+    def trim_before(self, entry_id: int) -> int:
+        """Delete whole segments whose entries are all ``< entry_id`` (never the active one).
+
+        Returns the number of bytes freed.
+        """
+        self._check_open()
+        count = 0
+        while count + 1 < len(self._bases) and self._bases[count + 1] <= entry_id:
+            count += 1
+        if count == 0:
+            return 0
+        with self._lock:
+            doomed = self._segments[:count]
+            del self._segments[:count]
+            del self._bases[:count]
+            for segment in doomed:
+                self._unsynced.pop(segment.base_entry_id, None)
+        new_first = self._bases[0]
+        while self._cache_first < new_first and self._cache_first in self._cache:
+            self._cache_evict_oldest()
+        self._cache_first = max(self._cache_first, new_first)
+        freed = 0
+        for segment in doomed:
+            freed += segment.size_bytes
+            segment.delete()
+        return freed
+
+    def close(self) -> None:
+        """Sync and close every segment file; idempotent."""
+        if self._closed:
+            return
+        self.sync()
+        self._closed = True
+        with self._lock:
+            segments = list(self._segments)
+        for segment in segments:
+            segment.close()
+        self._cache.clear()
+        self._cache_bytes = 0
+
+    def delete(self) -> None:
+        """Close the ledger and remove its directory with every segment."""
+        if not self._closed:
+            self._closed = True
+            for segment in self._segments:
+                segment.close()
+            self._cache.clear()
+        shutil.rmtree(self._directory, ignore_errors=True)
+
+    def __enter__(self) -> ManagedLedger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"ManagedLedger(id={self._ledger_id}, entries={self.first_entry_id}..{self._last_entry_id}, "
+            f"segments={len(self._segments)})"
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError(f"ledger {self._ledger_id} is closed")
+
+    def _check_range(self, first: int, last: int) -> None:
+        if first < self.first_entry_id or last > self._last_entry_id:
+            raise EntryNotFoundError(
+                f"ledger {self._ledger_id}: entries {first}..{last} outside stored range "
+                f"{self.first_entry_id}..{self._last_entry_id}"
+            )
+
+    def _segment_for(self, entry_id: int) -> Segment:
+        return self._segments[bisect_right(self._bases, entry_id) - 1]
+
+    def _roll(self) -> Segment:
+        """Seal the active segment and start a new one at the next entry id."""
+        base = self._last_entry_id + 1
+        segment = Segment.open(self._directory / segment_file_name(base), base, writable=True)
+        self._active.seal()
+        with self._lock:
+            self._segments.append(segment)
+            self._bases.append(base)
+            self._dir_dirty = True
+        self._active = segment
+        return segment
+
+    def _cache_put(self, entry_id: int, data: bytes, crc: int) -> None:
+        self._cache[entry_id] = (data, crc)
+        self._cache_bytes += len(data)
+        while self._cache_bytes > self._cache_max_bytes and self._cache:
+            self._cache_evict_oldest()
+
+    def _cache_evict_oldest(self) -> None:
+        data, _ = self._cache.pop(self._cache_first)
+        self._cache_bytes -= len(data)
+        self._cache_first += 1
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist directory entries (file creations) of ``directory``."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

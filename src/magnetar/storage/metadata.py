@@ -1,0 +1,419 @@
+"""Broker metadata (clusters, tenants, namespaces, topics, cursors) in a SQLite database."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_CLUSTER",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TENANT",
+    "MetadataConflictError",
+    "MetadataError",
+    "MetadataNotFoundError",
+    "MetadataStore",
+    "topic_namespace",
+]
+
+DEFAULT_CLUSTER = "standalone"
+DEFAULT_TENANT = "public"
+DEFAULT_NAMESPACE = "public/default"
+DB_FILE_NAME = "metadata.db"
+
+SCHEMA_VERSION = 1
+_SCHEMA_V1 = """
+CREATE TABLE clusters (
+    name TEXT PRIMARY KEY,
+    config TEXT NOT NULL
+);
+CREATE TABLE tenants (
+    name TEXT PRIMARY KEY,
+    config TEXT NOT NULL
+);
+CREATE TABLE namespaces (
+    name TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    policies TEXT NOT NULL
+);
+CREATE INDEX namespaces_by_tenant ON namespaces (tenant);
+CREATE TABLE topics (
+    ledger_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    properties TEXT NOT NULL
+);
+CREATE INDEX topics_by_namespace ON topics (namespace);
+CREATE TABLE partitioned_topics (
+    name TEXT PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    partitions INTEGER NOT NULL
+);
+CREATE INDEX partitioned_topics_by_namespace ON partitioned_topics (namespace);
+CREATE TABLE cursors (
+    topic TEXT NOT NULL,
+    subscription TEXT NOT NULL,
+    state BLOB NOT NULL,
+    PRIMARY KEY (topic, subscription)
+);
+CREATE TABLE kv (
+    key TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+"""
+
+
+class MetadataError(Exception):
+    """Base class of metadata store errors."""
+
+
+class MetadataConflictError(MetadataError, ValueError):
+    """A create would duplicate an existing row, or a delete would orphan children."""
+
+
+class MetadataNotFoundError(MetadataError, KeyError):
+    """The named tenant, namespace or topic does not exist."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def topic_namespace(topic: str) -> str:
+    """Return the ``tenant/namespace`` of a topic name like ``persistent://tenant/ns/topic``."""
+    rest = topic.split("://", 1)[-1]
+    parts = rest.split("/")
+    if len(parts) < 3 or not all(parts[:3]):
+        raise ValueError(f"invalid topic name {topic!r}")
+    return f"{parts[0]}/{parts[1]}"
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class MetadataStore:
+    """Persistent broker metadata in ``<data_dir>/metadata.db`` (SQLite, WAL, synchronous=FULL).
+
+    One connection is shared by all threads; every method holds an internal lock.
+    """
+
+    def __init__(self, data_dir: Path | str) -> None:
+        """Open (creating if needed) the metadata database in ``data_dir``."""
+        data_dir = Path(data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._path = data_dir / DB_FILE_NAME
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    @classmethod
+    def open(cls, data_dir: Path | str) -> MetadataStore:
+        """Open the store in ``data_dir`` (same as the constructor)."""
+        return cls(data_dir)
+
+    @property
+    def path(self) -> Path:
+        """Path of the SQLite database file."""
+        return self._path
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- defaults and clusters ------------------------------------------------
+
+    def ensure_defaults(self) -> None:
+        """Create cluster ``standalone``, tenant ``public`` and namespace ``public/default`` if missing."""
+        with self._tx() as db:
+            db.execute("INSERT OR IGNORE INTO clusters (name, config) VALUES (?, ?)", (DEFAULT_CLUSTER, "{}"))
+            tenant_config = {"adminRoles": [], "allowedClusters": [DEFAULT_CLUSTER]}
+            db.execute(
+                "INSERT OR IGNORE INTO tenants (name, config) VALUES (?, ?)",
+                (DEFAULT_TENANT, _dumps(tenant_config)),
+            )
+            db.execute(
+                "INSERT OR IGNORE INTO namespaces (name, tenant, policies) VALUES (?, ?, ?)",
+                (DEFAULT_NAMESPACE, DEFAULT_TENANT, "{}"),
+            )
+
+    def create_cluster(self, name: str, config: dict[str, Any] | None = None) -> None:
+        """Register a cluster; raises MetadataConflictError if it exists."""
+        with self._tx() as db:
+            try:
+                db.execute("INSERT INTO clusters (name, config) VALUES (?, ?)", (name, _dumps(config or {})))
+            except sqlite3.IntegrityError as exc:
+                raise MetadataConflictError(f"cluster {name!r} already exists") from exc
+
+    def get_cluster(self, name: str) -> dict[str, Any] | None:
+        """Return a cluster's configuration, or None."""
+        row = self._one("SELECT config FROM clusters WHERE name = ?", (name,))
+        return json.loads(row[0]) if row else None
+
+    def list_clusters(self) -> list[str]:
+        """Return every cluster name, sorted."""
+        return self._names("SELECT name FROM clusters ORDER BY name", ())
+
+    # -- tenants --------------------------------------------------------------
+
+    def create_tenant(self, name: str, config: dict[str, Any]) -> None:
+        """Create a tenant; raises MetadataConflictError if it exists."""
+        with self._tx() as db:
+            try:
+                db.execute("INSERT INTO tenants (name, config) VALUES (?, ?)", (name, _dumps(config)))
+            except sqlite3.IntegrityError as exc:
+                raise MetadataConflictError(f"tenant {name!r} already exists") from exc
+
+    def get_tenant(self, name: str) -> dict[str, Any] | None:
+        """Return a tenant's configuration, or None."""
+        row = self._one("SELECT config FROM tenants WHERE name = ?", (name,))
+        return json.loads(row[0]) if row else None
+
+    def list_tenants(self) -> list[str]:
+        """Return every tenant name, sorted."""
+        return self._names("SELECT name FROM tenants ORDER BY name", ())
+
+    def update_tenant(self, name: str, config: dict[str, Any]) -> None:
+        """Replace a tenant's configuration; raises MetadataNotFoundError if missing."""
+        with self._tx() as db:
+            cur = db.execute("UPDATE tenants SET config = ? WHERE name = ?", (_dumps(config), name))
+            if cur.rowcount == 0:
+                raise MetadataNotFoundError(f"tenant {name!r} does not exist")
+
+    def delete_tenant(self, name: str) -> None:
+        """Delete a tenant that has no namespaces left."""
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM namespaces WHERE tenant = ? LIMIT 1", (name,)).fetchone():
+                raise MetadataConflictError(f"tenant {name!r} still has namespaces")
+            if db.execute("DELETE FROM tenants WHERE name = ?", (name,)).rowcount == 0:
+                raise MetadataNotFoundError(f"tenant {name!r} does not exist")
+
+    # -- namespaces -----------------------------------------------------------
+
+    def create_namespace(self, name: str, policies: dict[str, Any] | None = None) -> None:
+        """Create namespace ``tenant/ns`` in an existing tenant."""
+        tenant, sep, local = name.partition("/")
+        if not sep or not tenant or not local or "/" in local:
+            raise ValueError(f"invalid namespace name {name!r}")
+        with self._tx() as db:
+            if not db.execute("SELECT 1 FROM tenants WHERE name = ?", (tenant,)).fetchone():
+                raise MetadataNotFoundError(f"tenant {tenant!r} does not exist")
+            try:
+                db.execute(
+                    "INSERT INTO namespaces (name, tenant, policies) VALUES (?, ?, ?)",
+                    (name, tenant, _dumps(policies or {})),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise MetadataConflictError(f"namespace {name!r} already exists") from exc
+
+    def get_namespace(self, name: str) -> dict[str, Any] | None:
+        """Return a namespace's policies, or None when it does not exist."""
+        row = self._one("SELECT policies FROM namespaces WHERE name = ?", (name,))
+        return json.loads(row[0]) if row else None
+
+    def list_namespaces(self, tenant: str) -> list[str]:
+        """Return the namespaces (``tenant/ns``) of a tenant, sorted."""
+        return self._names("SELECT name FROM namespaces WHERE tenant = ? ORDER BY name", (tenant,))
+
+    def set_namespace_policies(self, name: str, policies: dict[str, Any]) -> None:
+        """Replace a namespace's policies; raises MetadataNotFoundError if missing."""
+        with self._tx() as db:
+            cur = db.execute("UPDATE namespaces SET policies = ? WHERE name = ?", (_dumps(policies), name))
+            if cur.rowcount == 0:
+                raise MetadataNotFoundError(f"namespace {name!r} does not exist")
+
+    def delete_namespace(self, name: str) -> None:
+        """Delete a namespace that has no topics or partitioned topics left."""
+        with self._tx() as db:
+            for table in ("topics", "partitioned_topics"):
+                if db.execute(f"SELECT 1 FROM {table} WHERE namespace = ? LIMIT 1", (name,)).fetchone():
+                    raise MetadataConflictError(f"namespace {name!r} still has topics")
+            if db.execute("DELETE FROM namespaces WHERE name = ?", (name,)).rowcount == 0:
+                raise MetadataNotFoundError(f"namespace {name!r} does not exist")
+
+    # -- topics ---------------------------------------------------------------
+
+    def get_or_create_topic(self, name: str, properties: dict[str, Any] | None = None) -> int:
+        """Return the ledger id of a topic, creating the topic with a fresh id if needed.
+
+        Ledger ids come from an AUTOINCREMENT column, so they are never reused, even
+        after the topic is deleted. The namespace is not checked here.
+        """
+        namespace = topic_namespace(name)
+        with self._tx() as db:
+            row = db.execute("SELECT ledger_id FROM topics WHERE name = ?", (name,)).fetchone()
+            if row:
+                return int(row[0])
+            cur = db.execute(
+                "INSERT INTO topics (name, namespace, created_at, properties) VALUES (?, ?, ?, ?)",
+                (name, namespace, time.time(), _dumps(properties or {})),
+            )
+            assert cur.lastrowid is not None
+            return int(cur.lastrowid)
+
+    def get_topic(self, name: str) -> int | None:
+        """Return the ledger id of a topic, or None."""
+        row = self._one("SELECT ledger_id FROM topics WHERE name = ?", (name,))
+        return int(row[0]) if row else None
+
+    def get_topic_info(self, name: str) -> dict[str, Any] | None:
+        """Return ``{"ledger_id", "created_at", "properties"}`` of a topic, or None."""
+        row = self._one("SELECT ledger_id, created_at, properties FROM topics WHERE name = ?", (name,))
+        if not row:
+            return None
+        return {"ledger_id": int(row[0]), "created_at": float(row[1]), "properties": json.loads(row[2])}
+
+    def set_topic_properties(self, name: str, properties: dict[str, Any]) -> None:
+        """Replace a topic's properties; raises MetadataNotFoundError if missing."""
+        with self._tx() as db:
+            cur = db.execute("UPDATE topics SET properties = ? WHERE name = ?", (_dumps(properties), name))
+            if cur.rowcount == 0:
+                raise MetadataNotFoundError(f"topic {name!r} does not exist")
+
+    def list_topics(self, namespace: str | None = None) -> list[str]:
+        """Return topic names, sorted; only those of ``namespace`` when given."""
+        if namespace is None:
+            return self._names("SELECT name FROM topics ORDER BY name", ())
+        return self._names("SELECT name FROM topics WHERE namespace = ? ORDER BY name", (namespace,))
+
+    def delete_topic(self, name: str) -> bool:
+        """Delete a topic and its cursors; return False when it did not exist."""
+        with self._tx() as db:
+            db.execute("DELETE FROM cursors WHERE topic = ?", (name,))
+            return db.execute("DELETE FROM topics WHERE name = ?", (name,)).rowcount > 0
+
+    # -- partitioned topics ---------------------------------------------------
+
+    def set_partitioned_topic(self, name: str, partitions: int) -> None:
+        """Create or update the partition count of a partitioned topic."""
+        if partitions <= 0:
+            raise ValueError("partitions must be positive")
+        namespace = topic_namespace(name)
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO partitioned_topics (name, namespace, partitions) VALUES (?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET partitions = excluded.partitions",
+                (name, namespace, partitions),
+            )
+
+    def get_partitioned_topic(self, name: str) -> int | None:
+        """Return the partition count of a partitioned topic, or None."""
+        row = self._one("SELECT partitions FROM partitioned_topics WHERE name = ?", (name,))
+        return int(row[0]) if row else None
+
+    def delete_partitioned_topic(self, name: str) -> bool:
+        """Delete a partitioned topic's metadata; return False when it did not exist."""
+        with self._tx() as db:
+            return db.execute("DELETE FROM partitioned_topics WHERE name = ?", (name,)).rowcount > 0
+
+    def list_partitioned_topics(self, namespace: str | None = None) -> list[str]:
+        """Return partitioned topic names, sorted; only those of ``namespace`` when given."""
+        if namespace is None:
+            return self._names("SELECT name FROM partitioned_topics ORDER BY name", ())
+        return self._names(
+            "SELECT name FROM partitioned_topics WHERE namespace = ? ORDER BY name", (namespace,)
+        )
+
+    # -- cursors --------------------------------------------------------------
+
+    def save_cursors(self, items: list[tuple[str, str, bytes]]) -> None:
+        """Upsert ``(topic, subscription, state)`` rows, all in one transaction."""
+        with self._tx() as db:
+            db.executemany(
+                "INSERT INTO cursors (topic, subscription, state) VALUES (?, ?, ?) "
+                "ON CONFLICT (topic, subscription) DO UPDATE SET state = excluded.state",
+                items,
+            )
+
+    def load_cursors(self, topic: str) -> dict[str, bytes]:
+        """Return the saved cursor states of a topic, keyed by subscription."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT subscription, state FROM cursors WHERE topic = ?", (topic,)
+            ).fetchall()
+        return {sub: bytes(state) for sub, state in rows}
+
+    def delete_cursor(self, topic: str, subscription: str) -> bool:
+        """Delete one saved cursor; return False when it did not exist."""
+        with self._tx() as db:
+            cur = db.execute(
+                "DELETE FROM cursors WHERE topic = ? AND subscription = ?", (topic, subscription)
+            )
+            return cur.rowcount > 0
+
+    # -- generic key/value ----------------------------------------------------
+
+    def put_kv(self, key: str, value: bytes) -> None:
+        """Store ``value`` under ``key`` (overwriting)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def get_kv(self, key: str) -> bytes | None:
+        """Return the value stored under ``key``, or None."""
+        row = self._one("SELECT value FROM kv WHERE key = ?", (key,))
+        return bytes(row[0]) if row else None
+
+    def delete_kv(self, key: str) -> bool:
+        """Delete ``key``; return False when it did not exist."""
+        with self._tx() as db:
+            return db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
+
+    def list_kv(self, prefix: str = "") -> dict[str, bytes]:
+        """Return every key/value whose key starts with ``prefix``."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key, value FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+            ).fetchall()
+        return {key: bytes(value) for key, value in rows}
+
+    # -- internals ------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """Run the body in one write transaction while holding the lock."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchone()
+
+    def _names(self, sql: str, params: tuple[Any, ...]) -> list[str]:
+        with self._lock:
+            return [row[0] for row in self._conn.execute(sql, params).fetchall()]
+
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise MetadataError(f"{self._path} has schema version {version}, newer than {SCHEMA_VERSION}")
+        if version == 0:
+            # executescript commits implicitly, so run the DDL and version bump as one script.
+            self._conn.executescript(f"BEGIN;{_SCHEMA_V1}PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")

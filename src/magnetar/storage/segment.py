@@ -1,0 +1,347 @@
+"""One append-only segment file of a managed ledger.
+
+A segment file ``<base_entry_id:020d>.log`` holds consecutive entries starting at
+``base_entry_id``. Each record is ``[u32 BE length][u32 BE crc32c(data)][data]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import struct
+from array import array
+from pathlib import Path
+
+from crc32c import crc32c
+
+logger = logging.getLogger("magnetar.storage")
+
+RECORD_HEADER = struct.Struct(">II")
+RECORD_OVERHEAD = RECORD_HEADER.size
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+SEGMENT_SUFFIX = ".log"
+_NAME_DIGITS = 20
+
+
+def datasync(fd: int) -> None:
+    """Flush a file's data to stable storage (fdatasync where available, else fsync)."""
+    if hasattr(os, "fdatasync"):
+        os.fdatasync(fd)
+    else:
+        os.fsync(fd)
+
+
+class StorageError(Exception):
+    """Base class of every error raised by the storage layer."""
+
+
+class EntryNotFoundError(StorageError):
+    """The requested entry id is not (or no longer) stored."""
+
+
+class CorruptEntryError(StorageError):
+    """An entry read from disk does not match its stored checksum or framing."""
+
+
+def segment_file_name(base_entry_id: int) -> str:
+    """Return the file name of the segment whose first entry is ``base_entry_id``."""
+    return f"{base_entry_id:0{_NAME_DIGITS}d}{SEGMENT_SUFFIX}"
+
+
+def parse_segment_file_name(name: str) -> int | None:
+    """Return the base entry id encoded in a segment file name, or None if it is not one."""
+    stem, dot, suffix = name.partition(".")
+    if dot + suffix != SEGMENT_SUFFIX or len(stem) != _NAME_DIGITS or not stem.isdigit():
+        return None
+    return int(stem)
+
+
+def _scan(fd: int, size: int) -> tuple[array, int, str | None]:
+    """Index the records of a file: return (record offsets, end of last good record, problem)."""
+    offsets = array("Q")
+    if size == 0:
+        return offsets, 0, None
+    pos = 0
+    problem: str | None = None
+    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm, memoryview(mm) as view:
+        while pos < size:
+            if size - pos < RECORD_OVERHEAD:
+                problem = "torn record header"
+                break
+            length, crc = RECORD_HEADER.unpack_from(view, pos)
+            if length > MAX_RECORD_BYTES:
+                problem = f"record length {length} exceeds the {MAX_RECORD_BYTES} byte maximum"
+                break
+            end = pos + RECORD_OVERHEAD + length
+            if end > size:
+                problem = "torn record data"
+                break
+            with view[pos + RECORD_OVERHEAD : end] as data:
+                if crc32c(data) != crc:
+                    problem = "checksum mismatch"
+                    break
+            offsets.append(pos)
+            pos = end
+    return offsets, pos, problem
+
+
+def _write_all(fd: int, header: bytes, data: bytes | bytearray | memoryview, total: int) -> None:
+    """Write header and data at the current file position, retrying short writes."""
+    written = os.writev(fd, [header, data])
+    if written < total:
+        rest = memoryview(b"".join((header, data)))
+        while written < total:
+            written += os.write(fd, rest[written:])
+
+
+class Segment:
+    """An append-only file of consecutive entries with an in-memory offset index.
+
+    The active (last) segment of a ledger is opened writable: its index is built at
+    open, and a torn or corrupted tail is truncated away. Older segments are opened
+    read-only and indexed lazily on first access.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        base_entry_id: int,
+        fd: int | None,
+        writable: bool,
+        offsets: array | None,
+        end: int,
+        file_size: int,
+    ) -> None:
+        """Wrap already-opened state; use :meth:`Segment.open` instead."""
+        self._path = path
+        self._base = base_entry_id
+        self._fd = fd
+        self._writable = writable
+        self._offsets = offsets
+        self._end = end
+        self._file_size = file_size
+        self._closed = False
+
+    @classmethod
+    def open(cls, path: Path | str, base_entry_id: int, *, writable: bool) -> Segment:
+        """Open (creating it when writable) the segment file at ``path``.
+
+        A writable segment is scanned immediately and its file is truncated to the
+        last intact record. A read-only segment is only stat'ed; it is indexed on
+        first read.
+        """
+        path = Path(path)
+        if not writable:
+            size = path.stat().st_size
+            return cls(path, base_entry_id, None, False, None, size, size)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            offsets, end, problem = _scan(fd, size)
+            if problem is not None:
+                logger.warning(
+                    "segment %s: %s at byte %d after entry %d; truncating %d bytes",
+                    path,
+                    problem,
+                    end,
+                    base_entry_id + len(offsets) - 1,
+                    size - end,
+                )
+                os.ftruncate(fd, end)
+                os.fsync(fd)
+            os.lseek(fd, end, os.SEEK_SET)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, base_entry_id, fd, True, offsets, end, end)
+
+    @property
+    def path(self) -> Path:
+        """The segment file path."""
+        return self._path
+
+    @property
+    def base_entry_id(self) -> int:
+        """Entry id of the first record of this segment."""
+        return self._base
+
+    @property
+    def writable(self) -> bool:
+        """Whether appends are accepted (only the active segment is writable)."""
+        return self._writable
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    @property
+    def entry_count(self) -> int:
+        """Number of readable entries (indexes a lazy segment)."""
+        return len(self._index())
+
+    @property
+    def next_entry_id(self) -> int:
+        """Entry id the next append would get (indexes a lazy segment)."""
+        return self._base + len(self._index())
+
+    @property
+    def size_bytes(self) -> int:
+        """Size of the segment file on disk."""
+        return self._file_size
+
+    def fileno(self) -> int:
+        """Return the OS file descriptor, opening the file if it was not yet opened."""
+        return self._open_fd()
+
+    def seal(self) -> None:
+        """Refuse further appends; the file stays open for reads and a final sync."""
+        self._writable = False
+
+    def append(self, data: bytes | bytearray | memoryview, crc: int) -> int:
+        """Write one record at once (no fsync) and return its entry id.
+
+        ``crc`` must be the CRC32C of ``data``; a wrong value would make the record
+        look corrupted at the next recovery.
+        """
+        if not self._writable or self._fd is None:
+            raise StorageError(f"segment {self._path} is not writable")
+        size = memoryview(data).nbytes
+        if size > MAX_RECORD_BYTES:
+            raise ValueError(f"entry of {size} bytes exceeds the {MAX_RECORD_BYTES} byte maximum")
+        if not 0 <= crc <= 0xFFFFFFFF:
+            raise ValueError(f"crc {crc} is not an unsigned 32-bit value")
+        offsets = self._index()
+        start = self._end
+        total = RECORD_OVERHEAD + size
+        try:
+            _write_all(self._fd, RECORD_HEADER.pack(size, crc), data, total)
+        except OSError as exc:
+            # Drop whatever part of the record reached the file so the tail stays clean.
+            try:
+                os.ftruncate(self._fd, start)
+                os.lseek(self._fd, start, os.SEEK_SET)
+            except OSError:
+                logger.exception("segment %s: cannot roll back a failed append", self._path)
+            raise StorageError(f"append to {self._path} failed: {exc}") from exc
+        offsets.append(start)
+        self._end = start + total
+        self._file_size = self._end
+        return self._base + len(offsets) - 1
+
+    def sync(self) -> None:
+        """Flush written data to stable storage (fdatasync)."""
+        if self._fd is not None:
+            datasync(self._fd)
+
+    def read(self, entry_id: int) -> tuple[bytes, int]:
+        """Return ``(data, crc)`` of one entry, verifying its checksum."""
+        offsets = self._index()
+        i = entry_id - self._base
+        if not 0 <= i < len(offsets):
+            raise EntryNotFoundError(f"entry {entry_id} is not in segment {self._path.name}")
+        start = offsets[i]
+        end = self._record_end(i)
+        buf = os.pread(self._open_fd(), end - start, start)
+        data, crc, _ = self._decode(buf, 0, entry_id)
+        return data, crc
+
+    def read_many(
+        self, first: int, last: int, max_bytes: int | None = None, *, at_least_one: bool = True
+    ) -> list[tuple[bytes, int]]:
+        """Return ``(data, crc)`` for entries ``first..last`` (inclusive) with one pread.
+
+        With ``max_bytes``, only the longest prefix whose data sizes sum to at most
+        ``max_bytes`` is returned, but at least one entry when ``at_least_one``.
+        """
+        if last < first:
+            return []
+        offsets = self._index()
+        i, j = first - self._base, last - self._base
+        if i < 0 or j >= len(offsets):
+            raise EntryNotFoundError(f"entries {first}..{last} are not all in segment {self._path.name}")
+        if max_bytes is not None:
+            budget = max_bytes
+            k = i
+            while k <= j:
+                size = self._record_end(k) - offsets[k] - RECORD_OVERHEAD
+                if size > budget and (k > i or not at_least_one):
+                    break
+                budget -= size
+                k += 1
+            j = k - 1
+            if j < i:
+                return []
+        start = offsets[i]
+        buf = os.pread(self._open_fd(), self._record_end(j) - start, start)
+        out: list[tuple[bytes, int]] = []
+        pos = 0
+        for k in range(i, j + 1):
+            data, crc, pos = self._decode(buf, pos, self._base + k)
+            out.append((data, crc))
+        return out
+
+    def close(self) -> None:
+        """Close the file descriptor; the object is unusable afterwards."""
+        self._closed = True
+        self._writable = False
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def delete(self) -> None:
+        """Close and remove the segment file."""
+        self.close()
+        self._path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("writable" if self._writable else "sealed")
+        return f"Segment({self._path.name!r}, base={self._base}, {state})"
+
+    def _open_fd(self) -> int:
+        if self._closed:
+            raise StorageError(f"segment {self._path} is closed")
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_RDONLY)
+        return self._fd
+
+    def _index(self) -> array:
+        if self._offsets is None:
+            self._load_index()
+            assert self._offsets is not None
+        return self._offsets
+
+    def _load_index(self) -> None:
+        fd = self._open_fd()
+        size = os.fstat(fd).st_size
+        offsets, end, problem = _scan(fd, size)
+        if problem is not None:
+            logger.error(
+                "sealed segment %s: %s at byte %d; entries from %d on are unavailable",
+                self._path,
+                problem,
+                end,
+                self._base + len(offsets),
+            )
+        self._offsets = offsets
+        self._end = end
+        self._file_size = size
+
+    def _record_end(self, i: int) -> int:
+        offsets = self._offsets
+        assert offsets is not None
+        return offsets[i + 1] if i + 1 < len(offsets) else self._end
+
+    def _decode(self, buf: bytes, pos: int, entry_id: int) -> tuple[bytes, int, int]:
+        """Decode the record at ``buf[pos:]``; return (data, crc, position after it)."""
+        if len(buf) - pos < RECORD_OVERHEAD:
+            raise CorruptEntryError(f"entry {entry_id} in {self._path.name}: short read")
+        length, crc = RECORD_HEADER.unpack_from(buf, pos)
+        start = pos + RECORD_OVERHEAD
+        data = buf[start : start + length]
+        if len(data) != length:
+            raise CorruptEntryError(f"entry {entry_id} in {self._path.name}: short read")
+        if crc32c(data) != crc:
+            raise CorruptEntryError(f"entry {entry_id} in {self._path.name}: checksum mismatch")
+        return data, crc, start + length

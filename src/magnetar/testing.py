@@ -1,0 +1,168 @@
+"""Helpers to run a magnetar broker from tests: as a child process or in a background thread."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from magnetar.broker.config import BrokerConfig
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> None:
+    """Block until something accepts TCP connections on ``port``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nothing listens on {host}:{port} after {timeout} s") from None
+            time.sleep(0.02)
+
+
+class BrokerProcess:
+    """``magnetar standalone`` in a child process, on free ports, for end-to-end tests."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int | None = None,
+        http_port: int | None = None,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.http_port = http_port or free_port()
+        self.args = args
+        self.env = env or {}
+        self.log_path = log_path or self.data_dir.with_name(self.data_dir.name + ".log")
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def service_url(self) -> str:
+        """pulsar:// URL of the broker."""
+        return f"pulsar://127.0.0.1:{self.port}"
+
+    @property
+    def http_url(self) -> str:
+        """http:// URL of the broker."""
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def start(self, timeout: float = 15.0) -> BrokerProcess:
+        """Start the broker and wait until both ports accept connections."""
+        cmd = [
+            sys.executable, "-m", "magnetar.cli.main", "standalone",
+            "--data-dir", str(self.data_dir), "--port", str(self.port),
+            "--http-port", str(self.http_port), *self.args,
+        ]
+        env = {**os.environ, **self.env}
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        try:
+            wait_for_port(self.port, timeout)
+            wait_for_port(self.http_port, timeout)
+        except TimeoutError:
+            self.kill()
+            raise RuntimeError(f"broker did not start; log:\n{self.log()}") from None
+        return self
+
+    def log(self) -> str:
+        """What the broker printed so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        code = self.proc.returncode
+        self.proc = None
+        self._log.close()
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL: the broker gets no chance to flush anything."""
+        if self.proc is None:
+            return
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+        self._log.close()
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class BrokerThread:
+    """A broker on its own event loop in a background thread of this process."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="magnetar-broker", daemon=True)
+        self.server = None
+
+    @property
+    def service_url(self) -> str:
+        """pulsar:// URL of the broker."""
+        return f"pulsar://127.0.0.1:{self.server.port}"
+
+    def start(self) -> BrokerThread:
+        """Start the loop thread and the broker on it."""
+        from magnetar.broker.server import BrokerServer
+
+        self._thread.start()
+        self.server = BrokerServer(self.config)
+        asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(15)
+        return self
+
+    def call(self, fn, *args):  # noqa: ANN001, ANN201 - any callable on the broker loop
+        """Run ``fn(*args)`` on the broker's loop and return its result."""
+
+        async def run():  # noqa: ANN202
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(15)
+
+    def stop(self) -> None:
+        """Stop the broker and its loop thread."""
+        if self.server is not None:
+            asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+    def __enter__(self) -> BrokerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -62,6 +62,10 @@ class BrokerConfig:
     batch_index_ack_enabled: bool = True
     #: topics are created when a producer or consumer first uses them
     allow_auto_topic_creation: bool = True
+    #: partitions of auto-created topics (0: auto-created topics are not partitioned)
+    default_num_partitions: int = 0
+    #: broker-side deduplication for namespaces and topics without their own policy
+    deduplication_enabled: bool = False
     #: log level of the "magnetar" loggers
     log_level: str = "INFO"
 

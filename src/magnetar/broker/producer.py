@@ -27,6 +27,8 @@ class Producer:
         "bytes_in_counter",
         "connected_since",
         "metadata",
+        "request_id",
+        "topic_epoch",
     )
 
     def __init__(
@@ -38,6 +40,8 @@ class Producer:
         access_mode: ProducerAccessMode,
         user_provided_name: bool,
         metadata: dict[str, str] | None = None,
+        request_id: int = 0,
+        topic_epoch: int | None = None,
     ) -> None:
         self.connection = connection
         self.producer_id = producer_id
@@ -50,6 +54,10 @@ class Producer:
         self.bytes_in_counter = 0
         self.connected_since = time.time()
         self.metadata = metadata or {}
+        #: the PRODUCER request, answered again when a waiting producer becomes ready
+        self.request_id = request_id
+        #: the topic epoch the client last held (set on reconnection of an exclusive producer)
+        self.topic_epoch = topic_epoch
 
     def __repr__(self) -> str:
         return f"Producer({self.name!r} id={self.producer_id} on {self.topic.name})"

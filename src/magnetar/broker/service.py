@@ -7,6 +7,7 @@ cursor writes run in worker threads, and their results come back to the loop.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -21,6 +22,7 @@ from magnetar.storage import ManagedLedger, MetadataStore
 from .commit import GroupCommitter
 from .config import BrokerConfig
 from .errors import BrokerError
+from .nonpersistent import NonPersistentTopic
 from .topic import Topic
 
 if TYPE_CHECKING:
@@ -30,6 +32,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("magnetar.broker")
 
 SERVER_VERSION = f"magnetar-{__version__}"
+
+
+def _dedup_key(topic: str) -> str:
+    return f"dedup/{topic}"
 
 
 class BrokerService:
@@ -47,6 +53,8 @@ class BrokerService:
         self._dirty_cursors: dict[tuple[str, str], tuple[Topic, Subscription]] = {}
         self._deleted_cursors: set[tuple[str, str]] = set()
         self._tasks: list[asyncio.Task] = []
+        #: ledger ids of non-persistent topics count down from the top, away from stored ones
+        self._non_persistent_ids = 0
         self._flush_lock = asyncio.Lock()
         self.started_at = time.time()
         self.running = False
@@ -109,6 +117,35 @@ class BrokerService:
         assert self.metadata is not None
         return self.metadata.get_partitioned_topic(str(topic_name)) or 0
 
+    def partitions_for_client(self, topic_name: TopicName, auto_create: bool = True) -> int:
+        """PARTITIONED_METADATA: the partition count, creating a partitioned topic on first use
+        when auto-creation makes new topics partitioned (broker setting or namespace policy)."""
+        assert self.metadata is not None
+        name = str(topic_name)
+        n = self.metadata.get_partitioned_topic(name)
+        if n is not None:
+            return n
+        if not auto_create or topic_name.partition_index >= 0 or name in self.topics:
+            return 0
+        if topic_name.persistent and self.metadata.get_topic(name) is not None:
+            return 0
+        allowed, partitions = self.auto_topic_creation(topic_name.namespace)
+        if allowed and partitions > 0:
+            self.metadata.set_partitioned_topic(name, partitions)
+            return partitions
+        return 0
+
+    def auto_topic_creation(self, namespace: str) -> tuple[bool, int]:
+        """(auto-creation allowed, partitions of auto-created topics) for a namespace."""
+        assert self.metadata is not None
+        policies = self.metadata.get_namespace(namespace) or {}
+        override = policies.get("autoTopicCreationOverride")
+        if isinstance(override, dict) and "allowAutoTopicCreation" in override:
+            allowed = bool(override.get("allowAutoTopicCreation"))
+            partitioned = override.get("topicType") == "partitioned"
+            return allowed, int(override.get("defaultNumPartitions") or 0) if partitioned else 0
+        return self.config.allow_auto_topic_creation, self.config.default_num_partitions
+
     def topics_of_namespace(self, namespace: str, mode: TopicsMode = TopicsMode.PERSISTENT) -> list[str]:
         """Topics of a namespace, partitions listed individually, as Pulsar lists them."""
         assert self.metadata is not None
@@ -133,12 +170,20 @@ class BrokerService:
         if topic is not None:
             return topic
         assert self.metadata is not None
-        if not topic_name.persistent:
-            raise BrokerError(ServerError.NotAllowedError, "non-persistent topics are not supported yet")
         self.check_namespace(topic_name)
+        if not topic_name.persistent:
+            if self.partitions_of(topic_name) > 0:
+                raise BrokerError(
+                    ServerError.NotAllowedError,
+                    f"{name} is a partitioned topic: use its partitions {name}-partition-<i>",
+                )
+            self._non_persistent_ids -= 1
+            topic = NonPersistentTopic(self, topic_name, self._non_persistent_ids & ((1 << 63) - 1))
+            self.topics[name] = topic
+            return topic
         ledger_id = self.metadata.get_topic(name)
         if ledger_id is None:
-            if not create or not self.config.allow_auto_topic_creation:
+            if not create or not self.auto_topic_creation(topic_name.namespace)[0]:
                 raise BrokerError(ServerError.TopicNotFound, f"topic {name} does not exist")
             if self.partitions_of(topic_name) > 0:
                 raise BrokerError(
@@ -155,9 +200,36 @@ class BrokerService:
         topic = Topic(self, topic_name, ledger)
         for sub_name, state in self.metadata.load_cursors(name).items():
             topic.restore_subscription(sub_name, state)
+        snapshot = self.metadata.get_kv(_dedup_key(name))
+        if snapshot is not None:
+            data = json.loads(snapshot)
+            topic.restore_sequence_ids(data["sequence_ids"], data["entry_id"])
+        else:
+            topic.restore_sequence_ids({}, -1)
+        topic.dedup_enabled = self.deduplication_enabled(topic_name)
         self.topics[name] = topic
         log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger_id, ledger.first_entry_id, ledger.last_entry_id)
         return topic
+
+    def deduplication_enabled(self, topic_name: TopicName) -> bool:
+        """Whether broker-side deduplication applies to a topic (topic, namespace, broker setting)."""
+        assert self.metadata is not None
+        raw = self.metadata.get_kv(f"topic-policies/{topic_name}")
+        if raw is not None:
+            value = json.loads(raw).get("deduplicationEnabled")
+            if value is not None:
+                return bool(value)
+        policies = self.metadata.get_namespace(topic_name.namespace) or {}
+        value = policies.get("deduplicationEnabled")
+        if value is not None:
+            return bool(value)
+        return self.config.deduplication_enabled
+
+    def policies_changed(self, namespace: str | None = None) -> None:
+        """Re-read policies for loaded topics (of one namespace, or all) so they take effect live."""
+        for topic in self.topics.values():
+            if namespace is None or topic.topic_name.namespace == namespace:
+                topic.dedup_enabled = self.deduplication_enabled(topic.topic_name)
 
     # -- cursors -------------------------------------------------------------------------
     def cursor_dirty(self, topic: Topic, sub: Subscription) -> None:
@@ -175,7 +247,9 @@ class BrokerService:
     async def flush_cursors(self) -> None:
         """Persist every changed cursor in one metadata transaction, then trim ledgers."""
         async with self._flush_lock:
-            if not self._dirty_cursors and not self._deleted_cursors:
+            if not self._dirty_cursors and not self._deleted_cursors and not any(
+                t.dedup_dirty for t in self.topics.values()
+            ):
                 return
             dirty, self._dirty_cursors = self._dirty_cursors, {}
             deleted, self._deleted_cursors = self._deleted_cursors, set()
@@ -183,6 +257,12 @@ class BrokerService:
             for (topic_name, sub_name), (_topic, sub) in dirty.items():
                 items.append((topic_name, sub_name, sub.cursor.to_bytes()))
                 sub.cursor.mark_clean()
+            snapshots = []
+            for topic in self.topics.values():
+                snap = topic.dedup_snapshot()
+                if snap is not None:
+                    entry_id, seqs = snap
+                    snapshots.append((_dedup_key(topic.name), json.dumps({"entry_id": entry_id, "sequence_ids": seqs})))
             metadata = self.metadata
             assert metadata is not None
 
@@ -191,6 +271,8 @@ class BrokerService:
                     metadata.save_cursors(items)
                 for topic_name, sub_name in deleted:
                     metadata.delete_cursor(topic_name, sub_name)
+                for key, value in snapshots:
+                    metadata.put_kv(key, value.encode())
 
             await asyncio.get_running_loop().run_in_executor(self._meta_executor, write)
             for topic in {id(t): t for t, _ in dirty.values()}.values():
@@ -229,3 +311,24 @@ class BrokerService:
     def connection_closed(self, conn: ServerConnection) -> None:
         """Forget a client connection."""
         self.connections.discard(conn)
+
+    # -- admin hooks ---------------------------------------------------------------------
+    async def delete_topic_storage(self, name: str) -> bool:
+        """Forget a topic that has no producers or consumers left: its loaded state, ledger files,
+        persisted cursors and metadata row. Returns False when there was nothing to delete."""
+        assert self.metadata is not None
+        async with self._flush_lock:
+            topic = self.topics.pop(name, None)
+            for key in [k for k in self._dirty_cursors if k[0] == name]:
+                del self._dirty_cursors[key]
+            self._deleted_cursors = {k for k in self._deleted_cursors if k[0] != name}
+            ledger_id = self.metadata.get_topic(name)
+            existed = self.metadata.delete_topic(name)
+            if topic is not None:
+                topic.closed = True
+                topic.ledger.delete()
+            elif ledger_id is not None:
+                import shutil
+
+                shutil.rmtree(self.config.data_dir / "ledgers" / str(ledger_id), ignore_errors=True)
+        return existed or topic is not None

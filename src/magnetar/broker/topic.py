@@ -45,40 +45,91 @@ class Topic:
         self.subscriptions: dict[str, Subscription] = {}
         #: highest entry id consumers may read (covered by a completed sync)
         self.last_readable_id = ledger.last_entry_id
-        self._receipts: deque[tuple[Producer, int, int, int]] = deque()
+        #: (producer, sequence id, highest sequence id, entry id gating the receipt, duplicate?)
+        self._receipts: deque[tuple[Producer, int, int, int, bool]] = deque()
+        #: highest sequence id appended per producer name (deduplication state)
+        self.last_sequence_ids: dict[str, int] = {}
+        #: entry id up to which ``last_sequence_ids`` was last persisted
+        self.dedup_snapshot_entry_id = -1
+        self.dedup_enabled = False
+        #: per producer, the highest sequence id whose entry is durable (what snapshots persist)
+        self.durable_sequence_ids: dict[str, int] = {}
+        self.dedup_dirty = False
+        #: the Exclusive / ExclusiveWithFencing / promoted WaitForExclusive producer, if any
+        self.exclusive_producer: Producer | None = None
+        self._waiting: list[Producer] = []
+        #: bumped each time a producer takes exclusive access; fenced producers carry an older one
+        self.topic_epoch = 0
         self.closed = False
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
 
     # -- producers -----------------------------------------------------------------------
-    def add_producer(self, producer: Producer) -> None:
-        """Attach a producer, enforcing names and access modes."""
-        if producer.name in self.producers:
+    def add_producer(self, producer: Producer) -> bool:
+        """Attach a producer, enforcing names and access modes.
+
+        Returns False when a WaitForExclusive producer was queued behind the current holder
+        (it is attached later, and told so through its connection); raises BrokerError when
+        the producer is refused.
+        """
+        if producer.name in self.producers or any(p.name == producer.name for p in self._waiting):
             raise BrokerError(
                 ServerError.ProducerBusy, f"producer with name {producer.name!r} is already connected to {self.name}"
             )
-        exclusive = [p for p in self.producers.values() if p.access_mode != ProducerAccessMode.Shared]
-        if exclusive:
+        mode = producer.access_mode
+        holder = self.exclusive_producer
+        if mode == ProducerAccessMode.Shared:
+            if holder is not None or self._waiting:
+                name = holder.name if holder is not None else self._waiting[0].name
+                raise BrokerError(ServerError.ProducerBusy, f"topic {self.name} has an exclusive producer {name!r}")
+        elif mode == ProducerAccessMode.Exclusive:
+            if holder is not None or self.producers:
+                raise BrokerError(
+                    ServerError.ProducerFenced,
+                    f"topic {self.name} has existing producers; exclusive access refused",
+                )
+            self._take_exclusive(producer)
+        elif mode == ProducerAccessMode.ExclusiveWithFencing:
+            for waiting in self._waiting:
+                waiting.connection.refuse_waiting_producer(waiting, f"fenced by producer {producer.name!r}")
+            self._waiting.clear()
+            for old in list(self.producers.values()):
+                old.connection.close_producer_by_broker(old)
+            self._take_exclusive(producer)
+        elif mode == ProducerAccessMode.WaitForExclusive:
+            if holder is not None or self.producers:
+                self._waiting.append(producer)
+                return False
+            self._take_exclusive(producer)
+        self.producers[producer.name] = producer
+        return True
+
+    def _take_exclusive(self, producer: Producer) -> None:
+        if producer.topic_epoch is not None and producer.topic_epoch < self.topic_epoch:
             raise BrokerError(
                 ServerError.ProducerFenced,
-                f"topic {self.name} has an exclusive producer {exclusive[0].name!r}",
+                f"producer {producer.name!r} was fenced: topic epoch {producer.topic_epoch} < {self.topic_epoch}",
             )
-        if producer.access_mode == ProducerAccessMode.Exclusive and self.producers:
-            raise BrokerError(
-                ServerError.ProducerBusy, f"topic {self.name} already has producers; exclusive access refused"
-            )
-        if producer.access_mode not in (ProducerAccessMode.Shared, ProducerAccessMode.Exclusive):
-            raise BrokerError(
-                ServerError.NotAllowedError,
-                f"producer access mode {producer.access_mode.name} is not supported yet",
-            )
-        self.producers[producer.name] = producer
+        self.topic_epoch = max(self.topic_epoch + 1, producer.topic_epoch or 0)
+        self.exclusive_producer = producer
 
     def remove_producer(self, producer: Producer) -> None:
-        """Detach a producer (receipts still owed to it are dropped with its connection)."""
+        """Detach a producer; a waiting exclusive producer may take over."""
+        producer.closed = True
+        if producer in self._waiting:
+            self._waiting.remove(producer)
+            return
         if self.producers.get(producer.name) is producer:
             del self.producers[producer.name]
-        producer.closed = True
+        if self.exclusive_producer is producer:
+            self.exclusive_producer = None
+        while self._waiting and not self.producers:
+            nxt = self._waiting.pop(0)
+            if nxt.closed:
+                continue
+            self._take_exclusive(nxt)
+            self.producers[nxt.name] = nxt
+            nxt.connection.producer_ready(nxt)
 
     def generate_producer_name(self) -> str:
         """A producer name unique on this broker, for producers that did not choose one."""
@@ -88,23 +139,75 @@ class Topic:
     def publish(
         self, producer: Producer, sequence_id: int, highest_sequence_id: int, num_messages: int, entry: bytes, crc: int
     ) -> None:
-        """Append one entry; its receipt is sent once it is durable. Raises StorageError."""
+        """Append one entry; its receipt is sent once it is durable. Raises StorageError.
+
+        With deduplication enabled, an entry whose (highest) sequence id is not above the last
+        one stored for its producer name is not stored; its receipt (with message id -1:-1)
+        still goes out, after the receipts of everything before it.
+        """
+        sequence = highest_sequence_id if highest_sequence_id > sequence_id else sequence_id
+        last = self.last_sequence_ids.get(producer.name, -1)
+        if self.dedup_enabled and sequence <= last:
+            gate = self.ledger.last_entry_id
+            if not self._receipts and gate <= self.last_readable_id:
+                producer.connection.send_receipt(producer.producer_id, sequence_id, highest_sequence_id, -1, -1)
+            else:
+                self._receipts.append((producer, sequence_id, highest_sequence_id, gate, True))
+            return
         entry_id = self.ledger.append(entry, crc)
-        self._receipts.append((producer, sequence_id, highest_sequence_id, entry_id))
+        if sequence > last:
+            self.last_sequence_ids[producer.name] = sequence
+        self._receipts.append((producer, sequence_id, highest_sequence_id, entry_id, False))
         producer.msg_in_counter += num_messages
         producer.bytes_in_counter += len(entry)
         self.msg_in_counter += num_messages
         self.bytes_in_counter += len(entry)
         self.service.committer.appended(self)
 
+    def last_sequence_id(self, producer_name: str) -> int:
+        """What PRODUCER_SUCCESS reports: the producer's last stored sequence id under dedup, else -1."""
+        return self.last_sequence_ids.get(producer_name, -1) if self.dedup_enabled else -1
+
+    def restore_sequence_ids(self, snapshot: dict[str, int], snapshot_entry_id: int) -> None:
+        """Rebuild deduplication state: a persisted snapshot plus the entries appended after it."""
+        self.last_sequence_ids = dict(snapshot)
+        self.durable_sequence_ids = self.last_sequence_ids
+        self.dedup_snapshot_entry_id = snapshot_entry_id
+        first = max(snapshot_entry_id + 1, self.ledger.first_entry_id)
+        last = self.ledger.last_entry_id
+        seqs = self.last_sequence_ids
+        for start in range(first, last + 1, 1000):
+            for entry in self.ledger.read_range(start, min(last, start + 999)):
+                try:
+                    meta = parse_entry_metadata(entry.data)
+                except ProtocolError:
+                    continue
+                seq = max(meta.sequence_id, meta.highest_sequence_id)
+                if seq > seqs.get(meta.producer_name, -1):
+                    seqs[meta.producer_name] = seq
+        self.durable_sequence_ids = dict(seqs)
+
+    def dedup_snapshot(self) -> tuple[int, dict[str, int]] | None:
+        """(entry id, sequence ids durable up to it) to persist, or None when unchanged."""
+        if not self.dedup_dirty:
+            return None
+        self.dedup_dirty = False
+        return self.last_readable_id, dict(self.durable_sequence_ids)
+
     def on_durable(self, last_durable_id: int) -> None:
         """Entries up to ``last_durable_id`` are safe: send their receipts, let consumers read them."""
         receipts = self._receipts
         ledger_id = self.ledger_id
         while receipts and receipts[0][3] <= last_durable_id:
-            producer, sequence_id, highest, entry_id = receipts.popleft()
+            producer, sequence_id, highest, entry_id, duplicate = receipts.popleft()
+            if not duplicate:
+                self.durable_sequence_ids[producer.name] = max(sequence_id, highest)
+                self.dedup_dirty = True
             if not producer.closed:
-                producer.connection.send_receipt(producer.producer_id, sequence_id, highest, ledger_id, entry_id)
+                if duplicate:
+                    producer.connection.send_receipt(producer.producer_id, sequence_id, highest, -1, -1)
+                else:
+                    producer.connection.send_receipt(producer.producer_id, sequence_id, highest, ledger_id, entry_id)
         if last_durable_id > self.last_readable_id:
             self.last_readable_id = last_durable_id
             for sub in self.subscriptions.values():
@@ -113,7 +216,7 @@ class Topic:
     def on_sync_failed(self, error: BaseException) -> None:
         """A sync failed: every producer still waiting gets a PersistenceError."""
         while self._receipts:
-            producer, sequence_id, _, _ = self._receipts.popleft()
+            producer, sequence_id, _, _, _ = self._receipts.popleft()
             if not producer.closed:
                 producer.connection.send_send_error(
                     producer.producer_id, sequence_id, ServerError.PersistenceError, f"storage failure: {error}"

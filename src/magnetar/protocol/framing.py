@@ -89,6 +89,7 @@ class FrameDecoder:
     def __init__(self, max_frame_size: int) -> None:
         self.max_frame_size = max_frame_size
         self._buffer = bytearray()
+        self._failed: str | None = None
 
     @property
     def buffered(self) -> int:
@@ -96,7 +97,19 @@ class FrameDecoder:
         return len(self._buffer)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
-        """Add received bytes; return every frame they complete, in order."""
+        """Add received bytes; return every frame they complete, in order.
+
+        After a ProtocolError the decoder stays failed: every later call raises again.
+        """
+        if self._failed is not None:
+            raise ProtocolError(f"stream already failed: {self._failed}")
+        try:
+            return self._feed(data)
+        except ProtocolError as exc:
+            self._failed = str(exc)
+            raise type(exc)(str(exc)) from None
+
+    def _feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
         buf = self._buffer
         if buf:
             buf += data
@@ -138,6 +151,8 @@ def decode_frame_body(body: memoryview) -> Frame:
         raise ProtocolError(f"undecodable command: {exc}") from None
     if not command.HasField("type"):
         raise ProtocolError("command without a type")
+    if command.type not in _NO_STRING_COMMANDS:
+        _check_strings(command)
     pos = 4 + cmd_size
     if pos == size:
         return Frame(command)
@@ -163,6 +178,22 @@ def decode_frame_body(body: memoryview) -> Frame:
     if meta_size > len(entry) - 4:
         raise ProtocolError(f"metadata size {meta_size} overruns a payload of {len(entry)} bytes")
     return Frame(command, entry, checksum, broker_meta)
+
+
+#: commands without string fields (the hot path), spared the UTF-8 check
+_NO_STRING_COMMANDS = frozenset({6, 7, 9, 10, 11, 18, 19})
+
+
+def _check_strings(message) -> None:  # noqa: ANN001 - any schema message
+    """Reject string fields that are not valid UTF-8 (the parser hands those back as bytes)."""
+    for field, value in message.ListFields():
+        if field.type == field.TYPE_STRING:
+            values = value if field.is_repeated else (value,)
+            if any(isinstance(v, bytes) for v in values):
+                raise ProtocolError(f"field {field.name} is not valid UTF-8")
+        elif field.type == field.TYPE_MESSAGE:
+            for v in value if field.is_repeated else (value,):
+                _check_strings(v)
 
 
 def sub_command(command: BaseCommand):  # noqa: ANN201 - returns the schema's message class
@@ -207,6 +238,8 @@ def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
 def split_entry(entry: bytes | memoryview) -> tuple[memoryview, memoryview]:
     """Split entry bytes into (serialized metadata, payload) without copying."""
     view = memoryview(entry)
+    if len(view) < 4:
+        raise ProtocolError(f"entry of {len(view)} bytes is too short for a metadata size")
     (meta_size,) = _U32.unpack_from(view, 0)
     if meta_size > len(view) - 4:
         raise ProtocolError(f"metadata size {meta_size} overruns an entry of {len(view)} bytes")

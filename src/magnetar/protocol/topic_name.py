@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 PARTITION_SUFFIX = "-partition-"
 _DOMAINS = ("persistent", "non-persistent")
-_NAME_PART = re.compile(r"^[-=:.\w]+$")
+_NAME_PART = re.compile(r"^[-=:.\w]+$", re.ASCII)
 _PARTITION = re.compile(r"^(.*)-partition-(\d+)$")
 
 

@@ -66,6 +66,10 @@ class BrokerConfig:
     default_num_partitions: int = 0
     #: broker-side deduplication for namespaces and topics without their own policy
     deduplication_enabled: bool = False
+    #: delayed messages are released on ticks of this length (never early, at most a tick late)
+    delayed_delivery_tick_seconds: float = 1.0
+    #: release delayed messages at their exact time instead of on ticks
+    delayed_delivery_strict: bool = False
     #: log level of the "magnetar" loggers
     log_level: str = "INFO"
 

@@ -178,8 +178,8 @@ class ServerConnection(asyncio.Protocol):
         r.sequence_id = sequence_id
         if highest_sequence_id:
             r.highest_sequence_id = highest_sequence_id
-        r.message_id.ledger_id = ledger_id
-        r.message_id.entry_id = entry_id
+        r.message_id.ledger_id = _u64(ledger_id)
+        r.message_id.entry_id = _u64(entry_id)
         self.write(encode_command(cmd))
 
     def send_send_error(self, producer_id: int, sequence_id: int, code: ServerError, message: str) -> None:
@@ -314,7 +314,7 @@ class ServerConnection(asyncio.Protocol):
         try:
             name = self.service.parse_topic(req.topic)
             self.service.check_namespace(name)
-            resp.partitions = self.service.partitions_of(name)
+            resp.partitions = self.service.partitions_for_client(name, req.metadata_auto_creation_enabled)
             resp.response = PartitionedMetadataResult.Success
         except BrokerError as exc:
             resp.response = PartitionedMetadataResult.Failed
@@ -384,20 +384,46 @@ class ServerConnection(asyncio.Protocol):
         except ValueError:
             raise BrokerError(ServerError.NotAllowedError, f"unknown producer access mode {req.producer_access_mode}") from None
         producer = Producer(
-            self, req.producer_id, producer_name, topic, mode, user_named, {kv.key: kv.value for kv in req.metadata}
+            self, req.producer_id, producer_name, topic, mode, user_named, {kv.key: kv.value for kv in req.metadata},
+            request_id=req.request_id, topic_epoch=req.topic_epoch if req.HasField("topic_epoch") else None,
         )
-        topic.add_producer(producer)
+        ready = topic.add_producer(producer)
         self.producers[req.producer_id] = producer
-        self._producer_success(req.request_id, producer)
+        self._producer_success(req.request_id, producer, ready)
 
-    def _producer_success(self, request_id: int, producer: Producer) -> None:
+    def _producer_success(self, request_id: int, producer: Producer, ready: bool = True) -> None:
         cmd = BaseCommand(type=CommandType.PRODUCER_SUCCESS)
         ok = cmd.producer_success
         ok.request_id = request_id
         ok.producer_name = producer.name
-        ok.last_sequence_id = -1
-        ok.producer_ready = True
+        ok.last_sequence_id = producer.topic.last_sequence_id(producer.name)
+        ok.producer_ready = ready
+        if ready and producer.access_mode != ProducerAccessMode.Shared:
+            ok.topic_epoch = producer.topic.topic_epoch
         self.send_command(cmd)
+
+    def producer_ready(self, producer: Producer) -> None:
+        """A queued WaitForExclusive producer got the topic: complete its PRODUCER request."""
+        if not self.closed and self.producers.get(producer.producer_id) is producer:
+            self._producer_success(producer.request_id, producer, True)
+
+    def refuse_waiting_producer(self, producer: Producer, reason: str) -> None:
+        """A queued WaitForExclusive producer lost its turn: fail its PRODUCER request."""
+        producer.closed = True
+        if self.producers.get(producer.producer_id) is producer:
+            del self.producers[producer.producer_id]
+            self._error(producer.request_id, ServerError.ProducerFenced, reason)
+
+    def close_producer_by_broker(self, producer: Producer) -> None:
+        """Detach a producer and tell its client (fencing, forced topic deletion)."""
+        if self.producers.get(producer.producer_id) is producer:
+            del self.producers[producer.producer_id]
+        producer.topic.remove_producer(producer)
+        if not self.closed:
+            cmd = BaseCommand(type=CommandType.CLOSE_PRODUCER)
+            cmd.close_producer.producer_id = producer.producer_id
+            cmd.close_producer.request_id = _u64(-1)
+            self.send_command(cmd)
 
     def _on_send(self, command: BaseCommand, frame: Frame) -> None:
         send = command.send

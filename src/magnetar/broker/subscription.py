@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from magnetar.protocol.enums import ServerError, SubType
 from magnetar.storage import CursorState
 
+from .delayed import DelayedDeliveryTracker
 from .dispatchers import Dispatcher, RoundRobinDispatcher, SingleActiveDispatcher
 from .errors import BrokerError
 
@@ -26,6 +27,9 @@ _DISPATCHERS: dict[SubType, type[Dispatcher]] = {
 }
 
 MAX_ENTRY_ID = (1 << 63) - 1
+
+#: subscription types that honour deliver_at_time (Exclusive and Failover deliver at once)
+_DELAYING_TYPES = frozenset({SubType.Shared, SubType.Key_Shared})
 
 
 class Subscription:
@@ -55,6 +59,8 @@ class Subscription:
         self.redelivery: set[int] = set()
         self.redelivery_counts: dict[int, int] = {}
         self.dispatcher: Dispatcher | None = None
+        #: entries waiting for their deliver_at_time (Shared and Key_Shared only)
+        self.delayed: DelayedDeliveryTracker | None = None
         self.resetting = False
         self.msg_out_counter = 0
         config = topic.service.config
@@ -88,8 +94,24 @@ class Subscription:
         if self.dispatcher is None or self.sub_type != consumer.sub_type:
             self.sub_type = consumer.sub_type
             self.dispatcher = _DISPATCHERS[consumer.sub_type](self)
+            self._set_delayed_tracker(consumer.sub_type in _DELAYING_TYPES)
         self.resetting = False
         self.dispatcher.add_consumer(consumer)
+
+    def _set_delayed_tracker(self, enabled: bool) -> None:
+        """Hold delayed messages (Shared, Key_Shared) or deliver them at once (Exclusive, Failover)."""
+        if enabled and self.delayed is None:
+            config = self.topic.service.config
+            self.delayed = DelayedDeliveryTracker(
+                self._delayed_due, config.delayed_delivery_tick_seconds, config.delayed_delivery_strict
+            )
+        elif not enabled and self.delayed is not None:
+            self.redelivery.update(self.delayed.clear())
+            self.delayed = None
+
+    def _delayed_due(self, entry_ids: list[int]) -> None:
+        self.redelivery.update(e for e in entry_ids if not self.cursor.is_acked(e))
+        self.schedule_dispatch()
 
     def remove_consumer(self, consumer: Consumer) -> None:
         """Detach a consumer; what it had not acknowledged is redelivered to the others."""
@@ -252,6 +274,8 @@ class Subscription:
         self.read_position = entry_id
         self.redelivery.clear()
         self.redelivery_counts.clear()
+        if self.delayed is not None:
+            self.delayed.clear()
         self.resetting = True
         for consumer in list(self.consumers):
             consumer.pending.clear()
@@ -270,6 +294,44 @@ class Subscription:
     def unacked_messages(self) -> int:
         """Messages delivered to consumers and not yet acknowledged."""
         return sum(c.unacked_messages for c in self.consumers)
+
+    # -- admin operations (skip, clear backlog, expire) ---------------------------------
+    def admin_ack_before(self, entry_id: int) -> int:
+        """Acknowledge every entry below ``entry_id`` (clear-backlog, expiry); returns how many."""
+        last = min(entry_id - 1, self.topic.last_entry_id)
+        before = self.backlog()
+        if last > self.cursor.mark_delete:
+            self.cursor.ack_cumulative(last)
+            self._admin_acked()
+        return before - self.backlog()
+
+    def admin_skip(self, count: int) -> int:
+        """Acknowledge the first ``count`` unacknowledged entries; returns how many were skipped."""
+        cursor = self.cursor
+        last = self.topic.last_entry_id
+        skipped = 0
+        entry_id = cursor.next_unacked(cursor.mark_delete + 1)
+        while skipped < count and entry_id <= last:
+            cursor.ack(entry_id)
+            skipped += 1
+            entry_id = cursor.next_unacked(entry_id + 1)
+        if skipped:
+            self._admin_acked()
+        return skipped
+
+    def _admin_acked(self) -> None:
+        """After an administrative acknowledgement: drop acked entries in flight, persist, dispatch."""
+        cursor = self.cursor
+        for consumer in self.consumers:
+            for entry_id in [e for e in consumer.pending if cursor.is_acked(e)]:
+                consumer.forget(entry_id)
+        self.redelivery = {e for e in self.redelivery if not cursor.is_acked(e)}
+        md = cursor.mark_delete
+        self.redelivery_counts = {e: n for e, n in self.redelivery_counts.items() if e > md}
+        self.read_position = max(self.read_position, md + 1)
+        self.update_blocked()
+        self.topic.cursor_moved(self)
+        self.schedule_dispatch()
 
     def __repr__(self) -> str:
         return f"Subscription({self.topic.name}/{self.name})"

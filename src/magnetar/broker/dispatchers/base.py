@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
+from magnetar.protocol.schema import MessageMetadata
 
 if TYPE_CHECKING:
     from magnetar.storage import Entry
@@ -34,6 +36,14 @@ def entry_message_count(entry: Entry) -> int:
     except ProtocolError:
         return 1
     return max(1, meta.num_messages_in_batch)
+
+
+def entry_metadata(entry: Entry) -> MessageMetadata | None:
+    """The MessageMetadata of an entry, or None when it cannot be read."""
+    try:
+        return parse_entry_metadata(entry.data)
+    except ProtocolError:
+        return None
 
 
 class Dispatcher:
@@ -93,6 +103,8 @@ class Dispatcher:
         topic = sub.topic
         cursor = sub.cursor
         batch = topic.service.config.dispatch_batch_entries
+        delayed = sub.delayed
+        now_ms = int(time.time() * 1000)
         budget = _RUN_BUDGET
         while budget > 0:
             if not self.consumers or sub.blocked_on_unacked() or not self.has_capacity():
@@ -115,7 +127,12 @@ class Dispatcher:
                 if cursor.is_acked(eid):
                     sent_upto = i
                     continue
-                messages = entry_message_count(entry)
+                meta = entry_metadata(entry)
+                messages = max(1, meta.num_messages_in_batch) if meta is not None else 1
+                if delayed is not None and meta is not None and meta.deliver_at_time > now_ms:
+                    delayed.add(eid, meta.deliver_at_time)
+                    sent_upto = i
+                    continue
                 consumer = self.select(entry, messages)
                 if consumer is None:
                     break

@@ -30,7 +30,6 @@ class Consumer:
         "sub_type",
         "priority_level",
         "permits",
-        "window",
         "pending",
         "unacked_messages",
         "blocked",
@@ -62,8 +61,6 @@ class Consumer:
         self.sub_type = sub_type
         self.priority_level = priority_level
         self.permits = 0
-        #: the most permits this consumer ever held at once: its receiver queue size
-        self.window = 0
         self.pending: dict[int, int] = {}
         self.unacked_messages = 0
         self.blocked = False
@@ -79,19 +76,15 @@ class Consumer:
     def add_permits(self, n: int) -> None:
         """Record a FLOW grant of ``n`` messages."""
         self.permits += n
-        if self.permits > self.window:
-            self.window = self.permits
 
     def can_take(self, messages: int) -> bool:
         """Whether an entry of ``messages`` messages may be sent now.
 
-        An entry larger than the consumer's whole window is let through once its window is
-        entirely free, so a small receiver queue never stalls on a big batch.
+        As in Pulsar, an entry goes out while the consumer has any permit left and its whole
+        cost is deducted: a batch is never split, and waiting for enough permits for a whole
+        batch could stall a client that re-grants only after consuming half its queue.
         """
-        if self.blocked or self.closed:
-            return False
-        permits = self.permits
-        return permits >= messages or (permits > 0 and permits >= self.window)
+        return self.permits > 0 and not self.blocked and not self.closed
 
     def deliver(self, entry: Entry, messages: int, redelivery_count: int, ack_set: list[int] | None) -> None:
         """Send one entry as a MESSAGE frame and account for it."""

@@ -1,0 +1,210 @@
+"""Messages and message ids as the client hands them to applications."""
+
+from __future__ import annotations
+
+from functools import total_ordering
+from typing import Any
+
+from magnetar.protocol.schema import MessageIdData, MessageMetadata, SingleMessageMetadata
+
+_U64 = (1 << 64) - 1
+_I64_MAX = (1 << 63) - 1
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value > _I64_MAX else value
+
+
+@total_ordering
+class MessageId:
+    """Position of a message: (ledger, entry, batch index) plus its partition.
+
+    Ordered by (ledger id, entry id, batch index); ``MessageId.earliest`` and
+    ``MessageId.latest`` are the positions before the first and after the last message.
+    """
+
+    __slots__ = ("ledger_id", "entry_id", "batch_index", "partition", "batch_size", "topic", "_chunk_ids")
+
+    earliest: MessageId
+    latest: MessageId
+
+    def __init__(
+        self,
+        ledger_id: int,
+        entry_id: int,
+        batch_index: int = -1,
+        partition: int = -1,
+        batch_size: int = 0,
+        topic: str | None = None,
+    ) -> None:
+        self.ledger_id = _signed(ledger_id)
+        self.entry_id = _signed(entry_id)
+        self.batch_index = batch_index
+        self.partition = partition
+        self.batch_size = batch_size
+        self.topic = topic
+        self._chunk_ids: list[MessageId] | None = None
+
+    def _key(self) -> tuple[int, int, int]:
+        return (self.ledger_id, self.entry_id, self.batch_index)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageId):
+            return NotImplemented
+        return self._key() == other._key() and self.partition == other.partition
+
+    def __lt__(self, other: MessageId) -> bool:
+        return (self.partition, *self._key()) < (other.partition, *other._key())
+
+    def __hash__(self) -> int:
+        return hash((self.ledger_id, self.entry_id, self.batch_index, self.partition))
+
+    def __repr__(self) -> str:
+        return f"MessageId({self.ledger_id}:{self.entry_id}:{self.partition}:{self.batch_index})"
+
+    def __str__(self) -> str:
+        return f"({self.ledger_id},{self.entry_id},{self.partition},{self.batch_index})"
+
+    def to_proto(self) -> MessageIdData:
+        """The wire form of this id."""
+        data = MessageIdData(ledger_id=self.ledger_id & _U64, entry_id=self.entry_id & _U64)
+        if self.partition >= 0:
+            data.partition = self.partition
+        if self.batch_index >= 0:
+            data.batch_index = self.batch_index
+        if self.batch_size:
+            data.batch_size = self.batch_size
+        return data
+
+    @classmethod
+    def from_proto(cls, data: MessageIdData, topic: str | None = None) -> MessageId:
+        """Build from the wire form."""
+        return cls(data.ledger_id, data.entry_id, data.batch_index, data.partition, data.batch_size, topic)
+
+    def serialize(self) -> bytes:
+        """Bytes that :meth:`deserialize` turns back into an equal id."""
+        return self.to_proto().SerializeToString()
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> MessageId:
+        """Inverse of :meth:`serialize`."""
+        return cls.from_proto(MessageIdData.FromString(data))
+
+    def ledger_entry(self) -> tuple[int, int]:
+        """(ledger id, entry id): the stored entry this message belongs to."""
+        return (self.ledger_id, self.entry_id)
+
+
+MessageId.earliest = MessageId(-1, -1)
+MessageId.latest = MessageId(_I64_MAX, _I64_MAX)
+
+
+class Message:
+    """A received message: payload, metadata accessors and its id."""
+
+    __slots__ = ("_payload", "_meta", "_single", "_id", "_topic", "_redelivery_count", "_value", "_schema", "_props")
+
+    def __init__(
+        self,
+        payload: bytes,
+        meta: MessageMetadata,
+        single: SingleMessageMetadata | None,
+        message_id: MessageId,
+        topic: str,
+        redelivery_count: int = 0,
+        schema: Any = None,
+    ) -> None:
+        self._payload = payload
+        self._meta = meta
+        self._single = single
+        self._id = message_id
+        self._topic = topic
+        self._redelivery_count = redelivery_count
+        self._schema = schema
+        self._value: Any = _UNSET
+        self._props: dict[str, str] | None = None
+
+    def data(self) -> bytes:
+        """The raw payload."""
+        return self._payload
+
+    def value(self) -> Any:
+        """The payload decoded by the consumer's schema (the bytes without one)."""
+        if self._value is _UNSET:
+            self._value = self._payload if self._schema is None else self._schema.decode(self._payload)
+        return self._value
+
+    def properties(self) -> dict[str, str]:
+        """Application properties."""
+        if self._props is None:
+            source = self._single.properties if self._single is not None else self._meta.properties
+            self._props = {kv.key: kv.value for kv in source}
+        return self._props
+
+    def partition_key(self) -> str:
+        """The message key ('' when none)."""
+        if self._single is not None:
+            return self._single.partition_key
+        return self._meta.partition_key
+
+    def has_key(self) -> bool:
+        """Whether the message has a key."""
+        src = self._single if self._single is not None else self._meta
+        return src.HasField("partition_key")
+
+    def ordering_key(self) -> bytes:
+        """The ordering key (b'' when none)."""
+        if self._single is not None and self._single.HasField("ordering_key"):
+            return self._single.ordering_key
+        return self._meta.ordering_key
+
+    def publish_timestamp(self) -> int:
+        """Publish time in milliseconds since the epoch."""
+        return self._meta.publish_time
+
+    def event_timestamp(self) -> int:
+        """Event time in milliseconds (0 when not set)."""
+        if self._single is not None and self._single.event_time:
+            return self._single.event_time
+        return self._meta.event_time
+
+    def message_id(self) -> MessageId:
+        """This message's id."""
+        return self._id
+
+    def topic_name(self) -> str:
+        """The topic (partition) the message came from."""
+        return self._topic
+
+    def redelivery_count(self) -> int:
+        """How many times the broker redelivered this message."""
+        return self._redelivery_count
+
+    def schema_version(self) -> bytes:
+        """Version of the schema the producer used (b'' when none)."""
+        return self._meta.schema_version
+
+    def producer_name(self) -> str:
+        """Name of the producer that published the message."""
+        return self._meta.producer_name
+
+    def sequence_id(self) -> int:
+        """Producer sequence id of the message."""
+        if self._single is not None and self._single.HasField("sequence_id"):
+            return self._single.sequence_id
+        base = self._meta.sequence_id
+        return base + self._id.batch_index if self._id.batch_index > 0 else base
+
+    def is_null_value(self) -> bool:
+        """Whether this is a tombstone (null value)."""
+        return (self._single.null_value if self._single is not None else False) or self._meta.null_value
+
+    def __repr__(self) -> str:
+        return f"Message(id={self._id!r}, {len(self._payload)} bytes)"
+
+
+class _Unset:
+    __slots__ = ()
+
+
+_UNSET: Any = _Unset()

@@ -70,6 +70,32 @@ class BrokerConfig:
     delayed_delivery_tick_seconds: float = 1.0
     #: release delayed messages at their exact time instead of on ticks
     delayed_delivery_strict: bool = False
+    #: Key_Shared AUTO_SPLIT consumer selector: "auto_split_hash_range" or "consistent_hashing"
+    key_shared_selector: str = "auto_split_hash_range"
+    #: retention of acknowledged messages when no policy sets it (-1 = forever, 0 = none)
+    default_retention_minutes: int = 0
+    default_retention_mb: int = 0
+    #: message TTL when no policy sets it (0 = none)
+    default_message_ttl_seconds: int = 0
+    #: how often retention, TTL and backlog quotas are enforced
+    lifecycle_check_interval_seconds: float = 60.0
+    #: limits (0 = none); refusals use Pulsar's error codes
+    max_producers_per_topic: int = 0
+    max_consumers_per_subscription: int = 0
+    max_consumers_per_topic: int = 0
+    max_topics_per_namespace: int = 0
+    max_connections: int = 0
+    max_connections_per_ip: int = 0
+    #: publish bytes appended but not yet acknowledged to producers, per connection and in all;
+    #: past the limit the broker stops reading from producing connections until storage catches up
+    max_pending_publish_bytes_per_connection: int = 64 * MiB
+    max_pending_publish_bytes: int = 512 * MiB
+    #: schema compatibility strategy when neither the topic nor its namespace sets one
+    schema_compatibility_strategy: str = "FULL"
+    #: producers and consumers may register new schema versions (namespace policy overrides)
+    allow_auto_update_schema: bool = True
+    #: refuse producers without a schema on topics that have one, in every namespace
+    schema_validation_enforced: bool = False
     #: log level of the "magnetar" loggers
     log_level: str = "INFO"
 
@@ -163,6 +189,20 @@ class BrokerConfig:
                 raise ConfigError(f"{name} must be positive")
         if self.segment_max_bytes < 4096:
             raise ConfigError("segment_max_bytes must be at least 4096")
+        from magnetar.broker.schemas.compatibility import parse_strategy
+
+        if parse_strategy(self.schema_compatibility_strategy) is None:
+            raise ConfigError(
+                "schema_compatibility_strategy must be one of ALWAYS_COMPATIBLE, ALWAYS_INCOMPATIBLE, "
+                "BACKWARD, FORWARD, FULL, BACKWARD_TRANSITIVE, FORWARD_TRANSITIVE, FULL_TRANSITIVE, "
+                f"not {self.schema_compatibility_strategy!r}"
+            )
+        self.schema_compatibility_strategy = str(parse_strategy(self.schema_compatibility_strategy))
+        if self.key_shared_selector not in ("auto_split_hash_range", "consistent_hashing"):
+            raise ConfigError(
+                "key_shared_selector must be 'auto_split_hash_range' or 'consistent_hashing', "
+                f"not {self.key_shared_selector!r}"
+            )
 
 
 def _type_of(cls: type, f: dataclasses.Field) -> Any:

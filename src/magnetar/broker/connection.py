@@ -38,12 +38,16 @@ from magnetar.protocol.framing import (
     encode_entry_header,
     sub_command,
 )
-from magnetar.protocol.schema import BaseCommand
+from magnetar.protocol.schema import BaseCommand, KeySharedMeta
 from magnetar.storage import StorageError
 
 from .consumer import Consumer
+from .dispatchers.key_shared import check_key_shared_meta
 from .errors import BrokerError
 from .producer import Producer
+from .schemas import schema_from_wire, version_from_bytes, version_to_bytes
+from .schemas.registry import type_to_wire
+from .schemas.topics import topic_is_active
 from .service import SERVER_VERSION
 
 if TYPE_CHECKING:
@@ -75,6 +79,8 @@ class ServerConnection(asyncio.Protocol):
         self.consumers: dict[int, Consumer] = {}
         self.writable = True
         self.closed = False
+        self.pending_publish_bytes = 0
+        self.reading_paused = False
         self.last_received = time.monotonic()
         self._out: list[bytes] = []
         self._flush_scheduled = False
@@ -97,6 +103,7 @@ class ServerConnection(asyncio.Protocol):
             CommandType.SEEK: self._on_seek,
             CommandType.CONSUMER_STATS: self._on_consumer_stats,
             CommandType.GET_SCHEMA: self._on_get_schema,
+            CommandType.GET_OR_CREATE_SCHEMA: self._on_get_or_create_schema,
             CommandType.GET_TOPICS_OF_NAMESPACE: self._on_get_topics_of_namespace,
         }
 
@@ -105,7 +112,11 @@ class ServerConnection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.service.connection_opened(self)
+        self.peer_host = peer[0] if isinstance(peer, tuple) else str(peer)
+        refusal = self.service.connection_opened(self)
+        if refusal is not None:
+            log.warning("refusing connection from %s: %s", self.peer, refusal)
+            self.abort()
 
     def data_received(self, data: bytes) -> None:
         self.last_received = time.monotonic()
@@ -122,6 +133,7 @@ class ServerConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.service.paused_connections.discard(self)
         self.service.connection_closed(self)
         for producer in list(self.producers.values()):
             producer.topic.remove_producer(producer)
@@ -129,6 +141,42 @@ class ServerConnection(asyncio.Protocol):
         for consumer in list(self.consumers.values()):
             consumer.subscription.remove_consumer(consumer)
         self.consumers.clear()
+
+    def publish_started(self, size: int) -> None:
+        """An entry of ``size`` bytes from this connection awaits durability: apply backpressure."""
+        self.pending_publish_bytes += size
+        service = self.service
+        service.pending_publish_bytes += size
+        config = service.config
+        if not self.reading_paused and (
+            self.pending_publish_bytes > config.max_pending_publish_bytes_per_connection
+            or service.pending_publish_bytes > config.max_pending_publish_bytes
+        ):
+            self.pause_reading()
+
+    def publish_done(self, size: int) -> None:
+        """An entry from this connection is durable (or failed): release its bytes."""
+        self.pending_publish_bytes -= size
+        service = self.service
+        service.pending_publish_bytes -= size
+        config = service.config
+        if self.reading_paused and self.pending_publish_bytes <= config.max_pending_publish_bytes_per_connection // 2:
+            service.maybe_resume_reading()
+
+    def pause_reading(self) -> None:
+        """Stop reading from the socket until storage catches up."""
+        if self.transport is not None and not self.closed and not self.reading_paused:
+            self.reading_paused = True
+            self.service.paused_connections.add(self)
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        """Read from the socket again."""
+        if self.reading_paused:
+            self.reading_paused = False
+            self.service.paused_connections.discard(self)
+            if self.transport is not None and not self.closed:
+                self.transport.resume_reading()
 
     def pause_writing(self) -> None:
         self.writable = False
@@ -362,8 +410,46 @@ class ServerConnection(asyncio.Protocol):
         cmd = BaseCommand(type=CommandType.GET_SCHEMA_RESPONSE)
         resp = cmd.get_schema_response
         resp.request_id = req.request_id
-        resp.error_code = ServerError.TopicNotFound
-        resp.error_message = f"Topic not found or no-schema: {req.topic}"
+        try:
+            name = self.service.parse_topic(req.topic)
+            version = None
+            if req.HasField("schema_version") and req.schema_version:
+                version = version_from_bytes(req.schema_version)
+                if version is None:
+                    raise BrokerError(
+                        ServerError.TopicNotFound,
+                        f"Topic not found or no-schema: {req.topic} (schema version must be 8 bytes)",
+                    )
+            stored = self.service.schemas.get_for_client(name, version)
+        except BrokerError as exc:
+            resp.error_code = ServerError.TopicNotFound
+            resp.error_message = exc.message
+        else:
+            resp.schema.name = stored.schema_id
+            resp.schema.type = type_to_wire(stored.type)
+            resp.schema.schema_data = stored.data
+            for key, value in sorted(stored.properties.items()):
+                kv = resp.schema.properties.add()
+                kv.key = key
+                kv.value = value
+            resp.schema_version = stored.version_bytes
+        self.send_command(cmd)
+
+    def _on_get_or_create_schema(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.get_or_create_schema
+        cmd = BaseCommand(type=CommandType.GET_OR_CREATE_SCHEMA_RESPONSE)
+        resp = cmd.get_or_create_schema_response
+        resp.request_id = req.request_id
+        try:
+            name = self.service.parse_topic(req.topic)
+            self.service.get_topic(name, create=False)
+            schema = schema_from_wire(req.schema) if req.HasField("schema") else None
+            version = self.service.schemas.producer_schema(name, schema)
+        except BrokerError as exc:
+            resp.error_code = exc.code
+            resp.error_message = exc.message
+        else:
+            resp.schema_version = version_to_bytes(version) if version is not None else b""
         self.send_command(cmd)
 
     # -- producers -----------------------------------------------------------------------
@@ -377,6 +463,9 @@ class ServerConnection(asyncio.Protocol):
             raise BrokerError(ServerError.ProducerBusy, f"producer id {req.producer_id} is already in use on this connection")
         name = self.service.parse_topic(req.topic)
         topic = self.service.get_topic(name)
+        schema_version = self.service.schemas.producer_schema(
+            name, schema_from_wire(req.schema) if req.HasField("schema") else None
+        )
         user_named = bool(req.producer_name) and req.user_provided_producer_name
         producer_name = req.producer_name if req.producer_name else topic.generate_producer_name()
         try:
@@ -387,6 +476,7 @@ class ServerConnection(asyncio.Protocol):
             self, req.producer_id, producer_name, topic, mode, user_named, {kv.key: kv.value for kv in req.metadata},
             request_id=req.request_id, topic_epoch=req.topic_epoch if req.HasField("topic_epoch") else None,
         )
+        producer.schema_version = schema_version
         ready = topic.add_producer(producer)
         self.producers[req.producer_id] = producer
         self._producer_success(req.request_id, producer, ready)
@@ -398,6 +488,8 @@ class ServerConnection(asyncio.Protocol):
         ok.producer_name = producer.name
         ok.last_sequence_id = producer.topic.last_sequence_id(producer.name)
         ok.producer_ready = ready
+        if producer.schema_version is not None:
+            ok.schema_version = version_to_bytes(producer.schema_version)
         if ready and producer.access_mode != ProducerAccessMode.Shared:
             ok.topic_epoch = producer.topic.topic_epoch
         self.send_command(cmd)
@@ -473,13 +565,19 @@ class ServerConnection(asyncio.Protocol):
             sub_type = SubType(req.sub_type)
         except ValueError:
             raise BrokerError(ServerError.NotAllowedError, f"unknown subscription type {req.sub_type}") from None
+        key_shared_meta = None
         if sub_type == SubType.Key_Shared:
-            raise BrokerError(ServerError.NotAllowedError, "Key_Shared subscriptions are not supported yet")
+            if req.HasField("key_shared_meta"):
+                key_shared_meta = KeySharedMeta()
+                key_shared_meta.CopyFrom(req.key_shared_meta)
+            check_key_shared_meta(key_shared_meta, req.consumer_name or f"consumer-{req.consumer_id}")
         name = self.service.parse_topic(req.topic)
         topic = self.service.get_topic(name, create=req.force_topic_creation)
         existing_sub = topic.subscriptions.get(req.subscription)
         if existing_sub is not None:
             existing_sub.check_can_add(sub_type)
+        if req.HasField("schema"):
+            self.service.schemas.consumer_schema(name, schema_from_wire(req.schema), topic_is_active(topic))
         start = None
         if req.HasField("start_message_id") and not req.durable:
             start = (req.start_message_id.ledger_id, req.start_message_id.entry_id)
@@ -493,6 +591,7 @@ class ServerConnection(asyncio.Protocol):
             self, req.consumer_id, consumer_name, sub, sub_type, req.priority_level,
             req.read_compacted, {kv.key: kv.value for kv in req.metadata},
         )
+        consumer.key_shared_meta = key_shared_meta
         try:
             sub.add_consumer(consumer)
         except BrokerError:

@@ -17,6 +17,7 @@ from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import CursorState, Entry
 
 from .errors import BrokerError
+from .policies import TopicPolicies
 from .subscription import Subscription
 from .topic import Topic
 
@@ -47,6 +48,8 @@ class NonPersistentTopic(Topic):
         self.durable_sequence_ids = {}
         self.dedup_enabled = False
         self.dedup_dirty = False
+        self.policies = TopicPolicies()
+        self.quota_blocked = None
         self.closed = False
         self.msg_in_counter = 0
         self.bytes_in_counter = 0

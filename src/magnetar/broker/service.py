@@ -19,10 +19,13 @@ from magnetar.protocol.enums import ServerError, TopicsMode
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
 from magnetar.storage import ManagedLedger, MetadataStore
 
+from . import lifecycle
 from .commit import GroupCommitter
 from .config import BrokerConfig
 from .errors import BrokerError
 from .nonpersistent import NonPersistentTopic
+from .policies import resolve as resolve_policies
+from .schemas import TopicSchemas
 from .topic import Topic
 
 if TYPE_CHECKING:
@@ -46,7 +49,13 @@ class BrokerService:
         self.instance_id = os.getpid() % 100000
         self.topics: dict[str, Topic] = {}
         self.connections: set[ServerConnection] = set()
+        #: connections not read from until storage catches up with their publishes
+        self.paused_connections: set[ServerConnection] = set()
+        #: bytes appended and not yet acknowledged to producers, over all connections
+        self.pending_publish_bytes = 0
         self.metadata: MetadataStore | None = None
+        #: the schema registry and the schema rules of topics (set in start())
+        self.schemas: TopicSchemas
         self.committer: GroupCommitter
         self._sync_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-sync")
         self._meta_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-meta")
@@ -67,10 +76,12 @@ class BrokerService:
         (data_dir / "ledgers").mkdir(exist_ok=True)
         self.metadata = MetadataStore(data_dir / "metadata.db")
         self.metadata.ensure_defaults()
+        self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
         self.committer = GroupCommitter(loop, self._sync_executor, self.config.fsync == "always")
         self._tasks.append(asyncio.create_task(self._cursor_flush_loop(), name="cursor-flush"))
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
+        self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="lifecycle"))
         self.running = True
 
     async def stop(self) -> None:
@@ -190,6 +201,12 @@ class BrokerService:
                     ServerError.NotAllowedError,
                     f"{name} is a partitioned topic: use its partitions {name}-partition-<i>",
                 )
+            max_topics = self.config.max_topics_per_namespace
+            if max_topics > 0 and len(self.metadata.list_topics(topic_name.namespace)) >= max_topics:
+                raise BrokerError(
+                    ServerError.NotAllowedError,
+                    f"namespace {topic_name.namespace} reached its maximum of {max_topics} topics",
+                )
             ledger_id = self.metadata.get_or_create_topic(name)
         ledger = ManagedLedger.open(
             self.config.data_dir / "ledgers" / str(ledger_id),
@@ -206,30 +223,24 @@ class BrokerService:
             topic.restore_sequence_ids(data["sequence_ids"], data["entry_id"])
         else:
             topic.restore_sequence_ids({}, -1)
-        topic.dedup_enabled = self.deduplication_enabled(topic_name)
+        self.apply_policies(topic)
         self.topics[name] = topic
         log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger_id, ledger.first_entry_id, ledger.last_entry_id)
         return topic
 
-    def deduplication_enabled(self, topic_name: TopicName) -> bool:
-        """Whether broker-side deduplication applies to a topic (topic, namespace, broker setting)."""
-        assert self.metadata is not None
-        raw = self.metadata.get_kv(f"topic-policies/{topic_name}")
-        if raw is not None:
-            value = json.loads(raw).get("deduplicationEnabled")
-            if value is not None:
-                return bool(value)
-        policies = self.metadata.get_namespace(topic_name.namespace) or {}
-        value = policies.get("deduplicationEnabled")
-        if value is not None:
-            return bool(value)
-        return self.config.deduplication_enabled
-
     def policies_changed(self, namespace: str | None = None) -> None:
-        """Re-read policies for loaded topics (of one namespace, or all) so they take effect live."""
-        for topic in self.topics.values():
+        """Re-resolve policies of loaded topics (of one namespace, or all) so they take effect live."""
+        for topic in list(self.topics.values()):
             if namespace is None or topic.topic_name.namespace == namespace:
-                topic.dedup_enabled = self.deduplication_enabled(topic.topic_name)
+                self.apply_policies(topic)
+
+    def apply_policies(self, topic: Topic) -> None:
+        """Resolve a topic's policies and apply what changes at once."""
+        assert self.metadata is not None
+        topic.policies = resolve_policies(self.metadata, self.config, topic.topic_name)
+        topic.dedup_enabled = topic.policies.deduplication
+        for sub in topic.subscriptions.values():
+            sub.policies_changed()
 
     # -- cursors -------------------------------------------------------------------------
     def cursor_dirty(self, topic: Topic, sub: Subscription) -> None:
@@ -279,12 +290,38 @@ class BrokerService:
                 self.maybe_trim(topic)
 
     def maybe_trim(self, topic: Topic) -> None:
-        """Delete whole segments every durable subscription has acknowledged."""
-        if topic.closed:
+        """Release whole segments every durable subscription has acknowledged, as retention allows."""
+        if topic.closed or topic.ledger is None:
             return
-        freed = topic.ledger.trim_before(topic.trim_position())
-        if freed:
-            log.debug("trimmed %d bytes from %s", freed, topic.name)
+        lifecycle.trim(topic)
+
+    def check_lifecycle(self, topic: Topic) -> None:
+        """Enforce a topic's message TTL, backlog quotas and retention now."""
+        if topic.closed or topic.ledger is None:
+            return
+        lifecycle.expire_messages(topic)
+        exceeded = lifecycle.quota_exceeded(topic)
+        if exceeded == "consumer_backlog_eviction":
+            lifecycle.evict_backlog(topic)
+            exceeded = None
+        if exceeded is not None and topic.quota_blocked is None:
+            log.info("backlog quota of %s exceeded (%s): disconnecting producers", topic.name, exceeded)
+            topic.quota_blocked = exceeded
+            for producer in list(topic.producers.values()):
+                producer.connection.close_producer_by_broker(producer)
+        elif exceeded is None:
+            topic.quota_blocked = None
+        lifecycle.trim(topic)
+
+    async def _lifecycle_loop(self) -> None:
+        interval = self.config.lifecycle_check_interval_seconds
+        while True:
+            await asyncio.sleep(interval)
+            for topic in list(self.topics.values()):
+                try:
+                    self.check_lifecycle(topic)
+                except Exception:
+                    log.exception("lifecycle check of %s failed", topic.name)
 
     async def _cursor_flush_loop(self) -> None:
         delay = self.config.cursor_persist_delay_seconds
@@ -304,9 +341,25 @@ class BrokerService:
             for conn in list(self.connections):
                 conn.check_keepalive(now, interval)
 
-    def connection_opened(self, conn: ServerConnection) -> None:
-        """Register a client connection."""
+    def connection_opened(self, conn: ServerConnection) -> str | None:
+        """Register a client connection; returns why it is refused, if it is."""
+        limit = self.config.max_connections
+        if limit > 0 and len(self.connections) >= limit:
+            return f"broker reached its maximum of {limit} connections"
+        per_ip = self.config.max_connections_per_ip
+        if per_ip > 0 and sum(1 for c in self.connections if c.peer_host == conn.peer_host) >= per_ip:
+            return f"{conn.peer_host} reached its maximum of {per_ip} connections"
         self.connections.add(conn)
+        return None
+
+    def maybe_resume_reading(self) -> None:
+        """Resume reading from paused connections once pending publish bytes fell low enough."""
+        if self.pending_publish_bytes > self.config.max_pending_publish_bytes // 2:
+            return
+        limit = self.config.max_pending_publish_bytes_per_connection // 2
+        for conn in list(self.paused_connections):
+            if conn.pending_publish_bytes <= limit:
+                conn.resume_reading()
 
     def connection_closed(self, conn: ServerConnection) -> None:
         """Forget a client connection."""
@@ -314,11 +367,20 @@ class BrokerService:
 
     # -- admin hooks ---------------------------------------------------------------------
     async def delete_topic_storage(self, name: str) -> bool:
-        """Forget a topic that has no producers or consumers left: its loaded state, ledger files,
-        persisted cursors and metadata row. Returns False when there was nothing to delete."""
+        """Delete a topic: disconnect its producers and consumers, forget its loaded state, ledger
+        files, persisted cursors and metadata row. Returns False when there was nothing to delete.
+
+        Runs under the cursor-flush lock, so no cursor write of the topic is in flight.
+        """
         assert self.metadata is not None
         async with self._flush_lock:
             topic = self.topics.pop(name, None)
+            if topic is not None:
+                for producer in list(topic.producers.values()):
+                    producer.connection.close_producer_by_broker(producer)
+                for sub in list(topic.subscriptions.values()):
+                    for consumer in list(sub.consumers):
+                        consumer.connection.close_consumer_by_broker(consumer)
             for key in [k for k in self._dirty_cursors if k[0] == name]:
                 del self._dirty_cursors[key]
             self._deleted_cursors = {k for k in self._deleted_cursors if k[0] != name}

@@ -11,7 +11,7 @@ from magnetar.protocol.enums import ServerError, SubType
 from magnetar.storage import CursorState
 
 from .delayed import DelayedDeliveryTracker
-from .dispatchers import Dispatcher, RoundRobinDispatcher, SingleActiveDispatcher
+from .dispatchers import Dispatcher, KeySharedDispatcher, RoundRobinDispatcher, SingleActiveDispatcher
 from .errors import BrokerError
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ _DISPATCHERS: dict[SubType, type[Dispatcher]] = {
     SubType.Exclusive: SingleActiveDispatcher,
     SubType.Failover: SingleActiveDispatcher,
     SubType.Shared: RoundRobinDispatcher,
+    SubType.Key_Shared: KeySharedDispatcher,
 }
 
 MAX_ENTRY_ID = (1 << 63) - 1
@@ -65,7 +66,8 @@ class Subscription:
         self.msg_out_counter = 0
         config = topic.service.config
         self.batch_index_ack_enabled = config.batch_index_ack_enabled
-        self._max_unacked_per_consumer = config.max_unacked_messages_per_consumer
+        override = topic.policies.max_unacked_per_consumer
+        self._max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
         self._max_unacked = config.max_unacked_messages_per_subscription
         self._blocked = False
 
@@ -75,8 +77,21 @@ class Subscription:
         """The consumers attached now."""
         return self.dispatcher.consumers if self.dispatcher else []
 
+    def policies_changed(self) -> None:
+        """Pick up the topic's policies (unacked limit per consumer)."""
+        override = self.topic.policies.max_unacked_per_consumer
+        config = self.topic.service.config
+        self._max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
+        self.update_blocked()
+
     def check_can_add(self, sub_type: SubType) -> None:
         """Raise BrokerError when a consumer of ``sub_type`` may not join now."""
+        limit = self.topic.policies.max_consumers_per_subscription
+        if limit > 0 and len(self.consumers) >= limit:
+            raise BrokerError(ServerError.ConsumerBusy, f"subscription {self.name} reached its maximum of {limit} consumers")
+        topic_limit = self.topic.service.config.max_consumers_per_topic
+        if topic_limit > 0 and sum(len(s.consumers) for s in self.topic.subscriptions.values()) >= topic_limit:
+            raise BrokerError(ServerError.ConsumerBusy, f"topic {self.topic.name} reached its maximum of {topic_limit} consumers")
         if sub_type not in _DISPATCHERS:
             raise BrokerError(ServerError.NotAllowedError, f"subscription type {sub_type.name} is not supported yet")
         if self.consumers:
@@ -100,6 +115,7 @@ class Subscription:
 
     def _set_delayed_tracker(self, enabled: bool) -> None:
         """Hold delayed messages (Shared, Key_Shared) or deliver them at once (Exclusive, Failover)."""
+        enabled = enabled and self.topic.policies.delayed_delivery_active
         if enabled and self.delayed is None:
             config = self.topic.service.config
             self.delayed = DelayedDeliveryTracker(
@@ -240,6 +256,8 @@ class Subscription:
             self.redelivery_counts = {e: n for e, n in self.redelivery_counts.items() if e > md}
         self.update_blocked()
         topic.cursor_moved(self)
+        if self.dispatcher is not None:
+            self.dispatcher.acknowledged()
 
     def redeliver_unacknowledged(self, consumer: Consumer, message_ids: Iterable | None) -> None:
         """Send again the given entries (or all in flight to ``consumer``) that are unacked."""

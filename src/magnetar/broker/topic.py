@@ -12,7 +12,9 @@ from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import CursorState, Entry, EntryNotFoundError, ManagedLedger, StorageError
 
+from . import lifecycle
 from .errors import BrokerError
+from .policies import TopicPolicies
 from .subscription import Subscription
 
 if TYPE_CHECKING:
@@ -45,13 +47,16 @@ class Topic:
         self.subscriptions: dict[str, Subscription] = {}
         #: highest entry id consumers may read (covered by a completed sync)
         self.last_readable_id = ledger.last_entry_id
-        #: (producer, sequence id, highest sequence id, entry id gating the receipt, duplicate?)
-        self._receipts: deque[tuple[Producer, int, int, int, bool]] = deque()
+        #: (producer, sequence id, highest sequence id, entry id gating the receipt, duplicate?, bytes)
+        self._receipts: deque[tuple[Producer, int, int, int, bool, int]] = deque()
         #: highest sequence id appended per producer name (deduplication state)
         self.last_sequence_ids: dict[str, int] = {}
         #: entry id up to which ``last_sequence_ids`` was last persisted
         self.dedup_snapshot_entry_id = -1
         self.dedup_enabled = False
+        self.policies = TopicPolicies()
+        #: the backlog quota policy in force while a quota is exceeded (producers are refused)
+        self.quota_blocked: str | None = None
         #: per producer, the highest sequence id whose entry is durable (what snapshots persist)
         self.durable_sequence_ids: dict[str, int] = {}
         self.dedup_dirty = False
@@ -76,6 +81,18 @@ class Topic:
             raise BrokerError(
                 ServerError.ProducerBusy, f"producer with name {producer.name!r} is already connected to {self.name}"
             )
+        limit = self.policies.max_producers
+        if limit > 0 and len(self.producers) >= limit:
+            raise BrokerError(ServerError.ProducerBusy, f"topic {self.name} reached its maximum of {limit} producers")
+        blocked = self.quota_blocked or lifecycle.quota_exceeded(self)
+        if blocked in ("producer_request_hold", "producer_exception"):
+            self.quota_blocked = blocked
+            code = (
+                ServerError.ProducerBlockedQuotaExceededError
+                if blocked == "producer_request_hold"
+                else ServerError.ProducerBlockedQuotaExceededException
+            )
+            raise BrokerError(code, f"cannot create producer on {self.name}: backlog quota exceeded ({blocked})")
         mode = producer.access_mode
         holder = self.exclusive_producer
         if mode == ProducerAccessMode.Shared:
@@ -152,12 +169,13 @@ class Topic:
             if not self._receipts and gate <= self.last_readable_id:
                 producer.connection.send_receipt(producer.producer_id, sequence_id, highest_sequence_id, -1, -1)
             else:
-                self._receipts.append((producer, sequence_id, highest_sequence_id, gate, True))
+                self._receipts.append((producer, sequence_id, highest_sequence_id, gate, True, 0))
             return
         entry_id = self.ledger.append(entry, crc)
         if sequence > last:
             self.last_sequence_ids[producer.name] = sequence
-        self._receipts.append((producer, sequence_id, highest_sequence_id, entry_id, False))
+        self._receipts.append((producer, sequence_id, highest_sequence_id, entry_id, False, len(entry)))
+        producer.connection.publish_started(len(entry))
         producer.msg_in_counter += num_messages
         producer.bytes_in_counter += len(entry)
         self.msg_in_counter += num_messages
@@ -199,7 +217,9 @@ class Topic:
         receipts = self._receipts
         ledger_id = self.ledger_id
         while receipts and receipts[0][3] <= last_durable_id:
-            producer, sequence_id, highest, entry_id, duplicate = receipts.popleft()
+            producer, sequence_id, highest, entry_id, duplicate, size = receipts.popleft()
+            if size:
+                producer.connection.publish_done(size)
             if not duplicate:
                 self.durable_sequence_ids[producer.name] = max(sequence_id, highest)
                 self.dedup_dirty = True
@@ -216,7 +236,9 @@ class Topic:
     def on_sync_failed(self, error: BaseException) -> None:
         """A sync failed: every producer still waiting gets a PersistenceError."""
         while self._receipts:
-            producer, sequence_id, _, _, _ = self._receipts.popleft()
+            producer, sequence_id, _, _, _, size = self._receipts.popleft()
+            if size:
+                producer.connection.publish_done(size)
             if not producer.closed:
                 producer.connection.send_send_error(
                     producer.producer_id, sequence_id, ServerError.PersistenceError, f"storage failure: {error}"

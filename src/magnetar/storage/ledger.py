@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from bisect import bisect_right
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -45,6 +47,17 @@ class Entry:
 
     def __repr__(self) -> str:
         return f"Entry(entry_id={self.entry_id}, size={len(self.data)}, crc={self.crc:#010x})"
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """What retention needs to know of a sealed segment."""
+
+    base_entry_id: int
+    last_entry_id: int
+    size_bytes: int
+    #: when the segment was last written (seconds since the epoch)
+    modified: float
 
 
 class ManagedLedger:
@@ -280,6 +293,37 @@ class ManagedLedger:
             if entry_id <= chunk_last:
                 break
         return out
+
+    def sealed_segments(self) -> list[SegmentInfo]:
+        """Every segment but the active one, oldest first (what trimming may delete)."""
+        self._check_open()
+        out = []
+        bases = self._bases
+        for i, segment in enumerate(self._segments[:-1]):
+            try:
+                modified = os.stat(segment.path).st_mtime
+            except OSError:
+                modified = time.time()
+            out.append(SegmentInfo(segment.base_entry_id, bases[i + 1] - 1, segment.size_bytes, modified))
+        return out
+
+    def bytes_from(self, entry_id: int) -> int:
+        """Approximate bytes stored for entries ``>= entry_id`` (whole segments, plus a pro-rata share
+        of the segment holding ``entry_id``)."""
+        self._check_open()
+        total = 0
+        bases = self._bases
+        next_id = self.next_entry_id
+        for i, segment in enumerate(self._segments):
+            end = bases[i + 1] if i + 1 < len(bases) else next_id
+            if end <= entry_id:
+                continue
+            start = bases[i]
+            if start >= entry_id:
+                total += segment.size_bytes
+            elif end > start:
+                total += segment.size_bytes * (end - entry_id) // (end - start)
+        return total
 
     def trim_before(self, entry_id: int) -> int:
         """Delete whole segments whose entries are all ``< entry_id`` (never the active one).

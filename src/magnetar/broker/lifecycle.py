@@ -1,0 +1,116 @@
+"""What a topic keeps and for how long: retention, message TTL and backlog quotas.
+
+Each function looks at one persistent topic and acts on it; the service calls them after
+acknowledgements (trimming) and on a periodic check (everything). Data is released a whole
+sealed segment at a time, oldest first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from .policies import MiB
+
+if TYPE_CHECKING:
+    from .subscription import Subscription
+    from .topic import Topic
+
+log = logging.getLogger("magnetar.broker.lifecycle")
+
+
+def trim(topic: Topic, now: float | None = None) -> int:
+    """Delete sealed segments every durable subscription acknowledged, as retention allows.
+
+    A fully acknowledged segment goes when retention is over its size limit (counting the
+    acknowledged segments still kept) or the segment is older than the retention time; a
+    limit of -1 never applies. Returns the bytes freed.
+    """
+    now = time.time() if now is None else now
+    ack_position = topic.trim_position()
+    policies = topic.policies
+    minutes, size_mb = policies.retention_minutes, policies.retention_mb
+    candidates = [s for s in topic.ledger.sealed_segments() if s.last_entry_id < ack_position]
+    if not candidates:
+        return 0
+    retained = sum(s.size_bytes for s in candidates)
+    trim_to = None
+    for segment in candidates:
+        over_size = size_mb >= 0 and retained > size_mb * MiB
+        expired = minutes >= 0 and now - segment.modified > minutes * 60
+        if not (over_size or expired):
+            break
+        retained -= segment.size_bytes
+        trim_to = segment.last_entry_id + 1
+    if trim_to is None:
+        return 0
+    freed = topic.ledger.trim_before(trim_to)
+    if freed:
+        log.debug("released %d bytes of %s (entries below %d)", freed, topic.name, trim_to)
+    return freed
+
+
+def expire_messages(topic: Topic, now: float | None = None) -> int:
+    """Acknowledge, on every durable subscription, messages older than the topic's TTL."""
+    ttl = topic.policies.message_ttl_seconds
+    if ttl <= 0:
+        return 0
+    now = time.time() if now is None else now
+    cutoff = topic.find_entry_by_time(int((now - ttl) * 1000))
+    expired = 0
+    for sub in list(topic.subscriptions.values()):
+        if sub.durable and sub.cursor.mark_delete + 1 < cutoff:
+            expired += sub.admin_ack_before(cutoff)
+    return expired
+
+
+def backlog_bytes(topic: Topic, sub: Subscription) -> int:
+    """Bytes a subscription has not acknowledged (from its mark-delete position)."""
+    return topic.ledger.bytes_from(sub.cursor.mark_delete + 1)
+
+
+def oldest_unacked_age(topic: Topic, sub: Subscription, now: float) -> float:
+    """Seconds since the oldest message a subscription has not acknowledged was published."""
+    first = sub.cursor.next_unacked(sub.cursor.mark_delete + 1)
+    if first > topic.last_entry_id:
+        return 0.0
+    published = topic.entry_publish_time(first)
+    return max(0.0, now - published / 1000.0) if published else 0.0
+
+
+def quota_exceeded(topic: Topic, now: float | None = None) -> str | None:
+    """The policy of the first backlog quota the topic is over, or None."""
+    policies = topic.policies
+    if topic.ledger is None or (policies.size_quota is None and policies.time_quota is None):
+        return None
+    now = time.time() if now is None else now
+    for sub in topic.subscriptions.values():
+        if not sub.durable:
+            continue
+        if policies.size_quota is not None and backlog_bytes(topic, sub) > policies.size_quota.limit:
+            return policies.size_quota.policy
+        if policies.time_quota is not None and oldest_unacked_age(topic, sub, now) > policies.time_quota.limit:
+            return policies.time_quota.policy
+    return None
+
+
+def evict_backlog(topic: Topic, now: float | None = None) -> int:
+    """consumer_backlog_eviction: move the slowest subscriptions forward until under quota."""
+    policies = topic.policies
+    now = time.time() if now is None else now
+    evicted = 0
+    for sub in list(topic.subscriptions.values()):
+        if not sub.durable:
+            continue
+        size_quota = policies.size_quota
+        if size_quota is not None and size_quota.policy == "consumer_backlog_eviction":
+            while backlog_bytes(topic, sub) > size_quota.limit and sub.backlog() > 0:
+                step = max(1, sub.backlog() // 10)
+                evicted += sub.admin_skip(step)
+        time_quota = policies.time_quota
+        if time_quota is not None and time_quota.policy == "consumer_backlog_eviction":
+            cutoff = topic.find_entry_by_time(int((now - time_quota.limit) * 1000))
+            if sub.cursor.mark_delete + 1 < cutoff:
+                evicted += sub.admin_ack_before(cutoff)
+    return evicted

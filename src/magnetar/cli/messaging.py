@@ -1,0 +1,237 @@
+"""``magnetar produce``, ``magnetar consume`` and ``magnetar perf``: messaging from the shell.
+
+They use magnetar's own client, so they work against magnetar and any Pulsar broker. Errors
+print one line saying what was wrong and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from magnetar.protocol.enums import InitialPosition, SubType
+
+DEFAULT_URL = "pulsar://localhost:6650"
+
+ServiceUrl = Annotated[str, typer.Option("--service-url", "-u", help="Broker URL (pulsar:// or http://)")]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def _run(coro) -> None:  # noqa: ANN001 - any coroutine
+    from magnetar.client.errors import PulsarError
+
+    try:
+        try:
+            import uvloop
+
+            uvloop.run(coro)
+        except ImportError:  # pragma: no cover
+            asyncio.run(coro)
+    except PulsarError as exc:
+        raise _fail(f"{type(exc).__name__}: {exc}") from None
+    except ValueError as exc:  # invalid names and options the client rejects before any I/O
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def _properties(items: list[str]) -> dict[str, str]:
+    props = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise _fail(f"property {item!r} is not key=value")
+        props[key] = value
+    return props
+
+
+def produce(
+    topic: Annotated[str, typer.Argument(help="Topic to produce to")],
+    messages: Annotated[list[str] | None, typer.Option("--messages", "-m", help="Message payload (repeatable)")] = None,
+    files: Annotated[list[Path] | None, typer.Option("--file", "-f", help="File whose bytes are one message (repeatable)")] = None,
+    num_produce: Annotated[int, typer.Option("--num-produce", "-n", help="Send the messages this many times")] = 1,
+    key: Annotated[str | None, typer.Option("--key", "-k", help="Message key")] = None,
+    properties: Annotated[list[str] | None, typer.Option("--property", "-p", help="Property key=value (repeatable)")] = None,
+    service_url: ServiceUrl = DEFAULT_URL,
+) -> None:
+    """Produce messages to a topic and print their ids."""
+    payloads = [m.encode() for m in messages or []]
+    for path in files or []:
+        try:
+            payloads.append(path.read_bytes())
+        except OSError as exc:
+            raise _fail(f"cannot read {path}: {exc.strerror}") from None
+    if not payloads:
+        raise _fail("nothing to send: give --messages/-m or --file/-f")
+    if num_produce < 1:
+        raise _fail("--num-produce must be at least 1")
+    props = _properties(properties or [])
+
+    async def main() -> None:
+        from magnetar.client import AsyncClient
+
+        async with AsyncClient(service_url, operation_timeout_seconds=10, connection_timeout_ms=5000) as client:
+            producer = await client.create_producer(topic)
+            futures = []
+            for _ in range(num_produce):
+                for payload in payloads:
+                    futures.append(await producer.send_async(payload, properties=props or None, partition_key=key))
+            await producer.flush()
+            for fut in futures:
+                typer.echo(str(await fut))
+            typer.echo(f"{len(futures)} messages produced to {topic}", err=True)
+
+    _run(main())
+
+
+def consume(
+    topic: Annotated[str, typer.Argument(help="Topic to consume from")],
+    subscription: Annotated[str, typer.Option("--subscription-name", "-s", help="Subscription name")],
+    sub_type: Annotated[str, typer.Option("--subscription-type", "-t", help="Exclusive, Shared, Failover or Key_Shared")] = "Exclusive",
+    num_messages: Annotated[int, typer.Option("--num-messages", "-n", help="Stop after this many (0 = forever)")] = 1,
+    earliest: Annotated[bool, typer.Option("--earliest", help="Start a new subscription at the earliest message")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many seconds without a message (0 = wait forever)")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per message")] = False,
+    service_url: ServiceUrl = DEFAULT_URL,
+) -> None:
+    """Consume messages, printing each with its id, key and properties, and acknowledge them."""
+    types = {t.name.lower(): t for t in SubType}
+    chosen = types.get(sub_type.lower().replace("-", "_"))
+    if chosen is None:
+        raise _fail(f"unknown subscription type {sub_type!r}: use Exclusive, Shared, Failover or Key_Shared")
+
+    async def main() -> None:
+        from magnetar.client import AsyncClient
+        from magnetar.client.errors import Timeout
+
+        async with AsyncClient(service_url, operation_timeout_seconds=10, connection_timeout_ms=5000) as client:
+            consumer = await client.subscribe(
+                topic, subscription, consumer_type=chosen,
+                initial_position=InitialPosition.Earliest if earliest else InitialPosition.Latest,
+            )
+            received = 0
+            while num_messages == 0 or received < num_messages:
+                try:
+                    msg = await consumer.receive(int(timeout * 1000) if timeout > 0 else None)
+                except Timeout:
+                    raise _fail(f"no message within {timeout:g} s ({received} received)") from None
+                received += 1
+                _print_message(msg, as_json)
+                consumer.acknowledge(msg)
+            await consumer.close()
+
+    _run(main())
+
+
+def _print_message(msg, as_json: bool) -> None:  # noqa: ANN001 - client Message
+    data = msg.data()
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        text = data.hex()
+    if as_json:
+        typer.echo(json.dumps({
+            "id": str(msg.message_id()), "key": msg.partition_key() or None, "properties": msg.properties(),
+            "publish_time": msg.publish_timestamp(), "data": text,
+        }))
+        return
+    parts = [f"id={msg.message_id()}"]
+    if msg.partition_key():
+        parts.append(f"key={msg.partition_key()}")
+    if msg.properties():
+        parts.append("properties=" + ",".join(f"{k}={v}" for k, v in msg.properties().items()))
+    typer.echo(" ".join(parts) + f" content={text}")
+
+
+perf_app = typer.Typer(help="Load generators: produce or consume as fast as possible and report rates.", no_args_is_help=True)
+
+
+@perf_app.command("produce")
+def perf_produce(
+    topic: Annotated[str, typer.Argument(help="Topic to produce to")],
+    num_messages: Annotated[int, typer.Option("--num-messages", "-n", help="Messages to send")] = 100_000,
+    size: Annotated[int, typer.Option("--size", "-s", help="Payload bytes")] = 100,
+    rate: Annotated[int, typer.Option("--rate", "-r", help="Messages per second (0 = unlimited)")] = 0,
+    batch_delay_ms: Annotated[int, typer.Option("--batch-delay-ms", help="Batching delay")] = 1,
+    service_url: ServiceUrl = DEFAULT_URL,
+) -> None:
+    """Produce ``--num-messages`` messages and report msg/s and MB/s."""
+    if num_messages < 1 or size < 0:
+        raise _fail("--num-messages must be at least 1 and --size not negative")
+
+    async def main() -> None:
+        from magnetar.client import AsyncClient
+
+        async with AsyncClient(service_url, operation_timeout_seconds=30) as client:
+            producer = await client.create_producer(
+                topic, batching_max_publish_delay_ms=batch_delay_ms, max_pending_messages=0
+            )
+            payload = b"x" * size
+            done = asyncio.Event()
+            acked = 0
+            errors = 0
+
+            def callback(error, _msg_id) -> None:  # noqa: ANN001
+                nonlocal acked, errors
+                acked += 1
+                errors += error is not None
+                if acked == num_messages:
+                    done.set()
+
+            start = time.perf_counter()
+            for i in range(num_messages):
+                producer.send_nowait(payload, callback)
+                if rate and i % 100 == 99:
+                    ahead = (i + 1) / rate - (time.perf_counter() - start)
+                    if ahead > 0:
+                        await asyncio.sleep(ahead)
+                elif i % 5000 == 4999:
+                    await asyncio.sleep(0)
+            await done.wait()
+            elapsed = time.perf_counter() - start
+            typer.echo(
+                f"produced {num_messages} messages of {size} bytes in {elapsed:.2f} s: "
+                f"{num_messages / elapsed:,.0f} msg/s, {num_messages * size / elapsed / 1e6:.1f} MB/s, {errors} errors"
+            )
+
+    _run(main())
+
+
+@perf_app.command("consume")
+def perf_consume(
+    topic: Annotated[str, typer.Argument(help="Topic to consume from")],
+    subscription: Annotated[str, typer.Option("--subscription-name", "-s", help="Subscription name")] = "perf",
+    num_messages: Annotated[int, typer.Option("--num-messages", "-n", help="Messages to receive")] = 100_000,
+    timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many idle seconds")] = 10,
+    service_url: ServiceUrl = DEFAULT_URL,
+) -> None:
+    """Receive and acknowledge ``--num-messages`` messages from the earliest; report msg/s."""
+
+    async def main() -> None:
+        from magnetar.client import AsyncClient
+        from magnetar.client.errors import Timeout
+
+        async with AsyncClient(service_url, operation_timeout_seconds=30) as client:
+            consumer = await client.subscribe(topic, subscription, initial_position=InitialPosition.Earliest)
+            received = 0
+            start = time.perf_counter()
+            while received < num_messages:
+                try:
+                    msg = await consumer.receive(int(timeout * 1000))
+                except Timeout:
+                    raise _fail(f"no message within {timeout:g} s ({received} received)") from None
+                consumer.acknowledge(msg)
+                received += 1
+            elapsed = time.perf_counter() - start
+            typer.echo(f"consumed {received} messages in {elapsed:.2f} s: {received / elapsed:,.0f} msg/s")
+
+    _run(main())

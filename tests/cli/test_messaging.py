@@ -74,7 +74,9 @@ def test_bad_input_prints_one_error_line_and_fails(broker: BrokerProcess, args: 
 def test_unreachable_broker_is_one_line(broker: BrokerProcess) -> None:
     out = magnetar("produce", "t", "-m", "x", "-u", "pulsar://127.0.0.1:1")
     assert out.returncode == 1
-    assert out.stderr.strip() == "error: ConnectError: could not connect to 127.0.0.1:1: Connection refused"
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ConnectError:")
+    assert "could not connect to 127.0.0.1:1: Connection refused" in lines[0]
 
 
 def test_consume_times_out_with_a_count(broker: BrokerProcess) -> None:

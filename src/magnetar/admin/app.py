@@ -1,14 +1,25 @@
-"""The HTTP side of the broker (FastAPI): health and readiness for now.
+"""The HTTP side of the broker (FastAPI): pulsar-admin v2 REST API, HTTP lookup, health, /metrics.
 
-Routes are thin: each calls a method or reads a property of the broker service.
+Routes are thin: each calls a method of :class:`magnetar.broker.admin.BrokerAdmin`, which raises
+:class:`~magnetar.broker.admin.AdminError` to refuse; the handlers in :mod:`.errors` turn every
+refusal into Pulsar's ``{"reason": "..."}`` body. Every route is ``async``: it runs on the
+broker's own event loop, which owns all broker state.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from magnetar import __version__
+from magnetar.broker.admin import admin_for
+
+from . import metrics, routes_clusters, routes_lookup, routes_namespaces, routes_tenants, routes_topics
+from .errors import install_error_handlers
 
 if TYPE_CHECKING:
     from magnetar.broker.service import BrokerService
@@ -16,16 +27,40 @@ if TYPE_CHECKING:
 
 def create_app(service: BrokerService) -> FastAPI:
     """Build the HTTP application serving ``service``."""
-    app = FastAPI(title="magnetar", description="magnetar broker HTTP API", version="0.1.0")
+    app = FastAPI(
+        title="magnetar",
+        description="magnetar broker HTTP API: Pulsar admin v2 REST API, HTTP lookup, health and metrics",
+        version=__version__,
+    )
+    admin = admin_for(service)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass  # built outside the broker loop (pure routing tests): no background sampling
+    else:
+        admin.start()
+    install_error_handlers(app)
+    registry = metrics.build_registry(admin)
 
-    @app.get("/admin/v2/brokers/health", response_class=PlainTextResponse)
+    @app.get("/admin/v2/brokers/health", response_class=PlainTextResponse, tags=["brokers"])
     async def health() -> str:
         """ok while the broker service is running."""
         return "ok" if service.running else "stopping"
 
-    @app.get("/admin/v2/brokers/ready", response_class=PlainTextResponse)
+    @app.get("/admin/v2/brokers/ready", response_class=PlainTextResponse, tags=["brokers"])
     async def ready() -> str:
         """ok once the broker accepts clients."""
         return "ok" if service.running else "stopping"
 
+    @app.get("/metrics", response_class=Response, tags=["metrics"])
+    async def prometheus_metrics() -> Response:
+        """Prometheus text: pulsar_* topic metrics and magnetar_* process metrics."""
+        return Response(metrics.render(registry), media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(routes_clusters.router(admin))
+    app.include_router(routes_tenants.router(admin))
+    app.include_router(routes_namespaces.router(admin))
+    app.include_router(routes_lookup.router(admin))
+    for domain in ("persistent", "non-persistent"):
+        app.include_router(routes_topics.router(admin, domain))
     return app

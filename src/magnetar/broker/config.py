@@ -77,8 +77,10 @@ class BrokerConfig:
     default_retention_mb: int = 0
     #: message TTL when no policy sets it (0 = none)
     default_message_ttl_seconds: int = 0
-    #: how often retention, TTL and backlog quotas are enforced
+    #: how often retention, TTL, backlog quotas and compaction thresholds are checked
     lifecycle_check_interval_seconds: float = 60.0
+    #: compaction threshold (bytes not yet compacted) when no policy sets one; 0 = no automatic compaction
+    compaction_threshold_bytes: int = 0
     #: limits (0 = none); refusals use Pulsar's error codes
     max_producers_per_topic: int = 0
     max_consumers_per_subscription: int = 0

@@ -585,7 +585,10 @@ class ServerConnection(asyncio.Protocol):
             position = InitialPosition(req.initial_position)
         except ValueError:
             position = InitialPosition.Latest
-        sub = topic.subscribe(req.subscription, durable=req.durable, initial_position=position, start_message_id=start)
+        sub = topic.subscribe(
+            req.subscription, durable=req.durable, initial_position=position, start_message_id=start,
+            read_compacted=req.read_compacted,
+        )
         consumer_name = req.consumer_name or f"consumer-{req.consumer_id}"
         consumer = Consumer(
             self, req.consumer_id, consumer_name, sub, sub_type, req.priority_level,
@@ -653,7 +656,7 @@ class ServerConnection(asyncio.Protocol):
         req = command.get_last_message_id
         consumer = self._consumer(req.consumer_id)
         sub = consumer.subscription
-        ledger_id, entry_id, batch_index = sub.topic.last_message_id()
+        ledger_id, entry_id, batch_index = sub.last_message_id(consumer.read_compacted)
         cmd = BaseCommand(type=CommandType.GET_LAST_MESSAGE_ID_RESPONSE)
         resp = cmd.get_last_message_id_response
         resp.request_id = req.request_id

@@ -65,6 +65,18 @@ def expire_messages(topic: Topic, now: float | None = None) -> int:
     return expired
 
 
+def compaction_due(topic: Topic) -> bool:
+    """Whether the entries a compaction has not yet read exceed the topic's compaction threshold."""
+    threshold = topic.policies.compaction_threshold
+    if threshold <= 0 or topic.ledger is None:
+        return False
+    view = topic.compacted
+    start = view.horizon + 1 if view is not None else topic.ledger.first_entry_id
+    if start > topic.last_readable_id:
+        return False
+    return topic.ledger.bytes_from(start) > threshold
+
+
 def backlog_bytes(topic: Topic, sub: Subscription) -> int:
     """Bytes a subscription has not acknowledged (from its mark-delete position)."""
     return topic.ledger.bytes_from(sub.cursor.mark_delete + 1)

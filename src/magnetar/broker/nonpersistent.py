@@ -77,6 +77,7 @@ class NonPersistentTopic(Topic):
         durable: bool,
         initial_position: InitialPosition,
         start_message_id: tuple[int, int] | None,
+        read_compacted: bool = False,
     ) -> Subscription:
         """The subscription ``name`` (always non-durable here)."""
         sub = self.subscriptions.get(name)

@@ -46,6 +46,8 @@ class TopicPolicies:
     max_consumers_per_subscription: int = 0
     max_unacked_per_consumer: int | None = None
     delayed_delivery_active: bool = True
+    #: compact once the entries not yet compacted exceed this many bytes (0 = never by size)
+    compaction_threshold: int = 0
 
     @property
     def retains_acknowledged(self) -> bool:
@@ -95,6 +97,7 @@ def resolve(metadata: MetadataStore, config: BrokerConfig, topic_name: TopicName
         ),
         max_unacked_per_consumer=_int(unacked, None) if unacked is not None else None,
         delayed_delivery_active=bool(delayed.get("active", True)),
+        compaction_threshold=_int(effective(metadata, topic_name, "compaction_threshold"), config.compaction_threshold_bytes),
     )
 
 

@@ -29,6 +29,7 @@ class Producer:
         "metadata",
         "request_id",
         "topic_epoch",
+        "schema_version",
     )
 
     def __init__(
@@ -58,6 +59,8 @@ class Producer:
         self.request_id = request_id
         #: the topic epoch the client last held (set on reconnection of an exclusive producer)
         self.topic_epoch = topic_epoch
+        #: the schema version this producer publishes with (None: no schema)
+        self.schema_version: int | None = None
 
     def __repr__(self) -> str:
         return f"Producer({self.name!r} id={self.producer_id} on {self.topic.name})"

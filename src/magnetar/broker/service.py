@@ -21,6 +21,7 @@ from magnetar.storage import ManagedLedger, MetadataStore
 
 from . import lifecycle
 from .commit import GroupCommitter
+from .compaction import Compactor
 from .config import BrokerConfig
 from .errors import BrokerError
 from .nonpersistent import NonPersistentTopic
@@ -65,6 +66,8 @@ class BrokerService:
         #: ledger ids of non-persistent topics count down from the top, away from stored ones
         self._non_persistent_ids = 0
         self._flush_lock = asyncio.Lock()
+        #: runs topic compactions and opens compacted views (compaction.py)
+        self.compactor = Compactor(self)
         self.started_at = time.time()
         self.running = False
 
@@ -82,6 +85,7 @@ class BrokerService:
         self._tasks.append(asyncio.create_task(self._cursor_flush_loop(), name="cursor-flush"))
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="lifecycle"))
+        self.compactor.start()
         self.running = True
 
     async def stop(self) -> None:
@@ -92,6 +96,7 @@ class BrokerService:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.compactor.stop()
         await self.committer.drain()
         for topic in self.topics.values():
             for sub in topic.subscriptions.values():
@@ -224,6 +229,7 @@ class BrokerService:
         else:
             topic.restore_sequence_ids({}, -1)
         self.apply_policies(topic)
+        self.compactor.load(topic)
         self.topics[name] = topic
         log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger_id, ledger.first_entry_id, ledger.last_entry_id)
         return topic
@@ -311,7 +317,22 @@ class BrokerService:
                 producer.connection.close_producer_by_broker(producer)
         elif exceeded is None:
             topic.quota_blocked = None
+        if lifecycle.compaction_due(topic):
+            self.compactor.trigger(topic)
         lifecycle.trim(topic)
+
+    def trigger_compaction(self, topic_name: TopicName) -> asyncio.Task:
+        """Start compacting a persistent topic in the background (or return the compaction running).
+
+        Its status is kept under ``compaction-status/<topic>``: RUNNING, then SUCCESS or ERROR.
+        """
+        if not topic_name.persistent:
+            raise BrokerError(ServerError.NotAllowedError, f"{topic_name} is non-persistent: it cannot be compacted")
+        return self.compactor.trigger(self.get_topic(topic_name, create=False))
+
+    async def compact(self, topic_name: TopicName) -> None:
+        """Compact a topic now and wait until it is done (raises what made it fail)."""
+        await asyncio.shield(self.trigger_compaction(topic_name))
 
     async def _lifecycle_loop(self) -> None:
         interval = self.config.lifecycle_check_interval_seconds
@@ -388,7 +409,10 @@ class BrokerService:
             existed = self.metadata.delete_topic(name)
             if topic is not None:
                 topic.closed = True
-                topic.ledger.delete()
+                if topic.ledger is not None:  # non-persistent topics store nothing
+                    topic.ledger.delete()
+            if ledger_id is not None or (topic is not None and topic.ledger is not None):
+                self.compactor.forget(name, ledger_id if ledger_id is not None else topic.ledger_id, topic)
             elif ledger_id is not None:
                 import shutil
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from magnetar.protocol.enums import ServerError, SubType
-from magnetar.storage import CursorState
+from magnetar.storage import CursorState, Entry
 
 from .delayed import DelayedDeliveryTracker
 from .dispatchers import Dispatcher, KeySharedDispatcher, RoundRobinDispatcher, SingleActiveDispatcher
@@ -106,6 +106,8 @@ class Subscription:
     def add_consumer(self, consumer: Consumer) -> None:
         """Attach a consumer; call check_can_add first."""
         self.check_can_add(consumer.sub_type)
+        if consumer.read_compacted and consumer.sub_type not in (SubType.Exclusive, SubType.Failover):
+            raise BrokerError(ServerError.NotAllowedError, "readCompacted only allowed on failover or exclusive subscriptions")
         if self.dispatcher is None or self.sub_type != consumer.sub_type:
             self.sub_type = consumer.sub_type
             self.dispatcher = _DISPATCHERS[consumer.sub_type](self)
@@ -168,6 +170,69 @@ class Subscription:
         """Let the dispatcher try to make progress."""
         if self.dispatcher is not None and self.dispatcher.consumers:
             self.dispatcher.schedule()
+
+    # -- reading (the compacted view for read_compacted consumers) -------------------------
+    @property
+    def read_compacted(self) -> bool:
+        """Whether the consumers asked for the compacted view (Exclusive and Failover only)."""
+        return any(c.read_compacted for c in self.consumers)
+
+    def read_new_entries(self, count: int) -> list[Entry]:
+        """Up to ``count`` entries from the read position on, never beyond the last readable one.
+
+        A read_compacted subscription reads the topic's compacted view while its read position is
+        at or below the compaction horizon (the ids there have gaps), then the topic itself.
+        """
+        topic = self.topic
+        view = topic.compacted
+        if view is not None and self.read_position <= view.horizon and self.read_compacted:
+            entries = view.read_from(self.read_position, count)
+            if entries:
+                return entries
+            self.read_position = view.horizon + 1
+        first = max(self.read_position, topic.first_entry_id)
+        last = min(topic.last_readable_id, first + count - 1)
+        if first > last:
+            return []
+        return topic.read_entries(first, last)
+
+    def read_entry_list(self, entry_ids: list[int]) -> list[Entry]:
+        """The given entries (for redelivery), from the compacted view where it applies."""
+        view = self.topic.compacted
+        if view is None or not self.read_compacted:
+            return self.topic.read_entry_list(entry_ids)
+        compacted = [e for e in entry_ids if e <= view.horizon]
+        rest = [e for e in entry_ids if e > view.horizon]
+        entries: list[Entry] = list(view.read_ids(compacted))
+        if rest:
+            entries.extend(self.topic.read_entry_list(rest))
+        return entries
+
+    def delivery_ack_set(self, entry: Entry) -> list[int] | None:
+        """The ack set sent with an entry: the messages of a batch still to deliver.
+
+        A compacted batch whose superseded messages are marked compacted_out goes out with only
+        its survivors set (clients skip the others); the cursor counts the others as acknowledged.
+        """
+        eid = entry.entry_id
+        survivors = getattr(entry, "ack_set", None)
+        if survivors is not None:
+            if self.cursor.batch_size(eid) is None:
+                self.cursor.ack_batch_indexes(eid, survivors, entry.batch_size)  # type: ignore[attr-defined]
+            return self.cursor.unacked_batch_mask(eid) or survivors
+        return self.cursor.unacked_batch_mask(eid) if self.batch_index_ack_enabled else None
+
+    def last_message_id(self, read_compacted: bool) -> tuple[int, int, int]:
+        """GET_LAST_MESSAGE_ID: the topic's last message, or for a compacted reader with nothing
+        after the horizon, the last message of the compacted view (entry -1 when it is empty)."""
+        topic = self.topic
+        view = topic.compacted
+        if read_compacted and view is not None and topic.last_readable_id <= view.horizon:
+            last = view.last_message()
+            if last is None:
+                return topic.ledger_id, -1, -1
+            return topic.ledger_id, last[0], last[1]
+        return topic.last_message_id()
 
     def take_redeliveries(self, limit: int) -> list[int]:
         """Remove and return up to ``limit`` of the lowest entry ids awaiting redelivery."""

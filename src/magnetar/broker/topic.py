@@ -18,6 +18,7 @@ from .policies import TopicPolicies
 from .subscription import Subscription
 
 if TYPE_CHECKING:
+    from .compaction import CompactedView
     from .producer import Producer
     from .service import BrokerService
 
@@ -36,6 +37,11 @@ class Topic:
     Publishing appends to the ledger at once; the SEND_RECEIPT goes out when the group commit
     covering the entry completes (``on_durable``), which is also when subscriptions may read it.
     """
+
+    #: the latest message per key up to a horizon, when the topic was compacted (compaction.py)
+    compacted: CompactedView | None = None
+    #: while a compaction runs: the first entry it still has to read (not trimmed meanwhile)
+    compaction_pin: int | None = None
 
     def __init__(self, service: BrokerService, topic_name: TopicName, ledger: ManagedLedger) -> None:
         self.service = service
@@ -310,15 +316,24 @@ class Topic:
         durable: bool,
         initial_position: InitialPosition,
         start_message_id: tuple[int, int] | None,
+        read_compacted: bool = False,
     ) -> Subscription:
-        """The subscription ``name``, created at its start position if it does not exist."""
+        """The subscription ``name``, created at its start position if it does not exist.
+
+        For a ``read_compacted`` subscriber "earliest" is the first entry of the compacted view
+        when the topic's own ledger no longer holds it.
+        """
         sub = self.subscriptions.get(name)
         if sub is not None:
             return sub
+        earliest = self.ledger.first_entry_id
+        view = self.compacted
+        if read_compacted and view is not None and view.first_id is not None:
+            earliest = min(earliest, view.first_id)
         if start_message_id is not None:
-            mark_delete = self._start_position(*start_message_id) - 1
+            mark_delete = self._start_position(*start_message_id, earliest=earliest) - 1
         elif initial_position == InitialPosition.Earliest:
-            mark_delete = self.ledger.first_entry_id - 1
+            mark_delete = earliest - 1
         else:
             mark_delete = self.last_readable_id
         cursor = CursorState(mark_delete=mark_delete)
@@ -328,17 +343,19 @@ class Topic:
             self.service.cursor_dirty(self, sub)
         return sub
 
-    def _start_position(self, ledger_id: int, entry_id: int) -> int:
+    def _start_position(self, ledger_id: int, entry_id: int, earliest: int | None = None) -> int:
         """First entry to deliver for a start message id (earliest, latest or a real id)."""
+        if earliest is None:
+            earliest = self.ledger.first_entry_id
         if ledger_id == EARLIEST_ID and entry_id == EARLIEST_ID:
-            return self.ledger.first_entry_id
+            return earliest
         if ledger_id >= LATEST_ID:
             return self.last_readable_id + 1
         if ledger_id < self.ledger_id:
-            return self.ledger.first_entry_id
+            return earliest
         if ledger_id > self.ledger_id:
             return self.last_readable_id + 1
-        return min(max(entry_id, self.ledger.first_entry_id), self.last_readable_id + 1)
+        return min(max(entry_id, earliest), self.last_readable_id + 1)
 
     def restore_subscription(self, name: str, state: bytes) -> None:
         """Recreate a durable subscription from its persisted cursor."""
@@ -358,8 +375,13 @@ class Topic:
             self.service.cursor_dirty(self, sub)
 
     def trim_position(self) -> int:
-        """Entries below this id are acknowledged by every durable subscription."""
+        """Entries below this id are acknowledged by every durable subscription (and, on a compacted
+        topic, compacted: like Pulsar's ``__compaction`` cursor, without showing as a subscription)."""
         positions = [s.cursor.mark_delete + 1 for s in self.subscriptions.values() if s.durable]
+        if self.compacted is not None:
+            positions.append(self.compacted.horizon + 1)
+        if self.compaction_pin is not None:
+            positions.append(self.compaction_pin)
         return min(positions) if positions else self.last_readable_id + 1
 
     def unsubscribe(self, consumer_sub: Subscription, force: bool, requester) -> None:  # noqa: ANN001
@@ -381,6 +403,8 @@ class Topic:
         """Close the ledger (the service persists cursors first)."""
         self.closed = True
         self.ledger.close()
+        if self.compacted is not None:
+            self.compacted.close()
 
     def stats_storage_size(self) -> int:
         """Bytes of segment files this topic holds."""

@@ -18,6 +18,15 @@ app = typer.Typer(
 )
 
 
+from magnetar.cli.admin import admin_app  # noqa: E402 - sub-commands are registered after `app` exists
+from magnetar.cli.messaging import consume, perf_app, produce  # noqa: E402
+
+app.add_typer(admin_app, name="admin")
+app.add_typer(perf_app, name="perf")
+app.command()(produce)
+app.command()(consume)
+
+
 @app.callback()
 def _root() -> None:
     """magnetar: a light messaging broker with Apache Pulsar's model and wire protocol."""

@@ -8,22 +8,24 @@ same multi-topic consumer, with periodic discovery of new topics for patterns.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import re
 import time
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from magnetar.protocol.enums import InitialPosition, SubType, TopicsMode
 from magnetar.protocol.hashing import java_string_hash, murmur3_32
-from magnetar.protocol.topic_name import TopicName
+from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
 
+from .auth import Authentication
 from .connection import ConnectionPool
-from .consumer import Consumer, ConsumerConfig
-from .errors import AlreadyClosed, InvalidConfiguration, PulsarError, Timeout
+from .consumer import Consumer, ConsumerConfig, DeadLetterHandler, ReceiverBase
+from .errors import AlreadyClosed, InvalidConfiguration, InvalidTopicName, OperationNotSupported, PulsarError
 from .lookup import HttpLookupService, LookupService, ServiceUrl
 from .message import Message, MessageId
+from .policies import DEFAULT_MAX_RECONSUME_TIMES, ConsumerDeadLetterPolicy, topics_mode
 from .producer import Producer, ProducerConfig
 
 log = logging.getLogger("magnetar.client")
@@ -45,12 +47,26 @@ class HashingScheme:
 
 
 def partition_for_key(key: str, partitions: int, scheme: int = HashingScheme.JavaStringHash) -> int:
-    """The partition of a keyed message, bit for bit as the Java client computes it."""
+    """The partition of a keyed message, bit for bit as the Java client computes it:
+    ``signSafeMod(hash(key) & Integer.MAX_VALUE, partitions)`` where the hash is
+    ``String.hashCode()`` (JavaStringHash) or MurmurHash3 x86_32 of the UTF-8 bytes, seed 0."""
     if scheme == HashingScheme.Murmur3_32Hash:
-        h = murmur3_32(key.encode()) & 0x7FFFFFFF
+        h = murmur3_32(key.encode("utf-8", "surrogatepass")) & 0x7FFFFFFF
     else:
         h = java_string_hash(key) & 0x7FFFFFFF
     return h % partitions
+
+
+def _context(exc: PulsarError, what: str) -> PulsarError:
+    """The same error type, saying what failed before why."""
+    return type(exc)(f"{what}: {exc}")
+
+
+def _topic(name: str) -> str:
+    try:
+        return str(TopicName.parse(name))
+    except InvalidTopicNameError as exc:
+        raise InvalidTopicName(str(exc)) from None
 
 
 class AsyncClient:
@@ -59,30 +75,50 @@ class AsyncClient:
     def __init__(
         self,
         service_url: str,
-        *,
+        authentication: Authentication | None = None,
         operation_timeout_seconds: float = 30,
-        connection_timeout_ms: int = 10000,
-        keep_alive_interval_seconds: float = 30,
-        authentication: Any = None,
+        io_threads: int = 1,
+        message_listener_threads: int = 1,
+        concurrent_lookup_requests: int = 50000,
+        log_conf_file_path: str | None = None,
+        stats_interval_in_seconds: int = 600,
+        use_tls: bool = False,
         tls_trust_certs_file_path: str | None = None,
         tls_allow_insecure_connection: bool = False,
         tls_validate_hostname: bool = False,
+        logger: Any = None,
+        connection_timeout_ms: int = 10000,
         listener_name: str | None = None,
+        tls_private_key_file_path: str | None = None,
+        tls_certificate_file_path: str | None = None,
+        *,
+        keep_alive_interval_seconds: float = 30,
     ) -> None:
         self.service_url = ServiceUrl.parse(service_url)
+        if use_tls and not self.service_url.tls:
+            self.service_url = ServiceUrl({"pulsar": "pulsar+ssl", "http": "https"}[self.service_url.scheme], self.service_url.hosts)
+        if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
+            raise InvalidConfiguration("operation_timeout_seconds and connection_timeout_ms must be positive")
+        if authentication is not None and not isinstance(authentication, Authentication):
+            raise InvalidConfiguration(
+                f"authentication must be a magnetar.client Authentication (e.g. AuthenticationToken), not {type(authentication).__name__}"
+            )
         self.operation_timeout = float(operation_timeout_seconds)
         self.authentication = authentication
+        self.message_listener_threads = message_listener_threads
         ssl_context = None
         if self.service_url.tls:
             import ssl
 
             ssl_context = ssl.create_default_context(cafile=tls_trust_certs_file_path)
-            ssl_context.check_hostname = tls_validate_hostname
+            ssl_context.check_hostname = bool(tls_validate_hostname) and not tls_allow_insecure_connection
             if tls_allow_insecure_connection:
                 ssl_context.verify_mode = ssl.CERT_NONE
-        self.pool = ConnectionPool(connection_timeout_ms / 1000.0, keep_alive_interval_seconds, ssl_context)
+            if tls_certificate_file_path:
+                ssl_context.load_cert_chain(tls_certificate_file_path, tls_private_key_file_path)
+        self.pool = ConnectionPool(connection_timeout_ms / 1000.0, keep_alive_interval_seconds, ssl_context, authentication)
         lookup_cls = HttpLookupService if self.service_url.http else LookupService
-        self.lookup: LookupService = lookup_cls(self.pool, self.service_url, self.operation_timeout)
+        self.lookup: LookupService = lookup_cls(self.pool, self.service_url, self.operation_timeout, listener_name)
         self._handles: list[Any] = []
         self._closed = False
 
@@ -99,79 +135,138 @@ class AsyncClient:
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """Partition topic names of ``topic`` (itself when not partitioned)."""
         self._check_open()
-        name = TopicName.parse(topic)
+        name = TopicName.parse(_topic(topic))
         n = await self.lookup.partitions(str(name))
         return [str(name.partition(i)) for i in range(n)] if n else [str(name)]
 
     async def create_producer(
         self,
         topic: str,
+        producer_name: str | None = None,
+        schema: Any = None,
         *,
         message_routing_mode: int = PartitionsRoutingMode.RoundRobinDistribution,
         message_router: Callable[[Any, int], int] | None = None,
         hashing_scheme: int = HashingScheme.JavaStringHash,
         **options: Any,
     ) -> Producer | PartitionedProducer:
-        """A producer on ``topic`` (a partitioned producer when the topic is partitioned)."""
+        """A producer on ``topic`` (a partitioned producer when the topic is partitioned).
+
+        Options are those of ``pulsar.Client.create_producer`` (see ProducerConfig).
+        """
         self._check_open()
-        config = ProducerConfig(**options)
-        name = TopicName.parse(topic)
-        n = await self.lookup.partitions(str(name))
-        if n:
-            producer: Any = PartitionedProducer(self, str(name), n, config, message_routing_mode, message_router, hashing_scheme)
-        else:
-            producer = Producer(self, str(name), config)
-        await producer.start()
+        name = _topic(topic)
+        try:
+            config = ProducerConfig(producer_name=producer_name, schema=schema, **options)
+        except TypeError as exc:
+            raise InvalidConfiguration(f"create_producer: {exc}") from None
+        try:
+            n = await self.lookup.partitions(name)
+            if n:
+                producer: Any = PartitionedProducer(
+                    self, name, n, config, message_routing_mode, message_router, hashing_scheme
+                )
+            else:
+                producer = Producer(self, name, config)
+            await producer.start()
+        except PulsarError as exc:
+            raise _context(exc, f"could not create a producer on {name}") from exc
         self._handles.append(producer)
+        return producer
+
+    async def _new_producer(self, topic: str, config: ProducerConfig) -> Producer | PartitionedProducer:
+        """A producer owned by someone else (dead letter producers): not closed with the client."""
+        n = await self.lookup.partitions(topic)
+        producer: Any = PartitionedProducer(self, topic, n, config, 0, None, HashingScheme.JavaStringHash) if n else Producer(self, topic, config)
+        await producer.start()
         return producer
 
     async def subscribe(
         self,
         topic: str | list[str] | re.Pattern,
         subscription_name: str,
-        *,
         consumer_type: SubType = SubType.Exclusive,
+        schema: Any = None,
+        message_listener: Callable | None = None,
+        *,
         pattern_auto_discovery_period: float = 60,
-        regex_subscription_mode: TopicsMode = TopicsMode.PERSISTENT,
+        regex_subscription_mode: int = TopicsMode.PERSISTENT,
+        enable_retry: bool | None = None,
         **options: Any,
     ) -> Consumer | MultiTopicsConsumer:
-        """A consumer on a topic, a list of topics, or every topic matching a pattern."""
+        """A consumer on a topic, a list of topics, or every topic matching a pattern.
+
+        Options are those of ``pulsar.Client.subscribe`` (see ConsumerConfig); ``retry_enable``
+        (or ``enable_retry``) also subscribes to the retry letter topic for ``reconsume_later``.
+        """
         self._check_open()
-        config = ConsumerConfig(consumer_type=consumer_type, **options)
+        if not subscription_name:
+            raise InvalidConfiguration("subscribe: the subscription name is empty")
+        if enable_retry is not None:
+            options["retry_enable"] = enable_retry
+        try:
+            config = ConsumerConfig(consumer_type=consumer_type, schema=schema, message_listener=message_listener, **options)
+        except TypeError as exc:
+            raise InvalidConfiguration(f"subscribe: {exc}") from None
+        what = f"could not subscribe to {topic if isinstance(topic, str) else getattr(topic, 'pattern', topic)} as {subscription_name!r}"
+        try:
+            consumer = await self._subscribe(topic, subscription_name, config, pattern_auto_discovery_period, regex_subscription_mode)
+        except PulsarError as exc:
+            raise _context(exc, what) from exc
+        self._handles.append(consumer)
+        return consumer
+
+    async def _subscribe(
+        self, topic: Any, subscription: str, config: ConsumerConfig, period: float, mode: int
+    ) -> Consumer | MultiTopicsConsumer:
         if isinstance(topic, re.Pattern):
             consumer: Any = MultiTopicsConsumer(
-                self, [], subscription_name, config, pattern=topic,
-                discovery_period=pattern_auto_discovery_period, mode=regex_subscription_mode,
+                self, [], subscription, config, pattern=topic, discovery_period=period, mode=topics_mode(mode)
             )
         elif isinstance(topic, (list, tuple)):
-            consumer = MultiTopicsConsumer(self, [str(TopicName.parse(t)) for t in topic], subscription_name, config)
+            if not topic:
+                raise InvalidConfiguration("subscribe: the topic list is empty")
+            topics = [_topic(t) for t in topic]
+            consumer = MultiTopicsConsumer(self, topics, subscription, config)
         else:
-            name = str(TopicName.parse(topic))
-            n = await self.lookup.partitions(name)
-            if n:
-                consumer = MultiTopicsConsumer(self, [name], subscription_name, config)
+            name = _topic(topic)
+            if config.retry_enable:
+                policy = config.dead_letter_policy or ConsumerDeadLetterPolicy(DEFAULT_MAX_RECONSUME_TIMES)
+                handler = DeadLetterHandler(self, policy, name, subscription, config.consumer_name or "")
+                config.dead_letter_policy = ConsumerDeadLetterPolicy(
+                    policy.max_redeliver_count, handler.dead_letter_topic, policy.initial_subscription_name,
+                    handler.retry_letter_topic,
+                )
+                consumer = MultiTopicsConsumer(self, [name, handler.retry_letter_topic], subscription, config)
             else:
-                consumer = Consumer(self, name, subscription_name, config)
-        await consumer.start()
-        self._handles.append(consumer)
+                n = await self.lookup.partitions(name)
+                consumer = MultiTopicsConsumer(self, [name], subscription, config) if n else Consumer(self, name, subscription, config)
+        try:
+            await consumer.start()
+        except BaseException:
+            await consumer.close()
+            raise
         return consumer
 
     async def create_reader(
         self,
         topic: str,
         start_message_id: MessageId,
-        *,
+        schema: Any = None,
+        reader_listener: Callable | None = None,
+        receiver_queue_size: int = 1000,
         reader_name: str | None = None,
         subscription_role_prefix: str | None = None,
-        receiver_queue_size: int = 1000,
         is_read_compacted: bool = False,
+        crypto_key_reader: Any = None,
         start_message_id_inclusive: bool = False,
-        reader_listener: Callable | None = None,
-        **options: Any,
+        crypto_failure_action: Any = None,
     ) -> Reader:
         """A reader: a non-durable, exclusive subscription starting at ``start_message_id``."""
         self._check_open()
-        name = str(TopicName.parse(topic))
+        if not isinstance(start_message_id, MessageId):
+            raise InvalidConfiguration(f"create_reader: start_message_id must be a MessageId, not {type(start_message_id).__name__}")
+        name = _topic(topic)
         sub = f"{subscription_role_prefix or 'reader'}-{time.time_ns() & 0xFFFFFFFFFF:010x}"
         config = ConsumerConfig(
             consumer_type=SubType.Exclusive,
@@ -181,10 +276,20 @@ class AsyncClient:
             start_message_id_inclusive=start_message_id_inclusive,
             initial_position=InitialPosition.Earliest if start_message_id == MessageId.earliest else InitialPosition.Latest,
             message_listener=reader_listener,
-            **options,
+            schema=schema,
+            crypto_key_reader=crypto_key_reader,
         )
-        consumer = Consumer(self, name, sub, config, durable=False, start_message_id=start_message_id)
-        await consumer.start()
+        try:
+            n = await self.lookup.partitions(name)
+            if n:
+                if start_message_id not in (MessageId.earliest, MessageId.latest):
+                    raise OperationNotSupported("a reader of a partitioned topic starts at MessageId.earliest or MessageId.latest only")
+                consumer: Any = MultiTopicsConsumer(self, [name], sub, config, durable=False, start_message_id=start_message_id)
+            else:
+                consumer = Consumer(self, name, sub, config, durable=False, start_message_id=start_message_id)
+            await consumer.start()
+        except PulsarError as exc:
+            raise _context(exc, f"could not create a reader on {name}") from exc
         reader = Reader(consumer)
         self._handles.append(reader)
         return reader
@@ -202,6 +307,10 @@ class AsyncClient:
         await self.pool.close()
         self._closed = True
 
+    async def shutdown(self) -> None:
+        """Same as close()."""
+        await self.close()
+
 
 class PartitionedProducer:
     """A producer over every partition of a partitioned topic, with a router."""
@@ -215,54 +324,96 @@ class PartitionedProducer:
         routing_mode: int,
         router: Callable[[Any, int], int] | None,
         hashing_scheme: int,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        import dataclasses
+
         self.client = client
         self.topic = topic
         self.config = config
         self.routing_mode = routing_mode
         self.router = router
         self.hashing_scheme = hashing_scheme
+        self.clock = clock
         base = TopicName.parse(topic)
-        self.producers = [Producer(client, str(base.partition(i)), config, partition=i) for i in range(partitions)]
-        self._single = int(time.time_ns()) % partitions
-        self._rr_start = time.monotonic()
-        self._rr_offset = int(time.time_ns()) % partitions
+        per_partition = config
+        if config.max_pending_messages > 0 and config.max_pending_messages_across_partitions > 0:
+            limit = max(1, min(config.max_pending_messages, config.max_pending_messages_across_partitions // partitions))
+            per_partition = dataclasses.replace(config, max_pending_messages=limit)
+        self.producers = [Producer(client, str(base.partition(i)), per_partition, partition=i) for i in range(partitions)]
+        seed = time.time_ns()
+        self._single = seed % partitions
+        # round robin at batch boundaries: stay on a partition for one batch's worth of messages
+        self._cursor = seed // 7 % partitions
+        self._batch_count = 0
+        self._batch_bytes = 0
+        self._last_switch = clock()
 
     @property
     def name(self) -> str:
         """Producer name (that of the first partition's producer)."""
         return self.producers[0].name
 
+    @property
+    def last_sequence_id_published(self) -> int:
+        """Highest sequence id published over the partitions."""
+        return max(p.last_sequence_id_published for p in self.producers)
+
     async def start(self) -> None:
         """Connect every partition's producer."""
-        await asyncio.gather(*(p.start() for p in self.producers))
+        results = await asyncio.gather(*(p.start() for p in self.producers), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await asyncio.gather(*(p.close() for p in self.producers), return_exceptions=True)
+            raise errors[0]
+
+    def partition_for(self, content: bytes, options: dict) -> int:
+        """The partition a message goes to."""
+        n = len(self.producers)
+        if self.router is not None:
+            index = self.router(_RoutedMessage(content, options), n)
+            if not isinstance(index, int) or not 0 <= index < n:
+                raise InvalidConfiguration(f"the message router returned {index!r}: not a partition in [0, {n})")
+            return index
+        if self.routing_mode == PartitionsRoutingMode.CustomPartition:
+            raise InvalidConfiguration("CustomPartition routing needs a message_router")
+        key = options.get("partition_key")
+        if key:
+            return partition_for_key(key, n, self.hashing_scheme)
+        if self.routing_mode == PartitionsRoutingMode.UseSinglePartition:
+            return self._single
+        if not self.config.batching_enabled:
+            self._cursor += 1
+            return self._cursor % n
+        size = len(content) if content is not None else 0
+        now = self.clock()
+        cfg = self.config
+        if (
+            self._batch_count >= cfg.batching_max_messages
+            or size >= cfg.batching_max_allowed_size_in_bytes - self._batch_bytes
+            or (now - self._last_switch) * 1000 >= cfg.batching_max_publish_delay_ms
+        ):
+            self._cursor += 1
+            self._last_switch = now
+            self._batch_count = 1
+            self._batch_bytes = size
+        else:
+            self._batch_count += 1
+            self._batch_bytes += size
+        return self._cursor % n
 
     def _choose(self, content: bytes, options: dict) -> Producer:
-        n = len(self.producers)
-        key = options.get("partition_key")
-        if self.routing_mode == PartitionsRoutingMode.CustomPartition and self.router is not None:
-            return self.producers[self.router(_RoutedMessage(content, options), n) % n]
-        if key:
-            return self.producers[partition_for_key(key, n, self.hashing_scheme)]
-        if self.routing_mode == PartitionsRoutingMode.UseSinglePartition:
-            return self.producers[self._single]
-        if not self.config.batching_enabled:
-            self._rr_offset += 1
-            return self.producers[self._rr_offset % n]
-        # switch partition at batch boundaries: once per batching window
-        window = max(self.config.batching_max_publish_delay_ms, 1) / 1000.0
-        slot = int((time.monotonic() - self._rr_start) / window)
-        return self.producers[(slot + self._rr_offset) % n]
+        return self.producers[self.partition_for(content, options)]
 
-    async def send(self, content: bytes, **options: Any) -> MessageId:
+    async def send(self, content: Any, **options: Any) -> MessageId:
         """Publish one message to the partition its router picks and wait for the receipt."""
         return await self._choose(content, options).send(content, **options)
 
-    async def send_async(self, content: bytes, callback: Any = None, **options: Any) -> asyncio.Future[MessageId]:
+    async def send_async(self, content: Any, callback: Any = None, **options: Any) -> asyncio.Future[MessageId]:
         """Queue one message on the partition its router picks."""
         return await self._choose(content, options).send_async(content, callback, **options)
 
-    def send_nowait(self, content: bytes, waiter: Any = None, **options: Any) -> None:
+    def send_nowait(self, content: Any, waiter: Any = None, **options: Any) -> None:
         """Queue a message without waiting."""
         self._choose(content, options).send_nowait(content, waiter, **options)
 
@@ -278,11 +429,6 @@ class PartitionedProducer:
         """Whether every partition's producer is connected."""
         return all(p.is_connected() for p in self.producers)
 
-    @property
-    def last_sequence_id_published(self) -> int:
-        """Highest sequence id published over the partitions."""
-        return max(p.last_sequence_id_published for p in self.producers)
-
 
 class _RoutedMessage:
     """What a custom router sees of a message."""
@@ -294,19 +440,27 @@ class _RoutedMessage:
         self._options = options
 
     def data(self) -> bytes:
-        """The payload."""
+        """The payload (before schema encoding)."""
         return self._content
 
     def partition_key(self) -> str:
         """The key ('' when none)."""
         return self._options.get("partition_key") or ""
 
+    def ordering_key(self) -> bytes:
+        """The ordering key (b'' when none)."""
+        return self._options.get("ordering_key") or b""
+
     def properties(self) -> dict[str, str]:
         """The properties."""
         return self._options.get("properties") or {}
 
+    def event_timestamp(self) -> int:
+        """The event time (0 when none)."""
+        return self._options.get("event_timestamp") or 0
 
-class MultiTopicsConsumer:
+
+class MultiTopicsConsumer(ReceiverBase):
     """One subscription over several topics: a list, the partitions of one, or a pattern."""
 
     def __init__(
@@ -319,22 +473,28 @@ class MultiTopicsConsumer:
         pattern: re.Pattern | None = None,
         discovery_period: float = 60,
         mode: TopicsMode = TopicsMode.PERSISTENT,
+        durable: bool = True,
+        start_message_id: MessageId | None = None,
     ) -> None:
+        import dataclasses
+
         self.client = client
         self.subscription = subscription
-        self.config = config
         self.pattern = pattern
         self.discovery_period = discovery_period
         self.mode = mode
+        self.durable = durable
+        self.start_message_id = start_message_id
         self._topics = list(topics)
+        self.name = config.consumer_name or f"magnetar-multi-{next(_multi_ids)}"
+        self.config = config
+        # children share the name (dead letter producers are named after it) and have no listener
+        self._child_config = dataclasses.replace(config, consumer_name=self.name, message_listener=None)
         self.consumers: dict[str, Consumer] = {}
-        self._queue: deque[tuple[Consumer, Message]] = deque()
-        self._waiters: deque[asyncio.Future] = deque()
+        self._handlers: dict[str, DeadLetterHandler] = {}
         self._closed = False
         self._discovery: asyncio.Task | None = None
-        self._listener = config.message_listener
-        self._listener_task: asyncio.Task | None = None
-        self._listener_wakeup = asyncio.Event()
+        self._init_receiver()
 
     @property
     def topic(self) -> str:
@@ -345,33 +505,55 @@ class MultiTopicsConsumer:
         """Subscribe to every topic (and start discovery for a pattern)."""
         if self.pattern is not None:
             await self._discover()
-            self._discovery = asyncio.create_task(self._discover_loop())
+            self._discovery = asyncio.get_running_loop().create_task(self._discover_loop())
         else:
             for topic in self._topics:
                 await self._add_topic(topic)
-        if self._listener is not None:
-            self._listener_task = asyncio.create_task(self._run_listener())
+        self._start_listener()
+
+    def _handler_for(self, topic: str) -> DeadLetterHandler | None:
+        policy = self.config.dead_letter_policy
+        if policy is None:
+            return None
+        key = str(TopicName.parse(topic).partitioned_parent)
+        if self.config.retry_enable and self._handlers:
+            return next(iter(self._handlers.values()))  # one topic and its retry topic: one handler
+        handler = self._handlers.get(key)
+        if handler is None:
+            handler = self._handlers[key] = DeadLetterHandler(self.client, policy, key, self.subscription, self.name)
+            handler.schema = self.config.schema
+        return handler
+
+    def _new_child(self, name: str, partition: int) -> Consumer:
+        child = Consumer(
+            self.client, name, self.subscription, self._child_config, partition=partition,
+            durable=self.durable, start_message_id=self.start_message_id, dead_letter=self._handler_for(name),
+        )
+        child.sink = self._on_messages
+        return child
 
     async def _add_topic(self, topic: str) -> None:
         n = await self.client.lookup.partitions(topic)
         base = TopicName.parse(topic)
         names = [str(base.partition(i)) for i in range(n)] if n else [topic]
-        child_config = ConsumerConfig(**{**self.config.__dict__, "message_listener": None})
-        new = []
-        for i, name in enumerate(names):
-            if name in self.consumers:
-                continue
-            child = Consumer(self.client, name, self.subscription, child_config, partition=i if n else -1)
-            child.sink = self._on_messages
-            new.append(child)
-        await asyncio.gather(*(c.start() for c in new))
+        new = [self._new_child(name, i if n else -1) for i, name in enumerate(names) if name not in self.consumers]
         for child in new:
             self.consumers[child.topic] = child
+        results = await asyncio.gather(*(c.start() for c in new), return_exceptions=True)
+        for child, result in zip(new, results, strict=True):
+            if isinstance(result, BaseException):
+                del self.consumers[child.topic]
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise errors[0]
 
     def _matches(self, topic: str) -> bool:
         assert self.pattern is not None
-        parent = str(TopicName.parse(topic).partitioned_parent)
-        return bool(self.pattern.fullmatch(topic) or self.pattern.fullmatch(parent))
+        name = TopicName.parse(topic)
+        candidates = [topic, str(name.partitioned_parent)]
+        if "://" not in self.pattern.pattern:
+            candidates += [name.local_name, name.partitioned_parent.local_name]
+        return any(self.pattern.fullmatch(c) for c in candidates)
 
     async def _discover(self) -> None:
         assert self.pattern is not None
@@ -383,13 +565,15 @@ class MultiTopicsConsumer:
         topics = await self.client.lookup.topics_of_namespace(namespace, self.mode)
         for topic in topics:
             if self._matches(topic) and topic not in self.consumers:
-                parent = str(TopicName.parse(topic).partitioned_parent)
-                index = TopicName.parse(topic).partition_index
-                child_config = ConsumerConfig(**{**self.config.__dict__, "message_listener": None})
-                child = Consumer(self.client, topic, self.subscription, child_config, partition=index)
-                child.sink = self._on_messages
-                await child.start()
+                name = TopicName.parse(topic)
+                child = self._new_child(topic, name.partition_index)
                 self.consumers[topic] = child
+                try:
+                    await child.start()
+                except PulsarError:
+                    del self.consumers[topic]
+                    raise
+                parent = str(name.partitioned_parent)
                 if parent not in self._topics:
                     self._topics.append(parent)
 
@@ -402,76 +586,40 @@ class MultiTopicsConsumer:
                 log.info("topic discovery for %s failed: %s", self.topic, exc)
 
     def _on_messages(self, child: Consumer, messages: list[Message]) -> None:
-        waiters = self._waiters
+        self._deliver(messages)
+
+    def _dequeued_many(self, messages: Iterable[Message]) -> None:
+        batch: list[Message] = []
+        owner = None
         for msg in messages:
-            while waiters:
-                fut = waiters.popleft()
-                if not fut.done():
-                    child.dequeued(msg)
-                    fut.set_result(msg)
-                    break
-            else:
-                self._queue.append((child, msg))
-        if self._listener is not None:
-            self._listener_wakeup.set()
+            if msg._consumer is not owner and batch:
+                owner._dequeued_many(batch)
+                batch = []
+            owner = msg._consumer
+            batch.append(msg)
+        if batch:
+            owner._dequeued_many(batch)
 
-    async def receive(self, timeout_millis: int | None = None) -> Message:
-        """The next message from any of the topics."""
-        if self._closed:
-            raise AlreadyClosed("consumer is closed")
-        if self._queue:
-            child, msg = self._queue.popleft()
-            child.dequeued(msg)
-            return msg
-        fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
-        try:
-            if timeout_millis is None:
-                return await fut
-            return await asyncio.wait_for(fut, timeout_millis / 1000.0)
-        except TimeoutError:
-            raise Timeout(f"no message within {timeout_millis} ms on {self.topic}") from None
-        finally:
-            if not fut.done():
-                fut.cancel()
+    def _taken(self, messages: list[Message]) -> None:
+        for msg in messages:
+            msg._consumer._last_dequeued = msg._id
 
-    def receive_nowait(self, max_messages: int) -> list[Message]:
-        """Up to ``max_messages`` queued messages, without waiting."""
-        out = []
-        while self._queue and len(out) < max_messages:
-            child, msg = self._queue.popleft()
-            child.dequeued(msg)
-            out.append(msg)
-        return out
+    def _want_one(self) -> None:
+        if self.config.receiver_queue_size == 0:
+            for child in self.consumers.values():
+                child._want_one()
 
-    def queued(self) -> int:
-        """Messages waiting."""
-        return len(self._queue)
-
-    async def _run_listener(self) -> None:
-        assert self._listener is not None
-        while not self._closed:
-            if not self._queue:
-                self._listener_wakeup.clear()
-                await self._listener_wakeup.wait()
-                continue
-            child, msg = self._queue.popleft()
-            child.dequeued(msg)
-            try:
-                result = self._listener(self, msg)
-                if asyncio.iscoroutine(result):
-                    await result
-            except Exception:
-                log.exception("message listener failed")
+    def dequeued(self, msg: Message) -> None:
+        """A message was handed to the application."""
+        msg._consumer.dequeued(msg)
 
     def _child(self, message: Message | MessageId) -> Consumer:
+        if isinstance(message, Message) and message._consumer is not None:
+            return message._consumer
         mid = message.message_id() if isinstance(message, Message) else message
-        topic = message.topic_name() if isinstance(message, Message) else mid.topic
-        child = self.consumers.get(topic or "")
+        child = self.consumers.get(mid.topic or "")
         if child is None:
-            from .errors import OperationNotSupported
-
-            raise OperationNotSupported(f"message id {mid} does not say which topic it belongs to")
+            raise OperationNotSupported(f"message id {mid} does not say which of the topics {sorted(self.consumers)} it belongs to")
         return child
 
     def acknowledge(self, message: Message | MessageId) -> None:
@@ -486,6 +634,10 @@ class MultiTopicsConsumer:
         """Negative acknowledgement on the message's topic."""
         self._child(message).negative_acknowledge(message)
 
+    async def reconsume_later(self, message: Message, delay: float = 0, properties: dict[str, str] | None = None) -> None:
+        """Send the message to the retry letter topic (see Consumer.reconsume_later)."""
+        await self._child(message).reconsume_later(message, delay, properties)
+
     def redeliver_unacknowledged_messages(self) -> None:
         """Redeliver everything unacknowledged on every topic."""
         self._queue.clear()
@@ -493,12 +645,25 @@ class MultiTopicsConsumer:
             child.redeliver_unacknowledged_messages()
 
     async def seek(self, target: MessageId | int) -> None:
-        """Seek every topic (to a publish time), or the topic of a message id."""
+        """Seek every topic (to a publish time or the earliest/latest id), or the topic of a message id."""
         self._queue.clear()
-        if isinstance(target, MessageId) and target.topic:
+        if isinstance(target, MessageId) and target.topic and target.topic in self.consumers:
             await self.consumers[target.topic].seek(target)
             return
+        if isinstance(target, MessageId) and target not in (MessageId.earliest, MessageId.latest):
+            raise OperationNotSupported("seek on several topics needs a publish time, MessageId.earliest/latest, or an id from one of them")
         await asyncio.gather(*(c.seek(target) for c in self.consumers.values()))
+
+    async def has_message_available(self) -> bool:
+        """Whether any of the topics has a message after the last one received."""
+        if self._queue:
+            return True
+        results = await asyncio.gather(*(c.has_message_available() for c in self.consumers.values()))
+        return any(results)
+
+    async def get_last_message_id(self) -> tuple[MessageId, MessageId | None]:
+        """Not defined over several topics."""
+        raise OperationNotSupported("get_last_message_id is for single-topic consumers")
 
     async def unsubscribe(self) -> None:
         """Unsubscribe on every topic."""
@@ -510,14 +675,15 @@ class MultiTopicsConsumer:
         if self._closed:
             return
         self._closed = True
-        for task in (self._discovery, self._listener_task):
-            if task is not None:
-                task.cancel()
+        if self._discovery is not None:
+            self._discovery.cancel()
         await asyncio.gather(*(c.close() for c in self.consumers.values()), return_exceptions=True)
-        while self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_exception(AlreadyClosed("consumer closed"))
+        for handler in self._handlers.values():
+            try:
+                await handler.close()
+            except PulsarError:
+                pass
+        self._stop_receiver(AlreadyClosed(f"consumer on {self.topic} was closed"))
 
     def is_connected(self) -> bool:
         """Whether every child consumer is connected."""
@@ -528,10 +694,13 @@ class MultiTopicsConsumer:
         return sorted(self.consumers)
 
 
+_multi_ids = itertools.count()
+
+
 class Reader:
     """Reads a topic from a position, with no durable subscription."""
 
-    def __init__(self, consumer: Consumer) -> None:
+    def __init__(self, consumer: Consumer | MultiTopicsConsumer) -> None:
         self.consumer = consumer
 
     @property
@@ -568,5 +737,4 @@ __all__ = [
     "PartitionsRoutingMode",
     "Reader",
     "partition_for_key",
-    "InvalidConfiguration",
 ]

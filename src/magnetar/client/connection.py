@@ -30,7 +30,8 @@ from magnetar.protocol.framing import (
 )
 from magnetar.protocol.schema import BaseCommand
 
-from .errors import ConnectError, PulsarError, Timeout, error_for
+from .auth import Authentication
+from .errors import AuthenticationError, ConnectError, PulsarError, Timeout, error_for
 
 log = logging.getLogger("magnetar.client")
 
@@ -76,9 +77,12 @@ _RESPONSES = {
 class ClientConnection(asyncio.Protocol):
     """One TCP connection to a broker, shared by the producers and consumers on it."""
 
-    def __init__(self, address: tuple[str, int], keepalive_seconds: float = 30.0) -> None:
+    def __init__(
+        self, address: tuple[str, int], keepalive_seconds: float = 30.0, authentication: Authentication | None = None
+    ) -> None:
         self.address = address
         self.keepalive_seconds = keepalive_seconds
+        self.authentication = authentication
         self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(_DEFAULT_MAX_MESSAGE_SIZE + FRAME_HEADROOM)
         self.max_message_size = _DEFAULT_MAX_MESSAGE_SIZE
@@ -104,8 +108,17 @@ class ClientConnection(asyncio.Protocol):
         cmd = BaseCommand(type=CommandType.CONNECT)
         cmd.connect.client_version = CLIENT_VERSION
         cmd.connect.protocol_version = PROTOCOL_VERSION
-        cmd.connect.feature_flags.supports_auth_refresh = False
+        cmd.connect.feature_flags.supports_auth_refresh = self.authentication is not None
         cmd.connect.feature_flags.supports_partial_producer = True
+        auth = self.authentication
+        if auth is not None and auth.auth_method_name:
+            try:
+                data = auth.auth_data()
+            except PulsarError as exc:
+                self.close(exc)
+                return
+            cmd.connect.auth_method_name = auth.auth_method_name
+            cmd.connect.auth_data = data
         self.send_command(cmd)
         self._arm_keepalive()
 
@@ -189,6 +202,11 @@ class ClientConnection(asyncio.Protocol):
             if producer is not None:
                 producer.on_receipt(command.send_receipt)
             return
+        if t == CommandType.ERROR and not self.connected.done():
+            # the broker refused CONNECT (e.g. bad credentials) and will close the connection
+            err = command.error
+            self.close(error_for(err.error, f"broker {self.address[0]}:{self.address[1]} refused the connection: {err.message}"))
+            return
         if t in _RESPONSES:
             self._complete(t, command)
             return
@@ -211,6 +229,8 @@ class ClientConnection(asyncio.Protocol):
                 self.decoder.max_frame_size = c.max_message_size + FRAME_HEADROOM
             if not self.connected.done():
                 self.connected.set_result(None)
+        elif t == CommandType.AUTH_CHALLENGE:
+            self._answer_challenge(command.auth_challenge)
         elif t == CommandType.CLOSE_PRODUCER:
             producer = self.producers.pop(command.close_producer.producer_id, None)
             if producer is not None:
@@ -253,6 +273,26 @@ class ClientConnection(asyncio.Protocol):
             fut.set_exception(error_for(sub.error, sub.message))
         else:
             fut.set_result(command)
+
+    def _answer_challenge(self, challenge: Any) -> None:
+        auth = self.authentication
+        if auth is None or not auth.auth_method_name:
+            self.close(AuthenticationError(
+                f"broker {self.address[0]}:{self.address[1]} sent an authentication challenge but no authentication is configured"
+            ))
+            return
+        try:
+            data = auth.respond(challenge.challenge.auth_data)
+        except PulsarError as exc:
+            self.close(exc)
+            return
+        cmd = BaseCommand(type=CommandType.AUTH_RESPONSE)
+        r = cmd.auth_response
+        r.client_version = CLIENT_VERSION
+        r.protocol_version = PROTOCOL_VERSION
+        r.response.auth_method_name = auth.auth_method_name
+        r.response.auth_data = data
+        self.send_command(cmd)
 
     def _lost(self, reason: PulsarError) -> None:
         if self.closed:
@@ -299,10 +339,12 @@ class ConnectionPool:
         connection_timeout: float = 10.0,
         keepalive_seconds: float = 30.0,
         ssl_context: ssl_module.SSLContext | None = None,
+        authentication: Authentication | None = None,
     ) -> None:
         self.connection_timeout = connection_timeout
         self.keepalive_seconds = keepalive_seconds
         self.ssl_context = ssl_context
+        self.authentication = authentication
         self._connections: dict[tuple[str, int], ClientConnection] = {}
         self._connecting: dict[tuple[str, int], asyncio.Future[ClientConnection]] = {}
 
@@ -335,16 +377,17 @@ class ConnectionPool:
 
         def factory() -> ClientConnection:
             nonlocal conn
-            conn = ClientConnection((host, port), self.keepalive_seconds)
+            conn = ClientConnection((host, port), self.keepalive_seconds, self.authentication)
             return conn
 
+        ssl_context = None
+        if use_tls:
+            ssl_context = self.ssl_context or ssl_module.create_default_context()
         try:
-            await asyncio.wait_for(
-                loop.create_connection(factory, host, port, ssl=self.ssl_context if use_tls else None),
-                self.connection_timeout,
-            )
-            assert conn is not None
-            await asyncio.wait_for(asyncio.shield(conn.connected), self.connection_timeout)
+            async with asyncio.timeout(self.connection_timeout):
+                await loop.create_connection(factory, host, port, ssl=ssl_context)
+                assert conn is not None
+                await asyncio.shield(conn.connected)
         except TimeoutError:
             if conn is not None:
                 conn.close()

@@ -229,3 +229,23 @@ def error_for(code: int, message: str) -> PulsarError:
 
 #: broker errors after which retrying on a new connection can succeed
 RETRIABLE_CODES = frozenset({ServerError.ServiceNotReady, ServerError.TooManyRequests, ServerError.MetadataError})
+
+
+class NotConnected(PulsarError):
+    """The producer or consumer has no live connection for an operation that needs one."""
+
+
+class ErrorGettingAuthenticationData(AuthenticationError):
+    """The authentication plugin could not produce credentials."""
+
+
+# -- the official client's names for the same conditions ---------------------------------------
+PulsarException = PulsarError
+LookupError = LookupError_  # noqa: A001 - the official client's name; shadows the builtin only here
+BrokerMetadataError = MetadataError
+BrokerPersistenceError = PersistenceError
+ServiceUnitNotReady = ServiceNotReady
+TooManyLookupRequestException = TooManyRequests
+TransactionCoordinatorNotFoundError = TransactionCoordinatorNotFound
+InvalidTxnStatusError = InvalidTxnStatus
+InvalidUrl = InvalidConfiguration

@@ -70,10 +70,13 @@ def broker_address(url: str) -> tuple[str, int, bool]:
 class LookupService:
     """Lookups over the binary protocol, following redirects."""
 
-    def __init__(self, pool: ConnectionPool, service_url: ServiceUrl, operation_timeout: float) -> None:
+    def __init__(
+        self, pool: ConnectionPool, service_url: ServiceUrl, operation_timeout: float, listener_name: str | None = None
+    ) -> None:
         self.pool = pool
         self.service_url = service_url
         self.timeout = operation_timeout
+        self.listener_name = listener_name
 
     async def _service_connection(self) -> ClientConnection:
         host, port = self.service_url.pick()
@@ -99,6 +102,8 @@ class LookupService:
             cmd.lookup_topic.topic = topic
             cmd.lookup_topic.request_id = rid
             cmd.lookup_topic.authoritative = authoritative
+            if self.listener_name:
+                cmd.lookup_topic.advertised_listener_name = self.listener_name
             resp = (await conn.request(cmd, rid, self.timeout)).lookup_topic_response
             url = resp.broker_service_url_tls if self.service_url.tls and resp.broker_service_url_tls else resp.broker_service_url
             if resp.proxy_through_service_url:

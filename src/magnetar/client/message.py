@@ -94,6 +94,27 @@ class MessageId:
         """(ledger id, entry id): the stored entry this message belongs to."""
         return (self.ledger_id, self.entry_id)
 
+    def chunk_entries(self) -> list[tuple[int, int]]:
+        """Entries of every chunk of a chunked message (first to last; this id is the last's);
+        just this id's entry otherwise."""
+        return list(self._chunk_ids) if self._chunk_ids else [(self.ledger_id, self.entry_id)]
+
+    def is_chunked(self) -> bool:
+        """Whether this is the id of a message sent in several chunks."""
+        return bool(self._chunk_ids)
+
+    def first_chunk_message_id(self) -> MessageId:
+        """Id of the first chunk of a chunked message (this id otherwise)."""
+        if not self._chunk_ids:
+            return self
+        ledger_id, entry_id = self._chunk_ids[0]
+        return MessageId(ledger_id, entry_id, -1, self.partition, 0, self.topic)
+
+    def java_str(self) -> str:
+        """The Java client's text form, ``ledger:entry:partition[:batch]`` (used in dead letter properties)."""
+        base = f"{self.ledger_id}:{self.entry_id}:{self.partition}"
+        return f"{base}:{self.batch_index}" if self.batch_index >= 0 else base
+
 
 MessageId.earliest = MessageId(-1, -1)
 MessageId.latest = MessageId(_I64_MAX, _I64_MAX)
@@ -102,7 +123,9 @@ MessageId.latest = MessageId(_I64_MAX, _I64_MAX)
 class Message:
     """A received message: payload, metadata accessors and its id."""
 
-    __slots__ = ("_payload", "_meta", "_single", "_id", "_topic", "_redelivery_count", "_value", "_schema", "_props")
+    __slots__ = (
+        "_payload", "_meta", "_single", "_id", "_topic", "_redelivery_count", "_value", "_schema", "_props", "_consumer",
+    )
 
     def __init__(
         self,
@@ -123,6 +146,8 @@ class Message:
         self._schema = schema
         self._value: Any = _UNSET
         self._props: dict[str, str] | None = None
+        #: the (single-topic) consumer core that received the message
+        self._consumer: Any = None
 
     def data(self) -> bytes:
         """The raw payload."""
@@ -198,6 +223,14 @@ class Message:
     def is_null_value(self) -> bool:
         """Whether this is a tombstone (null value)."""
         return (self._single.null_value if self._single is not None else False) or self._meta.null_value
+
+    def has_null_value(self) -> bool:
+        """Same as :meth:`is_null_value` (the official client's name)."""
+        return self.is_null_value()
+
+    def size(self) -> int:
+        """Payload size in bytes."""
+        return len(self._payload)
 
     def __repr__(self) -> str:
         return f"Message(id={self._id!r}, {len(self._payload)} bytes)"

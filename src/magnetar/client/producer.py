@@ -29,6 +29,7 @@ from .errors import (
     ConnectError,
     InvalidConfiguration,
     MessageTooBig,
+    OperationNotSupported,
     ProducerFenced,
     ProducerQueueIsFull,
     PulsarError,
@@ -37,6 +38,7 @@ from .errors import (
     error_for,
 )
 from .message import MessageId
+from .trackers import Backoff
 
 if TYPE_CHECKING:
     from .client import AsyncClient
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("magnetar.client.producer")
 
 _U32 = struct.Struct(">I")
+#: room left in a chunk (and in the size check of a chunking producer) for the metadata
+_CHUNK_HEADROOM = 1024
 _producer_ids = itertools.count()
 SendCallback = Callable[[PulsarError | None, MessageId | None], None]
 
@@ -65,8 +69,10 @@ class ProducerConfig:
     send_timeout_millis: int = 30000
     compression_type: CompressionType = CompressionType.NONE
     max_pending_messages: int = 1000
+    max_pending_messages_across_partitions: int = 50000
     block_if_queue_full: bool = False
-    batching_enabled: bool = True
+    #: None: on, unless chunking is enabled (the official Python client defaults to off)
+    batching_enabled: bool | None = None
     batching_max_messages: int = 1000
     batching_max_allowed_size_in_bytes: int = 128 * 1024
     batching_max_publish_delay_ms: int = 10
@@ -76,6 +82,25 @@ class ProducerConfig:
     access_mode: ProducerAccessMode = ProducerAccessMode.Shared
     schema: Any = None
     lazy_start_partitioned_producers: bool = False
+    #: a subscription the broker creates with the producer (dead letter producers use it)
+    initial_subscription_name: str | None = None
+    encryption_key: Any = None
+    crypto_key_reader: Any = None
+
+    def __post_init__(self) -> None:
+        if self.batching_enabled is None:
+            self.batching_enabled = not self.chunking_enabled
+        if self.chunking_enabled and self.batching_enabled:
+            raise InvalidConfiguration("chunking requires batching to be disabled (batching_enabled=False)")
+        if self.encryption_key is not None or self.crypto_key_reader is not None:
+            raise OperationNotSupported("end-to-end encryption is not supported by magnetar's client")
+        if self.batching_max_messages < 1 or self.batching_max_allowed_size_in_bytes < 1:
+            raise InvalidConfiguration("batching_max_messages and batching_max_allowed_size_in_bytes must be positive")
+        if self.batching_max_publish_delay_ms < 0 or self.send_timeout_millis < 0 or self.max_pending_messages < 0:
+            raise InvalidConfiguration("batching_max_publish_delay_ms, send_timeout_millis and max_pending_messages must be >= 0")
+        self.compression_type = CompressionType(int(self.compression_type))
+        self.access_mode = ProducerAccessMode(int(self.access_mode))
+        self.properties = dict(self.properties or {})
 
 
 def _varint(value: int) -> bytes:
@@ -126,11 +151,15 @@ def encode_single_metadata(
 class _Batch:
     """Messages collected for one entry."""
 
-    __slots__ = ("parts", "size", "count", "callbacks", "first_sequence_id", "last_sequence_id", "key", "ordering_key", "created")
+    __slots__ = (
+        "parts", "size", "payload_bytes", "count", "callbacks", "first_sequence_id", "last_sequence_id", "key",
+        "ordering_key", "created",
+    )
 
     def __init__(self, key: str | None = None, ordering_key: bytes | None = None) -> None:
         self.parts: list[bytes] = []
         self.size = 0
+        self.payload_bytes = 0
         self.count = 0
         self.callbacks: list[Any] = []
         self.first_sequence_id = -1
@@ -143,7 +172,9 @@ class _Batch:
 class _OpSend:
     """One SEND in flight: its frame (for resends) and who waits for it."""
 
-    __slots__ = ("sequence_id", "highest_sequence_id", "count", "frame", "callbacks", "deadline", "chunk_index")
+    __slots__ = (
+        "sequence_id", "highest_sequence_id", "count", "frame", "callbacks", "deadline", "chunk_index", "chunk_ids", "batched",
+    )
 
     def __init__(self, sequence_id: int, highest: int, count: int, frame: bytes, callbacks: list[Any], deadline: float) -> None:
         self.sequence_id = sequence_id
@@ -153,6 +184,10 @@ class _OpSend:
         self.callbacks = callbacks
         self.deadline = deadline
         self.chunk_index = -1
+        #: entries of the chunks of one message received so far (shared by its chunks' sends)
+        self.chunk_ids: list[tuple[int, int]] | None = None
+        #: sent as a batch entry (even of one message): ids carry batch indexes
+        self.batched = False
 
 
 class Producer:
@@ -183,9 +218,10 @@ class Producer:
         self._timeout_task: asyncio.Task | None = None
         self.schema_version = b""
         self.max_message_size = 5 * 1024 * 1024
-        self._batching = config.batching_enabled
-        if config.chunking_enabled and config.batching_enabled:
-            raise InvalidConfiguration("chunking requires batching to be disabled (batching_enabled=False)")
+        self._batching = bool(config.batching_enabled)
+        schema = config.schema
+        #: encodes typed values (None: payloads are bytes)
+        self._encode = None if schema is None or getattr(schema, "schema_type", 0) == 0 else schema.encode
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
@@ -210,9 +246,12 @@ class Producer:
             p.topic_epoch = self._topic_epoch
         for k, v in self.config.properties.items():
             p.metadata.append(KeyValue(key=k, value=v))
+        if self.config.initial_subscription_name:
+            p.initial_subscription_name = self.config.initial_subscription_name
         schema = self.config.schema
-        if schema is not None and getattr(schema, "schema_info", None) is not None:
-            p.schema.CopyFrom(schema.schema_info())
+        info = schema.schema_info() if schema is not None and hasattr(schema, "schema_info") else None
+        if info is not None:
+            p.schema.CopyFrom(info)
         conn.producers[self.producer_id] = self
         try:
             timeout = None if self.config.access_mode == ProducerAccessMode.WaitForExclusive else self.client.operation_timeout
@@ -238,8 +277,9 @@ class Producer:
         if self._closed:
             return
         try:
-            await self.flush()
-        except PulsarError:
+            # what is pending gets at most one operation timeout to be acknowledged
+            await asyncio.wait_for(self.flush(), self.client.operation_timeout)
+        except (PulsarError, TimeoutError):
             pass
         self._closed = True
         if self._timeout_task is not None:
@@ -302,55 +342,83 @@ class Producer:
         null_value: bool = False,
         replication_clusters: Any = None,
         disable_replication: bool = False,
+        raw: bool = False,
     ) -> None:
-        """Queue a message without waiting; ``waiter`` is a future or a callable(error, id)."""
+        """Queue a message without waiting; ``waiter`` is a future or a callable(error, id).
+
+        ``content`` is encoded with the producer's schema unless ``raw`` (already bytes); None
+        sends a null value (a tombstone).
+        """
         if self._closed:
             raise AlreadyClosed(f"producer {self.name} on {self.topic} is closed")
         if self._fenced is not None:
             raise self._fenced
-        if not isinstance(content, (bytes, bytearray, memoryview)):
-            raise TypeError(f"message content must be bytes, not {type(content).__name__}")
+        if content is None:
+            content = b""
+            null_value = True
+        elif self._encode is not None and not raw:
+            content = self._encode(content)
+        elif not isinstance(content, (bytes, bytearray, memoryview)):
+            raise TypeError(f"message content must be bytes, not {type(content).__name__} (or give the producer a schema)")
         if deliver_after is not None:
             deliver_at = int(time.time() * 1000 + _seconds(deliver_after) * 1000)
+        replicate_to = None
+        if disable_replication:
+            replicate_to = ["__local__"]
+        elif replication_clusters:
+            replicate_to = list(replication_clusters)
         if sequence_id is None:
             sequence_id = self._sequence_id
             self._sequence_id += 1
         elif sequence_id >= self._sequence_id:
             self._sequence_id = sequence_id + 1
         self._pending_messages += 1
-        if self._batching and deliver_at is None and len(content) < self.config.batching_max_allowed_size_in_bytes:
+        if (self._batching and deliver_at is None and replicate_to is None
+                and len(content) < self.config.batching_max_allowed_size_in_bytes):
             self._add_to_batch(bytes(content), waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp or 0, null_value)
         else:
             self._flush_batches()
-            self._send_single(bytes(content), waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp or 0, deliver_at, null_value)
+            self._send_single(
+                bytes(content), waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp or 0,
+                deliver_at, null_value, replicate_to,
+            )
 
     def _add_to_batch(
         self, content: bytes, waiter: Any, properties: dict | None, key: str | None, ordering_key: bytes | None,
         sequence_id: int, event_time: int, null_value: bool,
     ) -> None:
-        if self.config.batching_type == BatchingType.KeyBased:
-            bkey = (key, ordering_key)
-            batch = self._key_batches.get(bkey)
-            if batch is None:
-                batch = self._key_batches[bkey] = _Batch(key, ordering_key)
-        else:
-            batch = self._batch
-            if batch is None:
-                batch = self._batch = _Batch()
+        batch = self._open_batch(key, ordering_key)
+        limit = self.config.batching_max_allowed_size_in_bytes
+        if batch.count and batch.payload_bytes + len(content) > limit:
+            # as the Java client: a message that does not fit closes the batch before it
+            self._flush_batch(batch)
+            batch = self._open_batch(key, ordering_key)
         single = encode_single_metadata(len(content), properties, key, ordering_key, event_time, None, null_value)
         batch.parts.append(_U32.pack(len(single)) + single)
         batch.parts.append(content)
         batch.size += len(content) + len(single) + 4
+        batch.payload_bytes += len(content)
         batch.count += 1
         batch.callbacks.append(waiter)
         if batch.first_sequence_id < 0:
             batch.first_sequence_id = sequence_id
         batch.last_sequence_id = sequence_id
-        if batch.count >= self.config.batching_max_messages or batch.size >= self.config.batching_max_allowed_size_in_bytes:
+        if batch.count >= self.config.batching_max_messages or batch.payload_bytes >= limit:
             self._flush_batch(batch)
         elif self._batch_timer is None:
             delay = self.config.batching_max_publish_delay_ms / 1000.0
             self._batch_timer = asyncio.get_running_loop().call_later(delay, self._on_batch_timer)
+
+    def _open_batch(self, key: str | None, ordering_key: bytes | None) -> _Batch:
+        if self.config.batching_type == BatchingType.KeyBased:
+            bkey = (key, ordering_key)
+            batch = self._key_batches.get(bkey)
+            if batch is None:
+                batch = self._key_batches[bkey] = _Batch(key, ordering_key)
+            return batch
+        if self._batch is None:
+            self._batch = _Batch()
+        return self._batch
 
     def _on_batch_timer(self) -> None:
         self._batch_timer = None
@@ -385,13 +453,15 @@ class Producer:
         if batch.ordering_key is not None:
             meta.ordering_key = batch.ordering_key
         payload = b"".join(batch.parts)
-        self._enqueue(meta, payload, batch.count, batch.first_sequence_id, batch.last_sequence_id, batch.callbacks)
+        self._enqueue(meta, payload, batch.count, batch.first_sequence_id, batch.last_sequence_id, batch.callbacks, batched=True)
 
     def _send_single(
         self, content: bytes, waiter: Any, properties: dict | None, key: str | None, ordering_key: bytes | None,
-        sequence_id: int, event_time: int, deliver_at: int | None, null_value: bool,
+        sequence_id: int, event_time: int, deliver_at: int | None, null_value: bool, replicate_to: list[str] | None = None,
     ) -> None:
         meta = MessageMetadata(producer_name=self.name, sequence_id=sequence_id, publish_time=int(time.time() * 1000))
+        if replicate_to:
+            meta.replicate_to.extend(replicate_to)
         if properties:
             for k, v in properties.items():
                 meta.properties.append(KeyValue(key=k, value=v))
@@ -409,7 +479,7 @@ class Producer:
 
     def _enqueue(
         self, meta: MessageMetadata, payload: bytes, count: int, first_seq: int, last_seq: int,
-        callbacks: list[Any], single: bool = False,
+        callbacks: list[Any], single: bool = False, batched: bool = False,
     ) -> None:
         codec = self.config.compression_type
         if codec != CompressionType.NONE:
@@ -418,16 +488,18 @@ class Producer:
             payload = compress(codec, payload)
         if self.schema_version:
             meta.schema_version = self.schema_version
-        if single and self.config.chunking_enabled and len(payload) > self.max_message_size:
+        if single and self.config.chunking_enabled and len(payload) > self.max_message_size - _CHUNK_HEADROOM:
             self._enqueue_chunks(meta, payload, first_seq, callbacks)
             return
         meta_bytes = meta.SerializeToString()
         entry = _U32.pack(len(meta_bytes)) + meta_bytes + payload
-        if len(entry) > self.max_message_size + 1024 and not self.config.chunking_enabled:
+        if len(payload) > self.max_message_size:
             self._pending_messages -= count
             self._space.set()
             err = MessageTooBig(
-                f"message of {len(payload)} bytes exceeds the broker's maximum of {self.max_message_size} bytes"
+                f"producer {self.name} on {self.topic}: a message of {len(payload)} bytes"
+                f"{' (compressed)' if self.config.compression_type else ''} exceeds the broker's maximum of"
+                f" {self.max_message_size} bytes (enable chunking to send it)"
             )
             for cb in callbacks:
                 _resolve(cb, err, None)
@@ -443,6 +515,7 @@ class Producer:
         frame = encode_entry_header(cmd, len(entry), crc32c(entry)) + entry
         deadline = time.monotonic() + self.config.send_timeout_millis / 1000.0
         op = _OpSend(first_seq, last_seq, count, frame, callbacks, deadline)
+        op.batched = batched
         self._pending.append(op)
         self.last_sequence_id_published = max(self.last_sequence_id_published, last_seq)
         conn = self.conn
@@ -450,8 +523,9 @@ class Producer:
             conn.write(frame)
 
     def _enqueue_chunks(self, meta: MessageMetadata, payload: bytes, sequence_id: int, callbacks: list[Any]) -> None:
-        chunk_size = max(1, self.max_message_size - 1024)
+        chunk_size = max(1, self.max_message_size - _CHUNK_HEADROOM)
         total = len(payload)
+        chunk_ids: list[tuple[int, int]] = []
         chunks = [payload[i : i + chunk_size] for i in range(0, total, chunk_size)]
         meta.uuid = f"{self.name}-{sequence_id}"
         meta.num_chunks_from_msg = len(chunks)
@@ -469,6 +543,7 @@ class Producer:
             last = i == len(chunks) - 1
             op = _OpSend(sequence_id, sequence_id, 1 if last else 0, frame, callbacks if last else [], deadline)
             op.chunk_index = i
+            op.chunk_ids = chunk_ids
             self._pending.append(op)
             conn = self.conn
             if conn is not None and not conn.closed and not self._reconnecting:
@@ -476,13 +551,13 @@ class Producer:
         self.last_sequence_id_published = max(self.last_sequence_id_published, sequence_id)
 
     async def flush(self) -> None:
-        """Send the open batch and wait until every message sent so far has its receipt."""
+        """Send the open batch and wait until every message sent so far has its receipt (or failed)."""
         self._flush_batches()
         if not self._pending:
             return
-        last = self._pending[-1]
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        last.callbacks.append(fut)
+        fut.add_done_callback(_retrieve)
+        self._pending[-1].callbacks.append(fut)
         try:
             await fut
         except PulsarError:
@@ -515,16 +590,22 @@ class Producer:
         callbacks = op.callbacks
         topic = self.topic
         partition = self.partition
-        if count <= 1 and op.chunk_index < 0:
+        if op.chunk_index >= 0:
+            assert op.chunk_ids is not None
+            msg_id = MessageId(ledger_id, entry_id, -1, partition, 0, topic)
+            op.chunk_ids.append((msg_id.ledger_id, msg_id.entry_id))
+            if count:  # the last chunk
+                msg_id._chunk_ids = list(op.chunk_ids)
+                for cb in callbacks:
+                    _resolve(cb, None, msg_id)
+            return
+        if not op.batched:
             msg_id = MessageId(ledger_id, entry_id, -1, partition, 0, topic)
             for cb in callbacks:
                 _resolve(cb, None, msg_id)
             return
         for i, cb in enumerate(callbacks):
-            if i < count:
-                _resolve(cb, None, MessageId(ledger_id, entry_id, i if op.chunk_index < 0 else -1, partition, count if op.chunk_index < 0 else 0, topic))
-            else:
-                _resolve(cb, None, None)
+            _resolve(cb, None, MessageId(ledger_id, entry_id, i, partition, count, topic) if i < count else None)
 
     def on_send_error(self, error: Any) -> None:
         """SEND_ERROR: a checksum error fails that send; anything else reconnects and resends."""
@@ -562,7 +643,7 @@ class Producer:
         asyncio.get_running_loop().create_task(self._reconnect())
 
     async def _reconnect(self) -> None:
-        delay = 0.1
+        backoff = Backoff(0.1, 30.0)
         try:
             while not self._closed:
                 try:
@@ -576,9 +657,9 @@ class Producer:
                     self._fail_all(exc)
                     return
                 except PulsarError as exc:
+                    delay = backoff.next()
                     log.info("producer %s: reconnect to %s failed (%s), retrying in %.1f s", self.name, self.topic, exc, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 30.0)
         finally:
             self._reconnecting = False
 
@@ -612,6 +693,11 @@ class Producer:
 
 def _seconds(value: Any) -> float:
     return value.total_seconds() if hasattr(value, "total_seconds") else float(value)
+
+
+def _retrieve(fut: asyncio.Future) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _resolve(waiter: Any, exc: PulsarError | None, msg_id: MessageId | None) -> None:

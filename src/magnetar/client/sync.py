@@ -2,9 +2,18 @@
 
 ``Client`` starts one daemon thread running an event loop (uvloop when installed); every call
 hands its coroutine to that loop and waits for the result. The hot paths avoid a round trip
-per message: ``Producer.send_async`` queues messages for the loop in bulk, and
-``Consumer.receive`` takes already-queued messages directly, telling the loop about consumed
-messages in groups.
+per message:
+
+- ``Producer.send_async`` queues messages for the loop in bulk (one wake-up of the loop per
+  burst, not per message);
+- ``Consumer.receive`` serves messages from a local buffer refilled in one round trip with up
+  to half a receiver queue of messages; the loop learns that they were consumed (permits,
+  ack-timeout tracking) in one report at the next refill;
+- acknowledgements, negative acknowledgements and other fire-and-forget calls are queued
+  and handed to the loop in bulk the same way.
+
+Message listeners run on a pool of ``message_listener_threads`` threads (one by default), one
+message at a time per consumer, never on the loop thread.
 """
 
 from __future__ import annotations
@@ -19,7 +28,13 @@ from typing import Any, TypeVar
 from .client import AsyncClient, MultiTopicsConsumer, PartitionedProducer
 from .client import Reader as AsyncReader
 from .consumer import Consumer as AsyncConsumer
-from .errors import AlreadyClosed, ProducerQueueIsFull, PulsarError, Timeout
+from .errors import (
+    AlreadyClosed,
+    CumulativeAcknowledgementNotAllowedError,
+    ProducerQueueIsFull,
+    PulsarError,
+    Timeout,
+)
 from .message import Message, MessageId
 from .producer import Producer as AsyncProducer
 
@@ -41,19 +56,54 @@ class _LoopThread:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         if threading.current_thread() is self.thread:
+            coro.close()
             raise RuntimeError("blocking client call made from the client's own loop thread (inside a callback?)")
         fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return fut.result(timeout)
         except concurrent.futures.TimeoutError:
             fut.cancel()
-            raise Timeout(f"operation did not complete within {timeout} s") from None
+            raise Timeout(f"operation did not complete within {timeout:g} s") from None
 
     def stop(self) -> None:
+        if self.loop.is_closed():
+            return
         self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-        if not self.thread.is_alive():
-            self.loop.close()
+        if threading.current_thread() is not self.thread:
+            self.thread.join(5)
+            if not self.thread.is_alive():
+                self.loop.close()
+
+
+class _Batcher:
+    """Calls made from application threads, handed to the loop thread in bulk."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._ops: collections.deque = collections.deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> None:
+        with self._lock:
+            self._ops.append((fn, args))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._loop.call_soon_threadsafe(self.drain)
+
+    def drain(self) -> None:
+        with self._lock:
+            ops = list(self._ops)
+            self._ops.clear()
+            self._scheduled = False
+        for fn, args in ops:
+            try:
+                fn(*args)
+            except Exception:  # the caller is gone: the error can only be logged
+                import logging
+
+                logging.getLogger("magnetar.client").exception("deferred call %s failed", getattr(fn, "__name__", fn))
 
 
 class Client:
@@ -61,32 +111,76 @@ class Client:
 
     def __init__(self, service_url: str, **options: Any) -> None:
         self._thread = _LoopThread()
+        self._listener_threads = max(1, int(options.get("message_listener_threads", 1)))
+        self._listener_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
         async def make() -> AsyncClient:
             return AsyncClient(service_url, **options)
 
-        self._client = self._thread.run(make())
+        try:
+            self._client = self._thread.run(make())
+        except BaseException:
+            self._thread.stop()
+            raise
         self._timeout = self._client.operation_timeout + 5
+
+    @property
+    def async_client(self) -> AsyncClient:
+        """The asyncio core (use it only from coroutines on :attr:`loop`)."""
+        return self._client
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the client runs on."""
+        return self._thread.loop
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         return self._thread.run(coro, self._timeout if timeout is None else timeout)
 
+    def _wrap_listener(self, listener: Callable[[Any, Message], Any], holder: list) -> Callable:
+        """A core listener running ``listener(wrapper, msg)`` on the listener threads."""
+        if asyncio.iscoroutinefunction(listener):
+            async def run_async(core: Any, msg: Message) -> None:
+                await listener(holder[0], msg)
+
+            return run_async
+        if self._listener_pool is None:
+            self._listener_pool = concurrent.futures.ThreadPoolExecutor(self._listener_threads, thread_name_prefix="magnetar-listener")
+        pool = self._listener_pool
+
+        async def run(core: Any, msg: Message) -> None:
+            while not holder:  # the wrapper exists once subscribe() returned
+                await asyncio.sleep(0.001)
+            await asyncio.get_running_loop().run_in_executor(pool, listener, holder[0], msg)
+
+        return run
+
     def create_producer(self, topic: str, **options: Any) -> Producer:
         """A producer on ``topic`` (options as ``pulsar.Client.create_producer``)."""
-        return Producer(self, self._run(self._client.create_producer(topic, **options), None if options.get("access_mode") != 2 else 1e9))
+        from magnetar.protocol.enums import ProducerAccessMode
+
+        wait = options.get("access_mode") == ProducerAccessMode.WaitForExclusive
+        return Producer(self, self._run(self._client.create_producer(topic, **options), 1e9 if wait else None))
 
     def subscribe(self, topic: Any, subscription_name: str, **options: Any) -> Consumer:
         """A consumer (options as ``pulsar.Client.subscribe``)."""
+        holder: list = []
         listener = options.get("message_listener")
         if listener is not None:
-            options["message_listener"] = lambda c, m: listener(self._wrapped_consumer, m)
+            options["message_listener"] = self._wrap_listener(listener, holder)
         consumer = Consumer(self, self._run(self._client.subscribe(topic, subscription_name, **options)))
-        self._wrapped_consumer = consumer
+        holder.append(consumer)
         return consumer
 
     def create_reader(self, topic: str, start_message_id: MessageId, **options: Any) -> Reader:
         """A reader (options as ``pulsar.Client.create_reader``)."""
-        return Reader(self, self._run(self._client.create_reader(topic, start_message_id, **options)))
+        holder: list = []
+        listener = options.get("reader_listener")
+        if listener is not None:
+            options["reader_listener"] = self._wrap_listener(listener, holder)
+        reader = Reader(self, self._run(self._client.create_reader(topic, start_message_id, **options)))
+        holder.append(reader)
+        return reader
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """Partition names of ``topic``."""
@@ -94,10 +188,18 @@ class Client:
 
     def close(self) -> None:
         """Close everything and stop the loop thread."""
+        if self._thread.loop.is_closed():
+            return
         try:
             self._run(self._client.close())
         finally:
+            if self._listener_pool is not None:
+                self._listener_pool.shutdown(wait=False, cancel_futures=True)
             self._thread.stop()
+
+    def shutdown(self) -> None:
+        """Same as close()."""
+        self.close()
 
     def __enter__(self) -> Client:
         return self
@@ -120,6 +222,11 @@ class Producer:
         self._slots = threading.BoundedSemaphore(limit) if limit > 0 else None
         self._block = core.config.block_if_queue_full
 
+    @property
+    def core(self) -> AsyncProducer | PartitionedProducer:
+        """The asyncio producer."""
+        return self._core
+
     def producer_name(self) -> str:
         """The producer's name."""
         return self._core.name
@@ -132,7 +239,7 @@ class Producer:
         """Highest sequence id published."""
         return self._core.last_sequence_id_published
 
-    def send(self, content: bytes, **options: Any) -> MessageId:
+    def send(self, content: Any, **options: Any) -> MessageId:
         """Publish and wait for the receipt; returns the message id."""
         done = threading.Event()
         box: list[Any] = []
@@ -142,18 +249,27 @@ class Producer:
             done.set()
 
         self.send_async(content, callback, **options)
-        if not done.wait(self._core.config.send_timeout_millis / 1000.0 + 5 if self._core.config.send_timeout_millis > 0 else None):
-            raise Timeout("send did not complete")
+        timeout_ms = self._core.config.send_timeout_millis
+        if not done.wait(timeout_ms / 1000.0 + 5 if timeout_ms > 0 else None):
+            raise Timeout(f"producer {self._core.name}: send to {self._core.topic} did not complete")
         error, msg_id = box[0]
         if error is not None:
             raise error
         return msg_id
 
-    def send_async(self, content: bytes, callback: Callable[[PulsarError | None, MessageId | None], None] | None, **options: Any) -> None:
-        """Queue a message; ``callback(error, message_id)`` runs on the client's thread when it completes."""
+    def send_async(self, content: Any, callback: Callable[[PulsarError | None, MessageId | None], None] | None, **options: Any) -> None:
+        """Queue a message; ``callback(error, message_id)`` runs on the client's thread when it
+        completes (``error`` is None on success)."""
         slots = self._slots
         if slots is not None and not slots.acquire(blocking=self._block):
-            raise ProducerQueueIsFull("max_pending_messages reached")
+            error = ProducerQueueIsFull(
+                f"producer {self._core.name} on {self._core.topic}: max_pending_messages"
+                f" ({self._core.config.max_pending_messages}) reached"
+            )
+            if callback is not None:
+                callback(error, None)
+                return
+            raise error
 
         def done(error: PulsarError | None, msg_id: MessageId | None) -> None:
             if slots is not None:
@@ -180,7 +296,7 @@ class Producer:
             except PulsarError as exc:
                 done(exc, None)
             except Exception as exc:  # bad arguments: report through the callback
-                done(PulsarError(str(exc)), None)
+                done(PulsarError(f"cannot send: {exc!r}"), None)
 
     def flush(self) -> None:
         """Wait until everything queued so far has its receipt."""
@@ -212,6 +328,19 @@ class Consumer:
         self._client = client
         self._core = core
         self._loop = client._thread.loop
+        self._calls = _Batcher(self._loop)
+        #: messages taken from the core's queue, served by receive() without a round trip
+        self._buffer: collections.deque[Message] = collections.deque()
+        #: messages taken since the last report to the core (consumed or still buffered)
+        self._taken: list[Message] = []
+        self._refill_lock = threading.Lock()
+        size = core.config.receiver_queue_size
+        self._refill_size = max(1, size // 2) if size > 0 else 0
+
+    @property
+    def core(self) -> AsyncConsumer | MultiTopicsConsumer:
+        """The asyncio consumer."""
+        return self._core
 
     def topic(self) -> str:
         """The topic (or topics)."""
@@ -221,71 +350,138 @@ class Consumer:
         """The subscription."""
         return self._core.subscription
 
+    def consumer_name(self) -> str:
+        """The consumer's name."""
+        return self._core.name
+
     def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message; raises Timeout after ``timeout_millis``."""
-        got = self._take(1)
-        if got:
-            return got[0]
-        return self._client._run(self._core.receive(timeout_millis), None if timeout_millis is None else timeout_millis / 1000 + 5)
-
-    def batch_receive(self, max_messages: int = 100, timeout_millis: int = 100) -> list[Message]:
-        """Up to ``max_messages`` messages, waiting at most ``timeout_millis`` for the first."""
-        got = self._take(max_messages)
-        if got:
-            return got
         try:
-            first = self.receive(timeout_millis)
-        except Timeout:
-            return []
-        return [first, *self._take(max_messages - 1)]
+            return self._buffer.popleft()
+        except IndexError:
+            pass
+        with self._refill_lock:
+            try:
+                return self._buffer.popleft()
+            except IndexError:
+                pass
+            taken, self._taken = self._taken, []
+            if self._refill_size and (self._core.queued() or taken):
+                got = self._client._run(_refill(self._core, taken, self._refill_size))
+                if got:
+                    self._taken = got
+                    first = got[0]
+                    self._buffer.extend(got[1:])
+                    return first
+        wait = None if timeout_millis is None else timeout_millis / 1000 + 5
+        return self._client._run(self._core.receive(timeout_millis), wait)
 
-    def _take(self, n: int) -> list[Message]:
-        if not self._core.queued():
-            return []
-        fut = asyncio.run_coroutine_threadsafe(_take(self._core, n), self._loop)
-        return fut.result()
+    def _settle(self, keep: bool) -> None:
+        """Report what was taken to the core; drop the buffer unless ``keep``."""
+        with self._refill_lock:
+            if keep:
+                buffered = set(map(id, self._buffer))
+                consumed = [m for m in self._taken if id(m) not in buffered]
+                self._taken = [m for m in self._taken if id(m) in buffered]
+            else:
+                consumed, self._taken = self._taken, []
+                self._buffer.clear()
+        if consumed:
+            self._calls.call(self._core.report_consumed, consumed)
+
+    def batch_receive(self) -> list[Message]:
+        """Messages as the consumer's batch receive policy allows (see ConsumerBatchReceivePolicy)."""
+        if self._buffer:
+            from .consumer import _DEFAULT_BATCH_RECEIVE
+
+            policy = self._core.config.batch_receive_policy or _DEFAULT_BATCH_RECEIVE
+            out: list[Message] = []
+            size = 0
+            while self._buffer and policy.can_add(len(out), size, len(self._buffer[0]._payload)):
+                try:
+                    msg = self._buffer.popleft()
+                except IndexError:
+                    break
+                out.append(msg)
+                size += len(msg._payload)
+            if out:
+                return out
+        return self._client._run(self._core.batch_receive(), None)
 
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message."""
-        self._loop.call_soon_threadsafe(self._core.acknowledge, message)
+        self._calls.call(self._core.acknowledge, message)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
-        """Acknowledge up to this message."""
+        """Acknowledge up to this message (not on Shared and Key_Shared subscriptions)."""
         from magnetar.protocol.enums import SubType
 
-        if self._core.config.consumer_type in (SubType.Shared, SubType.Key_Shared):
-            from .errors import CumulativeAcknowledgementNotAllowedError
-
-            raise CumulativeAcknowledgementNotAllowedError("cumulative acknowledgement is not allowed on Shared subscriptions")
-        self._loop.call_soon_threadsafe(self._core.acknowledge_cumulative, message)
+        kind = self._core.config.consumer_type
+        if kind in (SubType.Shared, SubType.Key_Shared):
+            raise CumulativeAcknowledgementNotAllowedError(f"cumulative acknowledgement is not allowed on {kind.name} subscriptions")
+        self._calls.call(self._core.acknowledge_cumulative, message)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Have this message redelivered later."""
-        self._loop.call_soon_threadsafe(self._core.negative_acknowledge, message)
+        self._calls.call(self._core.negative_acknowledge, message)
+
+    def reconsume_later(self, message: Message, delay: float = 0, properties: dict[str, str] | None = None) -> None:
+        """Send the message to the retry letter topic (subscribe with retry_enable=True) and wait."""
+        self._client._run(self._core.reconsume_later(message, delay, properties))
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Redeliver everything unacknowledged."""
-        self._loop.call_soon_threadsafe(self._core.redeliver_unacknowledged_messages)
+        self._settle(keep=False)
+        self._calls.call(self._core.redeliver_unacknowledged_messages)
+
+    def pause_message_listener(self) -> None:
+        """Stop calling the listener until resumed."""
+        self._calls.call(self._core.pause_message_listener)
+
+    def resume_message_listener(self) -> None:
+        """Call the listener again."""
+        self._calls.call(self._core.resume_message_listener)
 
     def seek(self, target: MessageId | int) -> None:
         """Move to a message id or publish time (ms)."""
+        self._settle(keep=False)
         self._client._run(self._core.seek(target))
+
+    def get_last_message_id(self) -> MessageId:
+        """Id of the last message of the topic."""
+        last, _ = self._client._run(self._core.get_last_message_id())
+        return last
+
+    def has_message_available(self) -> bool:
+        """Whether a next message exists."""
+        if self._buffer:
+            return True
+        self._settle(keep=True)
+        return self._client._run(self._core.has_message_available())
 
     def unsubscribe(self) -> None:
         """Delete the subscription."""
+        self._settle(keep=False)
         self._client._run(self._core.unsubscribe())
 
     def close(self) -> None:
         """Close the consumer."""
-        self._client._run(self._core.close())
+        self._settle(keep=False)
+
+        async def close() -> None:
+            self._calls.drain()
+            await self._core.close()
+
+        self._client._run(close())
 
     def is_connected(self) -> bool:
         """Whether the consumer is connected."""
         return self._core.is_connected()
 
 
-async def _take(core: Any, n: int) -> list[Message]:
-    return core.receive_nowait(n)
+async def _refill(core: Any, consumed: list[Message], n: int) -> list[Message]:
+    core.report_consumed(consumed)
+    return core.take(n)
 
 
 class Reader:
@@ -306,15 +502,15 @@ class Reader:
 
     def has_message_available(self) -> bool:
         """Whether a next message exists."""
-        return self._client._run(self._core.has_message_available())
+        return self._consumer.has_message_available()
 
     def seek(self, target: MessageId | int) -> None:
         """Move to a message id or publish time (ms)."""
-        self._client._run(self._core.seek(target))
+        self._consumer.seek(target)
 
     def close(self) -> None:
         """Close the reader."""
-        self._client._run(self._core.close())
+        self._consumer.close()
 
     def is_connected(self) -> bool:
         """Whether the reader is connected."""

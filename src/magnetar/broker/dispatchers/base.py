@@ -69,6 +69,9 @@ class Dispatcher:
     def consumers_changed(self) -> None:
         """Hook run after the consumer list changed."""
 
+    def acknowledged(self) -> None:
+        """Hook run after acknowledgements moved the subscription's cursor."""
+
     # -- selection (subclasses) ----------------------------------------------------------
     def select(self, entry: Entry, messages: int) -> Consumer | None:
         """The consumer that gets ``entry`` now, or None to stop dispatching for now."""
@@ -112,13 +115,9 @@ class Dispatcher:
             redelivering = bool(sub.redelivery)
             if redelivering:
                 ids = sub.take_redeliveries(batch)
-                entries = topic.read_entry_list(ids)
+                entries = sub.read_entry_list(ids)
             else:
-                first = max(sub.read_position, topic.first_entry_id)
-                last = min(topic.last_readable_id, first + batch - 1)
-                if first > last:
-                    return
-                entries = topic.read_entries(first, last)
+                entries = sub.read_new_entries(batch)
                 if not entries:
                     return
             sent_upto = -1
@@ -136,7 +135,7 @@ class Dispatcher:
                 consumer = self.select(entry, messages)
                 if consumer is None:
                     break
-                ack_set = cursor.unacked_batch_mask(eid) if sub.batch_index_ack_enabled else None
+                ack_set = sub.delivery_ack_set(entry)
                 consumer.deliver(entry, messages, sub.redelivery_counts.get(eid, 0), ack_set)
                 sent_upto = i
                 budget -= 1

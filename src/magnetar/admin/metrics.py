@@ -1,0 +1,117 @@
+"""GET /metrics: Prometheus text with Pulsar's topic metrics and magnetar's own.
+
+Topic metrics (``pulsar_*``) carry the labels cluster, namespace and topic (and subscription for
+the ``pulsar_subscription_*`` ones), for every loaded topic. ``magnetar_*`` metrics describe the
+process: connections, group-commit fsync rounds, resident memory.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from magnetar.broker.admin import BrokerAdmin
+
+CLUSTER = "standalone"
+
+_TOPIC_GAUGES = (
+    ("pulsar_rate_in", "Messages per second published to the topic", "msgRateIn"),
+    ("pulsar_rate_out", "Messages per second delivered from the topic", "msgRateOut"),
+    ("pulsar_throughput_in", "Bytes per second published to the topic", "msgThroughputIn"),
+    ("pulsar_throughput_out", "Bytes per second delivered from the topic", "msgThroughputOut"),
+)
+
+
+def rss_bytes() -> int:
+    """Resident memory of this process."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class BrokerCollector:
+    """Builds every broker metric at scrape time."""
+
+    def __init__(self, admin: BrokerAdmin) -> None:
+        self.admin = admin
+
+    def collect(self) -> Iterator[Metric]:
+        admin = self.admin
+        service = admin.service
+        labels = ["cluster", "namespace", "topic"]
+        sub_labels = [*labels, "subscription"]
+        gauges = {name: GaugeMetricFamily(name, doc, labels=labels) for name, doc, _ in _TOPIC_GAUGES}
+        storage = GaugeMetricFamily("pulsar_storage_size", "Bytes stored for the topic", labels=labels)
+        backlog = GaugeMetricFamily("pulsar_msg_backlog", "Unacknowledged entries of the topic's subscriptions", labels=labels)
+        subs_count = GaugeMetricFamily("pulsar_subscriptions_count", "Subscriptions of the topic", labels=labels)
+        producers_count = GaugeMetricFamily("pulsar_producers_count", "Producers of the topic", labels=labels)
+        consumers_count = GaugeMetricFamily("pulsar_consumers_count", "Consumers of the topic", labels=labels)
+        in_msgs = CounterMetricFamily("pulsar_in_messages", "Messages published to the topic", labels=labels)
+        in_bytes = CounterMetricFamily("pulsar_in_bytes", "Bytes published to the topic", labels=labels)
+        out_msgs = CounterMetricFamily("pulsar_out_messages", "Messages delivered from the topic", labels=labels)
+        out_bytes = CounterMetricFamily("pulsar_out_bytes", "Bytes delivered from the topic", labels=labels)
+        sub_backlog = GaugeMetricFamily("pulsar_subscription_back_log", "Unacknowledged entries of the subscription", labels=sub_labels)
+        sub_rate = GaugeMetricFamily("pulsar_subscription_msg_rate_out", "Messages per second delivered by the subscription", labels=sub_labels)
+        sub_unacked = GaugeMetricFamily("pulsar_subscription_unacked_messages", "Messages delivered and not acknowledged", labels=sub_labels)
+        sub_consumers = GaugeMetricFamily("pulsar_subscription_consumers_count", "Consumers of the subscription", labels=sub_labels)
+        for topic in list(service.topics.values()):
+            values = [CLUSTER, topic.topic_name.namespace, topic.name]
+            numbers = admin.stats.topic_numbers(topic)
+            for name, _, field in _TOPIC_GAUGES:
+                gauges[name].add_metric(values, numbers[field])
+            storage.add_metric(values, topic.stats_storage_size())
+            subs = list(topic.subscriptions.values())
+            backlog.add_metric(values, sum(s.backlog() for s in subs))
+            subs_count.add_metric(values, len(subs))
+            producers_count.add_metric(values, len(topic.producers))
+            consumers_count.add_metric(values, sum(len(s.consumers) for s in subs))
+            in_msgs.add_metric(values, numbers["msgInCounter"])
+            in_bytes.add_metric(values, numbers["bytesInCounter"])
+            out_msgs.add_metric(values, numbers["msgOutCounter"])
+            out_bytes.add_metric(values, numbers["bytesOutCounter"])
+            for sub in subs:
+                sv = [*values, sub.name]
+                sub_backlog.add_metric(sv, sub.backlog())
+                sub_rate.add_metric(sv, admin.stats.subscription_numbers(topic, sub)["msgRateOut"])
+                sub_unacked.add_metric(sv, sub.unacked_messages())
+                sub_consumers.add_metric(sv, len(sub.consumers))
+        yield from gauges.values()
+        yield from (storage, backlog, subs_count, producers_count, consumers_count, in_msgs, in_bytes, out_msgs, out_bytes)
+        yield from (sub_backlog, sub_rate, sub_unacked, sub_consumers)
+
+        yield GaugeMetricFamily("magnetar_connections", "Open client connections", value=len(service.connections))
+        yield GaugeMetricFamily("magnetar_topics_loaded", "Topics loaded in memory", value=len(service.topics))
+        yield GaugeMetricFamily("magnetar_process_resident_memory_bytes", "Resident memory of the broker process", value=rss_bytes())
+        committer = getattr(service, "committer", None)
+        if committer is not None:
+            yield CounterMetricFamily("magnetar_fsync_rounds", "Group-commit sync rounds completed", value=committer.rounds)
+            yield CounterMetricFamily(
+                "magnetar_fsync_seconds", "Seconds spent in group-commit sync rounds", value=committer.sync_seconds_total
+            )
+
+
+def build_registry(admin: BrokerAdmin) -> CollectorRegistry:
+    """A registry with the broker collector and the fsync-round latency histogram."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(admin))
+    histogram = Histogram(
+        "magnetar_fsync_round_seconds",
+        "Duration of one group-commit sync round (fsync of every topic appended to)",
+        registry=registry,
+        buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+    )
+    committer = getattr(admin.service, "committer", None)
+    if committer is not None and committer.on_round is None:
+        committer.on_round = histogram.observe
+    return registry
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    """The registry in Prometheus text format."""
+    return generate_latest(registry)

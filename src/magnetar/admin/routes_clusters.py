@@ -1,0 +1,29 @@
+"""/admin/v2/clusters: the clusters tenants may use (this broker is cluster "standalone")."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Response
+
+from magnetar.broker.admin import BrokerAdmin
+
+from .models import ClusterData, dump
+
+
+def router(admin: BrokerAdmin) -> APIRouter:
+    """Cluster routes over ``admin``."""
+    r = APIRouter(prefix="/admin/v2/clusters", tags=["clusters"])
+
+    @r.get("", summary="List clusters")
+    async def list_clusters() -> list[str]:
+        return admin.list_clusters()
+
+    @r.get("/{cluster}", summary="Get a cluster's URLs")
+    async def get_cluster(cluster: str) -> dict:
+        return admin.get_cluster(cluster)
+
+    @r.put("/{cluster}", status_code=204, summary="Create a cluster")
+    async def create_cluster(cluster: str, data: Annotated[ClusterData | None, Body()] = None) -> Response:
+        admin.create_cluster(cluster, dump(data))
+        return Response(status_code=204)
+
+    return r

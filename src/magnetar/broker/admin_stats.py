@@ -1,0 +1,281 @@
+"""Topic statistics for the admin API and /metrics: counters, and rates over a sliding window.
+
+Producers, consumers and topics only count (messages and bytes). :class:`StatsTracker` samples
+those counters about once a second and computes each rate as the counter's growth since the
+oldest sample inside the window, divided by the time elapsed. Consumers and subscriptions that
+go away keep contributing their final counts to the subscription and topic totals: the tracker
+holds the objects it saw at the previous sample, so their last counts are read exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .producer import Producer
+    from .service import BrokerService
+    from .subscription import Subscription
+    from .topic import Topic
+
+log = logging.getLogger("magnetar.broker.stats")
+
+#: seconds over which rates are computed
+RATE_WINDOW = 10.0
+#: seconds between two samples of every counter
+SAMPLE_INTERVAL = 1.0
+
+
+class _Series:
+    """Timestamped samples of a tuple of counters."""
+
+    __slots__ = ("samples",)
+
+    def __init__(self, now: float, width: int) -> None:
+        # A new object has counted since at most one interval ago: seed a zero sample there.
+        self.samples: deque[tuple[float, tuple[int, ...]]] = deque([(now - SAMPLE_INTERVAL, (0,) * width)])
+
+    def add(self, now: float, values: tuple[int, ...], window: float) -> None:
+        samples = self.samples
+        samples.append((now, values))
+        while len(samples) > 2 and now - samples[1][0] > window:
+            samples.popleft()
+
+    def rates(self, now: float, current: tuple[int, ...], window: float) -> tuple[float, ...]:
+        base = None
+        for t, values in self.samples:
+            if now - t <= window:
+                base = (t, values)
+                break
+        if base is None:
+            base = self.samples[-1]
+        elapsed = now - base[0]
+        if elapsed <= 0:
+            return (0.0,) * len(current)
+        return tuple(max(0, c - b) / elapsed for c, b in zip(current, base[1], strict=True))
+
+
+class _SubTrack:
+    __slots__ = ("sub", "series", "consumers", "retired", "consumer_series")
+
+    def __init__(self, sub: Subscription, now: float) -> None:
+        self.sub = sub
+        self.series = _Series(now, 2)
+        self.consumers: list[Consumer] = []
+        self.retired = [0, 0]
+        self.consumer_series: dict[int, _Series] = {}
+
+    def counters(self) -> tuple[int, int]:
+        """Messages and bytes delivered by this subscription, consumers gone included."""
+        msgs, nbytes = self.retired
+        live = self.sub.consumers
+        ids = {id(c) for c in live}
+        for c in live:
+            msgs += c.msg_out_counter
+            nbytes += c.bytes_out_counter
+        for c in self.consumers:
+            if id(c) not in ids:
+                msgs += c.msg_out_counter
+                nbytes += c.bytes_out_counter
+        return msgs, nbytes
+
+
+class _TopicTrack:
+    __slots__ = ("topic", "series", "subs", "retired", "producer_series")
+
+    def __init__(self, topic: Topic, now: float) -> None:
+        self.topic = topic
+        self.series = _Series(now, 4)
+        self.subs: dict[str, _SubTrack] = {}
+        self.retired = [0, 0]
+        self.producer_series: dict[int, _Series] = {}
+
+    def out_counters(self) -> tuple[int, int]:
+        msgs, nbytes = self.retired
+        subs = self.topic.subscriptions
+        for name, track in self.subs.items():
+            if subs.get(name) is not track.sub:
+                m, b = track.counters()
+                msgs += m
+                nbytes += b
+        for sub in subs.values():
+            track = self.subs.get(sub.name)
+            if track is not None and track.sub is sub:
+                m, b = track.counters()
+            else:
+                m = sum(c.msg_out_counter for c in sub.consumers)
+                b = sum(c.bytes_out_counter for c in sub.consumers)
+            msgs += m
+            nbytes += b
+        return msgs, nbytes
+
+    def counters(self) -> tuple[int, int, int, int]:
+        out_msgs, out_bytes = self.out_counters()
+        return self.topic.msg_in_counter, self.topic.bytes_in_counter, out_msgs, out_bytes
+
+
+class StatsTracker:
+    """Samples the counters of every loaded topic and answers rates over :data:`RATE_WINDOW`."""
+
+    def __init__(self, service: BrokerService, window: float = RATE_WINDOW) -> None:
+        self.service = service
+        self.window = window
+        self._topics: dict[str, _TopicTrack] = {}
+        self._task: asyncio.Task | None = None
+
+    # -- sampling ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Sample in the background on the running loop (cancelled when the service stops)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="admin-stats")
+            # the service cancels and awaits its background tasks when it stops
+            self.service._tasks.append(self._task)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(SAMPLE_INTERVAL)
+            try:
+                self.sample()
+            except Exception:  # a stats bug must not stop sampling
+                log.exception("sampling topic statistics failed")
+
+    def sample(self) -> None:
+        """Record the counters of every loaded topic now."""
+        now = time.monotonic()
+        window = self.window
+        topics = self.service.topics
+        for name in [n for n, t in self._topics.items() if topics.get(n) is not t.topic]:
+            del self._topics[name]
+        for topic in list(topics.values()):
+            track = self._track(topic, now)
+            self._sample_topic(track, now, window)
+
+    def _track(self, topic: Topic, now: float) -> _TopicTrack:
+        track = self._topics.get(topic.name)
+        if track is None or track.topic is not topic:
+            track = self._topics[topic.name] = _TopicTrack(topic, now)
+        return track
+
+    def _sample_topic(self, track: _TopicTrack, now: float, window: float) -> None:
+        topic = track.topic
+        subs = topic.subscriptions
+        # subscriptions gone since the last sample: their final counts stay in the topic's totals
+        for name in list(track.subs):
+            sub_track = track.subs[name]
+            if subs.get(name) is not sub_track.sub:
+                m, b = sub_track.counters()
+                track.retired[0] += m
+                track.retired[1] += b
+                del track.subs[name]
+        for name, sub in subs.items():
+            sub_track = track.subs.get(name)
+            if sub_track is None:
+                sub_track = track.subs[name] = _SubTrack(sub, now)
+            live = sub.consumers
+            ids = {id(c) for c in live}
+            for c in sub_track.consumers:
+                if id(c) not in ids:
+                    sub_track.retired[0] += c.msg_out_counter
+                    sub_track.retired[1] += c.bytes_out_counter
+                    sub_track.consumer_series.pop(id(c), None)
+            sub_track.consumers = list(live)
+            for c in live:
+                series = sub_track.consumer_series.get(id(c))
+                if series is None:
+                    series = sub_track.consumer_series[id(c)] = _Series(now, 2)
+                series.add(now, (c.msg_out_counter, c.bytes_out_counter), window)
+            sub_track.series.add(now, sub_track.counters(), window)
+        producers = {id(p): p for p in topic.producers.values()}
+        for pid in [pid for pid in track.producer_series if pid not in producers]:
+            del track.producer_series[pid]
+        for pid, p in producers.items():
+            series = track.producer_series.get(pid)
+            if series is None:
+                series = track.producer_series[pid] = _Series(now, 2)
+            series.add(now, (p.msg_in_counter, p.bytes_in_counter), window)
+        track.series.add(now, track.counters(), window)
+
+    # -- reading -------------------------------------------------------------------------
+    def topic_numbers(self, topic: Topic) -> dict[str, float]:
+        """Counters and rates of one topic."""
+        now = time.monotonic()
+        track = self._track(topic, now)
+        counters = track.counters()
+        rate_in, tput_in, rate_out, tput_out = track.series.rates(now, counters, self.window)
+        return {
+            "msgInCounter": counters[0],
+            "bytesInCounter": counters[1],
+            "msgOutCounter": counters[2],
+            "bytesOutCounter": counters[3],
+            "msgRateIn": rate_in,
+            "msgThroughputIn": tput_in,
+            "msgRateOut": rate_out,
+            "msgThroughputOut": tput_out,
+        }
+
+    def subscription_numbers(self, topic: Topic, sub: Subscription) -> dict[str, float]:
+        """Counters and rates of one subscription."""
+        now = time.monotonic()
+        track = self._track(topic, now)
+        sub_track = track.subs.get(sub.name)
+        if sub_track is None or sub_track.sub is not sub:
+            sub_track = track.subs[sub.name] = _SubTrack(sub, now)
+        counters = sub_track.counters()
+        rate, tput = sub_track.series.rates(now, counters, self.window)
+        return {"msgOutCounter": counters[0], "bytesOutCounter": counters[1], "msgRateOut": rate, "msgThroughputOut": tput}
+
+    def consumer_numbers(self, topic: Topic, sub: Subscription, consumer: Consumer) -> dict[str, float]:
+        """Counters and rates of one consumer."""
+        now = time.monotonic()
+        counters = (consumer.msg_out_counter, consumer.bytes_out_counter)
+        track = self._topics.get(topic.name)
+        sub_track = track.subs.get(sub.name) if track is not None else None
+        series = sub_track.consumer_series.get(id(consumer)) if sub_track is not None else None
+        rate, tput = series.rates(now, counters, self.window) if series is not None else (0.0, 0.0)
+        return {"msgOutCounter": counters[0], "bytesOutCounter": counters[1], "msgRateOut": rate, "msgThroughputOut": tput}
+
+    def producer_numbers(self, topic: Topic, producer: Producer) -> dict[str, float]:
+        """Counters and rates of one producer."""
+        now = time.monotonic()
+        counters = (producer.msg_in_counter, producer.bytes_in_counter)
+        track = self._topics.get(topic.name)
+        series = track.producer_series.get(id(producer)) if track is not None else None
+        rate, tput = series.rates(now, counters, self.window) if series is not None else (0.0, 0.0)
+        return {"msgInCounter": counters[0], "bytesInCounter": counters[1], "msgRateIn": rate, "msgThroughputIn": tput}
+
+
+def iso_time(seconds: float) -> str:
+    """An ISO 8601 UTC timestamp with milliseconds, as Pulsar prints dates in stats."""
+    ms = int(round(seconds * 1000))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+
+
+def empty_stats() -> dict[str, Any]:
+    """The numeric fields of a TopicStats, all zero."""
+    return {
+        "msgRateIn": 0.0,
+        "msgThroughputIn": 0.0,
+        "msgRateOut": 0.0,
+        "msgThroughputOut": 0.0,
+        "bytesInCounter": 0,
+        "msgInCounter": 0,
+        "bytesOutCounter": 0,
+        "msgOutCounter": 0,
+        "averageMsgSize": 0.0,
+        "msgChunkPublished": False,
+        "storageSize": 0,
+        "backlogSize": 0,
+        "earliestMsgPublishTimeInBacklogs": 0,
+        "offloadedStorageSize": 0,
+        "publishers": [],
+        "waitingPublishers": 0,
+        "subscriptions": {},
+        "replication": {},
+        "deduplicationStatus": "Disabled",
+        "nonContiguousDeletedMessagesRanges": 0,
+        "nonContiguousDeletedMessagesRangesSerializedSize": 0,
+    }

@@ -1,0 +1,748 @@
+"""Topic compaction: the latest message of every key, kept in a compacted ledger beside the topic's.
+
+How a compaction runs (:class:`Compactor`), as Pulsar's two-phase compactor does:
+
+1. The *horizon* is the last readable entry when the compaction starts. The input is the previous
+   compacted view (if any) followed by the topic's entries after the previous horizon, up to the
+   new one. While it runs, the topic keeps every entry of that input (``Topic.compaction_pin``).
+2. Phase one reads the input and records, per key, the id (entry id, batch index) of its latest
+   message. A tombstone (``null_value`` set, or an empty payload as Pulsar tests it) removes its
+   key. Messages without a key are dropped from the compacted view, as Pulsar does by default
+   (``topicCompactionRetainNullKey=false``).
+3. Phase two reads the input again and writes what survives to a new compacted ledger: a single
+   message whose id is its key's latest, a batch as it was when all its messages survive, nothing
+   when none does, or else the batch re-encoded (with its own compression codec) where every
+   superseded message becomes an empty message marked ``compacted_out``. Every entry keeps its
+   original entry id, so consumers see the same message ids as in the topic.
+4. The new ledger is synced, then the pointer ``compacted/<topic>`` in the metadata store is
+   switched to it in one SQLite transaction; the previous compacted ledger is deleted afterwards.
+   A crash before the switch leaves the old view in force (the half-written directory is an orphan,
+   removed when the topic is next loaded); a crash after it leaves the new one.
+
+Threads: the ledgers are read on the event loop (their read API is loop-only) in bounded chunks;
+each chunk is then parsed, decompressed, re-batched and appended to the new ledger in a worker
+thread, which is the only user of that new ledger until it is closed. Producers and consumers go
+on meanwhile: the loop only spends the time of one chunk's read at a time.
+
+Storage: ``<data_dir>/ledgers/<ledger id>-compacted/<n>/`` is a managed ledger whose records are
+``[u64 original entry id][entry bytes]``, plus an ``index`` file (the original ids and, for
+re-batched entries, which messages survived) that is rebuilt from the records when missing or
+damaged. The pointer is JSON ``{"dir": n, "horizon": entry id}``.
+
+Retention: a compacted topic keeps its entries after the horizon until a compaction has read
+them (``Topic.trim_position``); that plays the part of Pulsar's ``__compaction`` cursor, which is
+not shown as a subscription here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import struct
+import time
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crc32c import crc32c
+
+from magnetar.protocol.batch import UnsupportedEntryError, open_entry
+from magnetar.protocol.compression import CompressionError, compress
+from magnetar.protocol.enums import ServerError
+from magnetar.protocol.framing import ProtocolError, encode_entry, parse_entry_metadata
+from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
+from magnetar.storage import Entry, ManagedLedger, StorageError, longs_to_mask, mask_to_longs
+
+from .errors import BrokerError
+
+if TYPE_CHECKING:
+    from .service import BrokerService
+    from .topic import Topic
+
+log = logging.getLogger("magnetar.broker.compaction")
+
+#: metadata key of a topic's compacted view: {"dir": n, "horizon": entry id}
+POINTER_PREFIX = "compacted/"
+#: metadata key of a topic's compaction status (read by the admin API)
+STATUS_PREFIX = "compaction-status/"
+
+#: entries (and bytes) read from a ledger in one go on the event loop
+CHUNK_ENTRIES = 1000
+CHUNK_BYTES = 4 * 1024 * 1024
+#: bytes read at once when dispatching from a compacted view
+DISPATCH_BYTES = 8 * 1024 * 1024
+
+_ID = struct.Struct(">Q")
+_U32 = struct.Struct(">I")
+_INDEX_MAGIC = b"MGCX"
+_INDEX_HEADER = struct.Struct(">4sIqq")  # magic, version, record count, horizon
+_INDEX_RECORD = struct.Struct(">qH")  # original entry id, words in the survivors mask (0: all)
+_INDEX_VERSION = 1
+INDEX_FILE = "index"
+
+#: a message id inside the topic: (entry id, batch index or -1)
+MessageKey = tuple[int, int]
+
+
+# ---------------------------------------------------------------------------------------------
+# the algorithm (pure: bytes in, bytes out)
+# ---------------------------------------------------------------------------------------------
+def _meta_key(meta: MessageMetadata) -> str | None:
+    if meta.HasField("partition_key") and not meta.null_partition_key:
+        return meta.partition_key
+    return None
+
+
+def _single_key(single: SingleMessageMetadata) -> str | None:
+    if single.HasField("partition_key") and not single.null_partition_key:
+        return single.partition_key
+    return None
+
+
+def _is_batch(meta: MessageMetadata) -> bool:
+    return meta.HasField("num_messages_in_batch")
+
+
+def _unbatch(data: bytes) -> list[tuple[SingleMessageMetadata, bytes]] | None:
+    """The messages of a batch entry that can be opened here, else None (kept whole, as Pulsar)."""
+    try:
+        _, messages = open_entry(data)
+    except (ProtocolError, CompressionError, UnsupportedEntryError):
+        return None
+    return messages  # type: ignore[return-value]
+
+
+def _single_tombstone(meta: MessageMetadata, data: bytes) -> bool:
+    if meta.null_value:
+        return True
+    if meta.HasField("uncompressed_size"):
+        return meta.uncompressed_size == 0
+    size = _U32.unpack_from(data, 0)[0]
+    return len(data) - 4 - size == 0
+
+
+class LatestByKey:
+    """Phase one: the id of the latest live message of every key."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, MessageKey] = {}
+        #: messages read (a batch counts each of its messages)
+        self.messages = 0
+
+    def scan(self, entry_id: int, data: bytes) -> None:
+        """Account for one entry of the input, in order."""
+        try:
+            meta = parse_entry_metadata(data)
+        except ProtocolError:
+            return
+        latest = self.latest
+        if _is_batch(meta) and not len(meta.encryption_keys):
+            messages = _unbatch(data)
+            if messages is not None:
+                for index, (single, payload) in enumerate(messages):
+                    if single.compacted_out:
+                        continue
+                    self.messages += 1
+                    key = _single_key(single)
+                    if key is None:
+                        continue
+                    if single.null_value or not payload:
+                        latest.pop(key, None)
+                    else:
+                        latest[key] = (entry_id, index)
+                return
+        self.messages += max(1, meta.num_messages_in_batch) if _is_batch(meta) else 1
+        key = _meta_key(meta)
+        if key is None or meta.HasField("marker_type"):
+            return
+        if _single_tombstone(meta, data):
+            latest.pop(key, None)
+        else:
+            latest[key] = (entry_id, -1)
+
+
+def _encode_singles(messages: Iterable[tuple[SingleMessageMetadata, bytes]]) -> bytes:
+    parts: list[bytes] = []
+    for single, payload in messages:
+        meta = single.SerializeToString()
+        parts.append(_U32.pack(len(meta)))
+        parts.append(meta)
+        parts.append(payload)
+    return b"".join(parts)
+
+
+def compact_entry(
+    entry_id: int, data: bytes, latest: dict[str, MessageKey]
+) -> tuple[bytes | None, list[int] | None]:
+    """Phase two for one entry: ``(entry bytes to keep or None, survivors ack set or None)``.
+
+    The ack set (Pulsar's convention: a set bit is a message still to deliver) is given only for a
+    batch some of whose messages are compacted out; the entry bytes are the original ones unless
+    the batch had to be re-encoded.
+    """
+    try:
+        meta = parse_entry_metadata(data)
+    except ProtocolError:
+        return data, None  # cannot be read here: kept as it is, as Pulsar keeps undecodable batches
+    if meta.HasField("marker_type"):
+        return None, None
+    if _is_batch(meta) and not len(meta.encryption_keys):
+        messages = _unbatch(data)
+        if messages is None:
+            return data, None
+        survivors = 0
+        rewrite = False
+        for index, (single, _payload) in enumerate(messages):
+            if single.compacted_out:
+                continue
+            key = _single_key(single)
+            if key is not None and latest.get(key) == (entry_id, index):
+                survivors |= 1 << index
+            else:
+                rewrite = True
+        if not survivors:
+            return None, None
+        everyone = (1 << len(messages)) - 1
+        ack_set = None if survivors == everyone else mask_to_longs(survivors)
+        if not rewrite:
+            return data, ack_set
+        out: list[tuple[SingleMessageMetadata, bytes]] = []
+        for index, (single, payload) in enumerate(messages):
+            if survivors >> index & 1 or single.compacted_out:
+                out.append((single, payload))
+                continue
+            gone = SingleMessageMetadata(payload_size=0, compacted_out=True)
+            if single.HasField("partition_key"):
+                gone.partition_key = single.partition_key
+            out.append((gone, b""))
+        raw = _encode_singles(out)
+        new_meta = MessageMetadata()
+        new_meta.CopyFrom(meta)
+        new_meta.uncompressed_size = len(raw)
+        return encode_entry(new_meta, compress(meta.compression, raw)), ack_set
+    key = _meta_key(meta)
+    if key is not None and latest.get(key) == (entry_id, -1):
+        return data, None
+    return None, None
+
+
+def survivors_of(data: bytes) -> list[int] | None:
+    """The ack set of the messages not compacted out of a stored compacted entry (None: all)."""
+    try:
+        meta = parse_entry_metadata(data)
+    except ProtocolError:
+        return None
+    if not _is_batch(meta) or len(meta.encryption_keys):
+        return None
+    messages = _unbatch(data)
+    if messages is None:
+        return None
+    survivors = 0
+    for index, (single, _payload) in enumerate(messages):
+        if not single.compacted_out:
+            survivors |= 1 << index
+    if survivors == (1 << len(messages)) - 1 or not survivors:
+        return None
+    return mask_to_longs(survivors)
+
+
+# ---------------------------------------------------------------------------------------------
+# the compacted ledger: writing, reading
+# ---------------------------------------------------------------------------------------------
+def compacted_root(data_dir: Path, ledger_id: int) -> Path:
+    """Directory holding the compacted ledgers of one topic ledger."""
+    return data_dir / "ledgers" / f"{ledger_id}-compacted"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _encode_index(horizon: int, records: list[tuple[int, list[int] | None]]) -> bytes:
+    parts = [_INDEX_HEADER.pack(_INDEX_MAGIC, _INDEX_VERSION, len(records), horizon)]
+    for entry_id, ack_set in records:
+        words = ack_set or []
+        parts.append(_INDEX_RECORD.pack(entry_id, len(words)))
+        if words:
+            parts.append(struct.pack(f">{len(words)}q", *words))
+    body = b"".join(parts)
+    return body + _U32.pack(crc32c(body))
+
+
+def _decode_index(raw: bytes) -> tuple[int, list[tuple[int, list[int] | None]]]:
+    """(horizon, records) of an index file; ValueError when it is damaged."""
+    if len(raw) < _INDEX_HEADER.size + 4 or crc32c(raw[:-4]) != _U32.unpack_from(raw, len(raw) - 4)[0]:
+        raise ValueError("index checksum mismatch")
+    magic, version, count, horizon = _INDEX_HEADER.unpack_from(raw, 0)
+    if magic != _INDEX_MAGIC or version != _INDEX_VERSION:
+        raise ValueError("not a compacted ledger index")
+    pos = _INDEX_HEADER.size
+    records: list[tuple[int, list[int] | None]] = []
+    try:
+        for _ in range(count):
+            entry_id, words = _INDEX_RECORD.unpack_from(raw, pos)
+            pos += _INDEX_RECORD.size
+            ack_set = list(struct.unpack_from(f">{words}q", raw, pos)) if words else None
+            pos += 8 * words
+            records.append((entry_id, ack_set))
+    except struct.error as exc:
+        raise ValueError(f"truncated index: {exc}") from None
+    if pos != len(raw) - 4:
+        raise ValueError("trailing bytes in index")
+    return horizon, records
+
+
+class CompactedWriter:
+    """Writes one new compacted ledger; used by a single (worker) thread until finished."""
+
+    def __init__(self, directory: Path, ledger_id: int, segment_max_bytes: int) -> None:
+        shutil.rmtree(directory, ignore_errors=True)
+        self.directory = directory
+        self.ledger = ManagedLedger.open(
+            directory, ledger_id, segment_max_bytes=segment_max_bytes, cache_max_bytes=0
+        )
+        self.records: list[tuple[int, list[int] | None]] = []
+
+    def add(self, entry_id: int, data: bytes, ack_set: list[int] | None) -> None:
+        """Append one compacted entry (ids must increase)."""
+        if self.records and entry_id <= self.records[-1][0]:
+            raise StorageError(f"compacted entries out of order: {entry_id} after {self.records[-1][0]}")
+        self.ledger.append(_ID.pack(entry_id) + data)
+        self.records.append((entry_id, ack_set))
+
+    def write(self, chunk: list[tuple[int, bytes]], latest: dict[str, MessageKey]) -> None:
+        """Phase two over one chunk of the input."""
+        for entry_id, data in chunk:
+            kept, ack_set = compact_entry(entry_id, data, latest)
+            if kept is not None:
+                self.add(entry_id, kept, ack_set)
+
+    def finish(self, horizon: int) -> None:
+        """Make everything durable: the records, then the index, then the directory entries."""
+        self.ledger.close()  # syncs
+        tmp = self.directory / (INDEX_FILE + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(_encode_index(horizon, self.records))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.directory / INDEX_FILE)
+        _fsync_dir(self.directory)
+        _fsync_dir(self.directory.parent)
+
+    def abort(self) -> None:
+        """Forget the half-written ledger."""
+        self.ledger.delete()
+
+
+class CompactedEntry(Entry):
+    """An entry read from a compacted view: its original id, bytes, and which messages survived."""
+
+    __slots__ = ("ack_set", "batch_size")
+
+    def __init__(
+        self, entry_id: int, data: bytes, crc: int, ack_set: list[int] | None, batch_size: int
+    ) -> None:
+        super().__init__(entry_id, data, crc)
+        #: the messages to deliver of a batch some of whose messages were compacted out, else None
+        self.ack_set = ack_set
+        self.batch_size = batch_size
+
+
+class CompactedView:
+    """A finished compacted ledger, read on the event loop (dispatch, and the next compaction)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        ledger: ManagedLedger,
+        horizon: int,
+        records: list[tuple[int, list[int] | None]],
+    ):
+        self.directory = directory
+        self.ledger = ledger
+        #: last entry id of the topic this view covers
+        self.horizon = horizon
+        self.ids = array("q", (entry_id for entry_id, _ in records))
+        self.ack_sets = {entry_id: ack_set for entry_id, ack_set in records if ack_set}
+        self._last: MessageKey | None = None
+
+    @classmethod
+    def open(cls, directory: Path, ledger_id: int, horizon: int) -> CompactedView:
+        """Open a finished compacted ledger; its index is rebuilt if missing or damaged."""
+        if not (directory / INDEX_FILE).exists() and not any(directory.glob("*.log")):
+            raise StorageError(f"compacted ledger {directory} is missing")
+        ledger = ManagedLedger.open(directory, ledger_id, cache_max_bytes=0)
+        try:
+            records = None
+            try:
+                stored_horizon, records = _decode_index((directory / INDEX_FILE).read_bytes())
+                if stored_horizon != horizon or len(records) != ledger.entry_count:
+                    raise ValueError("index does not match the ledger")
+            except (OSError, ValueError) as exc:
+                log.warning("compacted ledger %s: rebuilding its index (%s)", directory, exc)
+                records = cls._scan(ledger)
+            view = cls(directory, ledger, horizon, records)
+            view._last = view._find_last()
+        except BaseException:
+            ledger.close()
+            raise
+        return view
+
+    @staticmethod
+    def _scan(ledger: ManagedLedger) -> list[tuple[int, list[int] | None]]:
+        records: list[tuple[int, list[int] | None]] = []
+        first, last = ledger.first_entry_id, ledger.last_entry_id
+        position = first
+        while position <= last:
+            chunk = ledger.read_range(position, min(last, position + CHUNK_ENTRIES - 1), CHUNK_BYTES)
+            for entry in chunk:
+                data = entry.data
+                records.append((_ID.unpack_from(data, 0)[0], survivors_of(data[_ID.size :])))
+            position += len(chunk)
+        return records
+
+    @property
+    def name(self) -> str:
+        """The directory name (``n``) that the metadata pointer records."""
+        return self.directory.name
+
+    @property
+    def first_id(self) -> int | None:
+        """Original id of the first compacted entry, None when the view is empty."""
+        return self.ids[0] if self.ids else None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _entry(self, record: Entry) -> CompactedEntry:
+        data = record.data
+        entry_id = _ID.unpack_from(data, 0)[0]
+        body = data[_ID.size :]
+        ack_set = self.ack_sets.get(entry_id)
+        batch_size = 0
+        if ack_set is not None:
+            try:
+                batch_size = parse_entry_metadata(body).num_messages_in_batch
+            except ProtocolError:
+                ack_set = None
+        return CompactedEntry(entry_id, body, crc32c(body), ack_set, batch_size)
+
+    def read_from(
+        self, entry_id: int, count: int, max_bytes: int | None = DISPATCH_BYTES
+    ) -> list[CompactedEntry]:
+        """Up to ``count`` compacted entries whose ids are ``>= entry_id``, in order."""
+        index = bisect_left(self.ids, entry_id)
+        if index >= len(self.ids) or count <= 0:
+            return []
+        last = min(len(self.ids), index + count) - 1
+        return [self._entry(r) for r in self.ledger.read_range(index, last, max_bytes)]
+
+    def read_records(self, index: int, count: int) -> list[tuple[int, bytes]]:
+        """Records ``index..`` as (original id, entry bytes): the input of the next compaction."""
+        last = min(len(self.ids), index + count) - 1
+        if last < index:
+            return []
+        out = []
+        for record in self.ledger.read_range(index, last, CHUNK_BYTES):
+            data = record.data
+            out.append((_ID.unpack_from(data, 0)[0], data[_ID.size :]))
+        return out
+
+    def read_ids(self, entry_ids: Iterable[int]) -> list[CompactedEntry]:
+        """The compacted entries with these ids (those that exist)."""
+        out = []
+        ids = self.ids
+        for entry_id in entry_ids:
+            index = bisect_left(ids, entry_id)
+            if index < len(ids) and ids[index] == entry_id:
+                out.append(self._entry(self.ledger.read(index)))
+        return out
+
+    def last_message(self) -> MessageKey | None:
+        """(entry id, batch index or -1) of the last message of the view, None when it is empty."""
+        return self._last
+
+    def _find_last(self) -> MessageKey | None:
+        if not self.ids:
+            return None
+        entry = self._entry(self.ledger.read(len(self.ids) - 1))
+        try:
+            meta = parse_entry_metadata(entry.data)
+        except ProtocolError:
+            return entry.entry_id, -1
+        if not _is_batch(meta):
+            return entry.entry_id, -1
+        if entry.ack_set is not None:
+            return entry.entry_id, longs_to_mask(entry.ack_set).bit_length() - 1
+        return entry.entry_id, meta.num_messages_in_batch - 1
+
+    def close(self) -> None:
+        """Close the ledger files."""
+        self.ledger.close()
+
+    def __repr__(self) -> str:
+        return f"CompactedView({self.directory}, horizon={self.horizon}, entries={len(self.ids)})"
+
+
+# ---------------------------------------------------------------------------------------------
+# the broker side: running compactions
+# ---------------------------------------------------------------------------------------------
+class Compactor:
+    """Runs the compactions of a broker (one at a time per topic) and loads compacted views."""
+
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-compaction")
+        #: running compactions by topic name
+        self.running: dict[str, asyncio.Task] = {}
+        #: what the last compaction of each topic did (admin stats)
+        self.stats: dict[str, dict[str, int]] = {}
+        #: test hook: called in the worker after each chunk written in phase two
+        self.after_chunk_written: Any = None
+
+    @property
+    def _metadata(self):  # noqa: ANN202 - the service's MetadataStore
+        assert self.service.metadata is not None
+        return self.service.metadata
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """A compaction a previous broker left RUNNING (it crashed) did not finish."""
+        for key, raw in self._metadata.list_kv(STATUS_PREFIX).items():
+            try:
+                status = json.loads(raw)
+            except ValueError:
+                continue
+            if status.get("status") == "RUNNING":
+                self._metadata.put_kv(
+                    key,
+                    json.dumps({"status": "ERROR", "lastError": "interrupted by a broker restart"}).encode(),
+                )
+
+    async def stop(self) -> None:
+        """Cancel running compactions (their old views stay) and wait for the worker."""
+        tasks = list(self.running.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown, True)
+
+    # -- loading and forgetting ------------------------------------------------------------
+    def load(self, topic: Topic) -> None:
+        """Open the compacted view of a topic being loaded; remove orphan compacted ledgers."""
+        root = compacted_root(self.service.config.data_dir, topic.ledger_id)
+        pointer = self._pointer(topic.name)
+        keep = str(pointer["dir"]) if pointer else None
+        if topic.name not in self.running and root.is_dir():
+            for child in root.iterdir():
+                if child.name != keep:
+                    log.info("removing orphan compacted ledger %s of %s", child, topic.name)
+                    shutil.rmtree(child, ignore_errors=True)
+        if pointer is None:
+            return
+        try:
+            topic.compacted = CompactedView.open(root / keep, topic.ledger_id, int(pointer["horizon"]))
+        except (StorageError, OSError, KeyError, ValueError) as exc:
+            log.error("compacted view of %s cannot be opened (%s): reading it uncompacted", topic.name, exc)
+            self._metadata.delete_kv(POINTER_PREFIX + topic.name)
+            return
+        log.debug("loaded %r for %s", topic.compacted, topic.name)
+
+    def _pointer(self, name: str) -> dict[str, Any] | None:
+        raw = self._metadata.get_kv(POINTER_PREFIX + name)
+        if not raw:
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) and "dir" in value and "horizon" in value else None
+
+    def forget(self, name: str, ledger_id: int | None, topic: Topic | None) -> None:
+        """A topic is being deleted: stop its compaction and delete its compacted ledgers."""
+        task = self.running.pop(name, None)
+        if task is not None:
+            task.cancel()
+        if topic is not None and topic.compacted is not None:
+            topic.compacted.close()
+            topic.compacted = None
+        self._metadata.delete_kv(POINTER_PREFIX + name)
+        self._metadata.delete_kv(STATUS_PREFIX + name)
+        self.stats.pop(name, None)
+        if ledger_id is not None:
+            root = compacted_root(self.service.config.data_dir, ledger_id)
+            # after whatever the worker is doing for a cancelled compaction of this topic
+            self._executor.submit(shutil.rmtree, root, True)
+
+    # -- triggering ------------------------------------------------------------------------
+    def trigger(self, topic: Topic) -> asyncio.Task:
+        """Start compacting ``topic`` in the background (or return the compaction running)."""
+        task = self.running.get(topic.name)
+        if task is not None:
+            return task
+        if topic.ledger is None:
+            raise BrokerError(
+                ServerError.NotAllowedError, f"{topic.name} is non-persistent: it cannot be compacted"
+            )
+        self._set_status(topic.name, "RUNNING")
+        task = asyncio.create_task(self._run(topic), name=f"compaction:{topic.name}")
+        self.running[topic.name] = task
+        task.add_done_callback(lambda t, name=topic.name: self._done(name, t))
+        return task
+
+    def _done(self, name: str, task: asyncio.Task) -> None:
+        if self.running.get(name) is task:
+            del self.running[name]
+        if not task.cancelled():
+            task.exception()  # retrieved: logged and recorded by _run already
+
+    def _set_status(self, name: str, status: str, error: str = "") -> None:
+        self._metadata.put_kv(
+            STATUS_PREFIX + name, json.dumps({"status": status, "lastError": error}).encode()
+        )
+
+    async def _run(self, topic: Topic) -> None:
+        started = time.time()
+        try:
+            removed = await self.compact(topic)
+        except asyncio.CancelledError:
+            if not topic.closed:  # a deleted topic has no status left to record
+                self._set_status(topic.name, "ERROR", "interrupted by a broker shutdown")
+            raise
+        except Exception as exc:
+            log.exception("compaction of %s failed", topic.name)
+            if not topic.closed:
+                self._set_status(topic.name, "ERROR", f"{type(exc).__name__}: {exc}")
+                stats = self.stats.setdefault(topic.name, {})
+                stats["lastCompactionFailedTimestamp"] = int(time.time() * 1000)
+            raise
+        if topic.closed:
+            return
+        self._set_status(topic.name, "SUCCESS")
+        stats = self.stats.setdefault(topic.name, {})
+        stats["lastCompactionRemovedEventCount"] = removed
+        stats["lastCompactionSucceedTimestamp"] = int(time.time() * 1000)
+        stats["lastCompactionDurationTimeInMills"] = int((time.time() - started) * 1000)
+
+    # -- the compaction itself ---------------------------------------------------------------
+    async def compact(self, topic: Topic) -> int:
+        """Compact ``topic`` up to its last readable entry now; returns the messages removed.
+
+        The caller makes sure only one compaction of a topic runs at a time (see :meth:`trigger`).
+        """
+        loop = asyncio.get_running_loop()
+        previous = topic.compacted
+        horizon = topic.last_readable_id
+        start = max(previous.horizon + 1 if previous is not None else -1, topic.ledger.first_entry_id)
+        if horizon < start:
+            log.info("nothing to compact in %s (horizon %d)", topic.name, horizon)
+            return 0
+        topic.compaction_pin = start
+        directory: Path | None = None
+        writer: CompactedWriter | None = None
+        view: CompactedView | None = None
+        try:
+            scan = LatestByKey()
+            async for chunk in self._input(topic, previous, start, horizon):
+                await loop.run_in_executor(self._executor, _scan_chunk, scan, chunk)
+            log.info(
+                "compacting %s up to entry %d: %d live keys among %d messages",
+                topic.name,
+                horizon,
+                len(scan.latest),
+                scan.messages,
+            )
+            root = compacted_root(self.service.config.data_dir, topic.ledger_id)
+            number = 1 + max((int(c.name) for c in _children(root) if c.name.isdigit()), default=0)
+            directory = root / str(number)
+            root.mkdir(parents=True, exist_ok=True)
+            writer = await loop.run_in_executor(
+                self._executor,
+                CompactedWriter,
+                directory,
+                topic.ledger_id,
+                self.service.config.segment_max_bytes,
+            )
+            hook = self.after_chunk_written
+            async for chunk in self._input(topic, previous, start, horizon):
+                await loop.run_in_executor(self._executor, _write_chunk, writer, chunk, scan.latest, hook)
+            await loop.run_in_executor(self._executor, writer.finish, horizon)
+            self._check_alive(topic)
+            if topic.compacted is not previous:
+                raise StorageError(f"the compacted view of {topic.name} changed during its compaction")
+            view = CompactedView.open(directory, topic.ledger_id, horizon)
+            # the switch: one metadata transaction; a crash before it keeps the old view
+            self._metadata.put_kv(
+                POINTER_PREFIX + topic.name, json.dumps({"dir": number, "horizon": horizon}).encode()
+            )
+        except BaseException:
+            if view is not None:
+                view.close()
+            if writer is not None:
+                self._executor.submit(writer.abort)
+            elif directory is not None:
+                self._executor.submit(shutil.rmtree, directory, True)
+            topic.compaction_pin = None
+            raise
+        topic.compacted = view
+        topic.compaction_pin = None
+        if previous is not None:
+            previous.close()
+            self._executor.submit(shutil.rmtree, previous.directory, True)
+        for sub in topic.subscriptions.values():
+            sub.schedule_dispatch()
+        self.service.maybe_trim(topic)
+        log.info("compacted %s up to entry %d: %d entries in %s", topic.name, horizon, len(view), directory)
+        return max(0, scan.messages - len(scan.latest))
+
+    def _check_alive(self, topic: Topic) -> None:
+        if topic.closed or self.service.topics.get(topic.name) is not topic:
+            raise StorageError(f"{topic.name} was closed during its compaction")
+
+    async def _input(self, topic: Topic, previous: CompactedView | None, start: int, horizon: int):  # noqa: ANN202
+        """The compaction input in chunks, read on the loop: the previous view, then new entries."""
+        if previous is not None:
+            index = 0
+            while index < len(previous):
+                self._check_alive(topic)
+                chunk = previous.read_records(index, CHUNK_ENTRIES)
+                index += len(chunk)
+                yield chunk
+        position = start
+        while position <= horizon:
+            self._check_alive(topic)
+            entries = topic.ledger.read_range(
+                position, min(horizon, position + CHUNK_ENTRIES - 1), CHUNK_BYTES
+            )
+            position += len(entries)
+            yield [(e.entry_id, e.data) for e in entries]
+
+
+def _children(root: Path) -> list[Path]:
+    try:
+        return list(root.iterdir())
+    except OSError:
+        return []
+
+
+def _scan_chunk(scan: LatestByKey, chunk: list[tuple[int, bytes]]) -> None:
+    for entry_id, data in chunk:
+        scan.scan(entry_id, data)
+
+
+def _write_chunk(
+    writer: CompactedWriter, chunk: list[tuple[int, bytes]], latest: dict[str, MessageKey], hook
+) -> None:  # noqa: ANN001
+    writer.write(chunk, latest)
+    if hook is not None:
+        hook(writer)

@@ -1,0 +1,43 @@
+"""The schema registry: versioned schemas per topic, compatibility strategies, Avro resolution.
+
+- :mod:`.avro`: Avro schema parsing and the reader/writer resolution check;
+- :mod:`.compatibility`: strategies and the per-type compatibility checks;
+- :mod:`.registry`: schema histories by schema id, persisted in the metadata store;
+- :mod:`.topics`: the rules producers, consumers and the admin API follow on a topic.
+"""
+
+from __future__ import annotations
+
+from .compatibility import (
+    IncompatibleSchemaError,
+    InvalidSchemaError,
+    SchemaData,
+    Strategy,
+    parse_strategy,
+)
+from .registry import (
+    SchemaNotFoundError,
+    SchemaRegistry,
+    StoredSchema,
+    schema_id_of,
+    version_from_bytes,
+    version_to_bytes,
+)
+from .topics import SchemaPolicy, TopicSchemas, schema_from_wire
+
+__all__ = [
+    "IncompatibleSchemaError",
+    "InvalidSchemaError",
+    "SchemaData",
+    "SchemaNotFoundError",
+    "SchemaPolicy",
+    "SchemaRegistry",
+    "Strategy",
+    "StoredSchema",
+    "TopicSchemas",
+    "parse_strategy",
+    "schema_from_wire",
+    "schema_id_of",
+    "version_from_bytes",
+    "version_to_bytes",
+]

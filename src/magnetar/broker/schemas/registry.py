@@ -1,0 +1,353 @@
+"""The schema registry: versioned schema histories keyed by schema id, in the metadata store.
+
+A schema id is what Pulsar keys schemas by: the topic name without its domain, of the
+partitioned parent (``tenant/ns/topic``), so every partition of a topic, and the persistent and
+non-persistent topics of one name, share one history. Versions count from 0. Each version is one
+row of the metadata key/value table (``schemas/<schema id>/<version, 12 digits>``, a JSON
+object), so histories survive restarts.
+
+Deleting a schema appends a *delete marker* version (Pulsar's soft delete): the topic has no
+schema from then on, and the next schema starts a fresh compatibility chain — versions before the
+marker are no longer served or checked against. A forced delete removes the whole history.
+
+Every method runs on the broker's event loop; the in-memory cache of each history is filled on
+first use and kept in step with every write.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from magnetar.protocol.enums import SchemaType as WireSchemaType
+from magnetar.protocol.topic_name import TopicName
+
+from .compatibility import (
+    IncompatibleSchemaError,
+    SchemaData,
+    Strategy,
+    check_compatible,
+    check_consumer_compatible,
+    same_schema,
+    split_key_value,
+    validate_schema,
+)
+
+if TYPE_CHECKING:
+    from magnetar.storage import MetadataStore
+
+__all__ = [
+    "SCHEMA_KEY_PREFIX",
+    "SchemaNotFoundError",
+    "SchemaRegistry",
+    "StoredSchema",
+    "schema_id_of",
+    "type_from_wire",
+    "type_to_wire",
+    "version_from_bytes",
+    "version_to_bytes",
+]
+
+log = logging.getLogger("magnetar.broker.schemas")
+
+SCHEMA_KEY_PREFIX = "schemas/"
+
+#: schema types that carry no schema (a producer or consumer of raw bytes)
+NO_SCHEMA_TYPES = frozenset({"NONE", "BYTES", "AUTO_CONSUME", "AUTO_PUBLISH", "AUTO"})
+
+
+class SchemaNotFoundError(KeyError):
+    """The topic has no schema (or not that version)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "schema not found"
+
+
+def schema_id_of(topic: TopicName | str) -> str:
+    """The schema id of a topic: ``tenant/ns/topic`` of its partitioned parent, without domain."""
+    tn = topic if isinstance(topic, TopicName) else TopicName.parse(topic)
+    parent = tn.partitioned_parent
+    return f"{parent.tenant}/{parent.namespace_part}/{parent.local_name}"
+
+
+def version_to_bytes(version: int) -> bytes:
+    """A schema version as it travels on the wire: 8 bytes, big endian."""
+    return struct.pack(">q", version)
+
+
+def version_from_bytes(data: bytes) -> int | None:
+    """The version in wire bytes; None when they are not 8 bytes."""
+    if len(data) != 8:
+        return None
+    return struct.unpack(">q", data)[0]
+
+
+def type_from_wire(value: int) -> str:
+    """Registry type name of a wire ``Schema.type`` (unknown values count as NONE)."""
+    try:
+        return WireSchemaType(value).name
+    except ValueError:
+        return "NONE"
+
+
+def type_to_wire(name: str) -> int:
+    """Wire ``Schema.type`` of a registry type name (BYTES and other non-wire types: None)."""
+    try:
+        return int(WireSchemaType[name])
+    except KeyError:
+        return int(WireSchemaType.NONE)
+
+
+@dataclass(frozen=True)
+class StoredSchema:
+    """One version of a schema history (a schema, or a delete marker)."""
+
+    schema_id: str
+    version: int
+    type: str
+    data: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+    #: when the version was stored, in milliseconds since the epoch
+    timestamp: int = 0
+    deleted: bool = False
+    user: str = ""
+
+    @property
+    def schema(self) -> SchemaData:
+        """The schema of this version."""
+        return SchemaData(self.type, self.data, self.properties)
+
+    @property
+    def version_bytes(self) -> bytes:
+        """The version on the wire."""
+        return version_to_bytes(self.version)
+
+    def to_json(self) -> bytes:
+        """The stored form."""
+        return json.dumps(
+            {
+                "type": self.type,
+                "data": base64.b64encode(self.data).decode("ascii"),
+                "properties": self.properties,
+                "timestamp": self.timestamp,
+                "deleted": self.deleted,
+                "user": self.user,
+            },
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def from_json(cls, schema_id: str, version: int, raw: bytes) -> StoredSchema:
+        """Read the stored form."""
+        obj = json.loads(raw)
+        return cls(
+            schema_id,
+            version,
+            str(obj.get("type", "NONE")),
+            base64.b64decode(obj.get("data", "")),
+            {str(k): str(v) for k, v in (obj.get("properties") or {}).items()},
+            int(obj.get("timestamp", 0)),
+            bool(obj.get("deleted", False)),
+            str(obj.get("user", "")),
+        )
+
+    def data_text(self) -> str:
+        """The definition as the admin API shows it ("data"): the text of the schema, and for
+        KEY_VALUE a JSON object ``{"key": ..., "value": ...}`` of the two components."""
+        if self.type == "KEY_VALUE":
+            try:
+                key, value = split_key_value(self.schema)
+            except IncompatibleSchemaError:
+                return self.data.decode("utf-8", "replace")
+
+            def component(s: SchemaData) -> Any:
+                text = s.data.decode("utf-8", "replace")
+                try:
+                    return json.loads(text)
+                except ValueError:
+                    return text
+
+            return json.dumps({"key": component(key), "value": component(value)})
+        return self.data.decode("utf-8", "replace")
+
+    def to_rest(self) -> dict[str, Any]:
+        """Pulsar's GetSchemaResponse: version, type, timestamp, data, properties."""
+        return {
+            "version": self.version,
+            "type": self.type,
+            "timestamp": self.timestamp,
+            "data": self.data_text(),
+            "properties": dict(self.properties),
+        }
+
+
+def _key(schema_id: str, version: int) -> str:
+    return f"{SCHEMA_KEY_PREFIX}{schema_id}/{version:012d}"
+
+
+class SchemaRegistry:
+    """Schema histories by schema id, persisted in a :class:`MetadataStore`."""
+
+    def __init__(self, metadata: MetadataStore, clock: Callable[[], float] = time.time) -> None:
+        self.metadata = metadata
+        self.clock = clock
+        self._cache: dict[str, list[StoredSchema]] = {}
+
+    # -- reading -------------------------------------------------------------------------
+    def history(self, schema_id: str) -> list[StoredSchema]:
+        """Every version, delete markers included, oldest first."""
+        cached = self._cache.get(schema_id)
+        if cached is None:
+            prefix = f"{SCHEMA_KEY_PREFIX}{schema_id}/"
+            cached = []
+            for key, raw in self.metadata.list_kv(prefix).items():
+                suffix = key[len(prefix) :]
+                if suffix.isdigit():
+                    cached.append(StoredSchema.from_json(schema_id, int(suffix), raw))
+            cached.sort(key=lambda s: s.version)
+            self._cache[schema_id] = cached
+        return list(cached)
+
+    def active(self, schema_id: str) -> list[StoredSchema]:
+        """The versions since the last delete marker (empty when the latest version is one)."""
+        history = self.history(schema_id)
+        for i in range(len(history) - 1, -1, -1):
+            if history[i].deleted:
+                return history[i + 1 :]
+        return history
+
+    def latest(self, schema_id: str) -> StoredSchema | None:
+        """The current schema, or None when there is none (never stored, or deleted)."""
+        history = self.history(schema_id)
+        if not history or history[-1].deleted:
+            return None
+        return history[-1]
+
+    def get(self, schema_id: str, version: int | None = None) -> StoredSchema | None:
+        """One version (the latest when ``version`` is None), or None.
+
+        As in Pulsar, versions before the last delete are no longer served.
+        """
+        if version is None:
+            return self.latest(schema_id)
+        for stored in self.active(schema_id):
+            if stored.version == version:
+                return stored
+        return None
+
+    def has_schema(self, schema_id: str) -> bool:
+        """Whether the id has a current schema."""
+        return self.latest(schema_id) is not None
+
+    def find_version(self, schema_id: str, schema: SchemaData) -> int | None:
+        """The version holding the same definition as ``schema`` (since the last delete)."""
+        for stored in self.active(schema_id):
+            if same_schema(stored.schema, schema):
+                return stored.version
+        return None
+
+    def schema_ids(self) -> list[str]:
+        """Every schema id with a stored history, sorted."""
+        ids = set()
+        for key in self.metadata.list_kv(SCHEMA_KEY_PREFIX):
+            schema_id, _, version = key[len(SCHEMA_KEY_PREFIX) :].rpartition("/")
+            if version.isdigit():
+                ids.add(schema_id)
+        return sorted(ids)
+
+    # -- checks --------------------------------------------------------------------------
+    def check_compatible(self, schema_id: str, schema: SchemaData, strategy: Strategy) -> None:
+        """IncompatibleSchemaError unless ``schema`` could be added under ``strategy``.
+
+        A schema equal to an existing version is compatible (it would reuse that version).
+        """
+        validate_schema(schema)
+        active = self.active(schema_id)
+        if any(same_schema(s.schema, schema) for s in active):
+            return
+        check_compatible(_labeled(active), schema, strategy)
+
+    def is_compatible(self, schema_id: str, schema: SchemaData, strategy: Strategy) -> tuple[bool, str]:
+        """(compatible?, reason when not) — for the admin API's compatibility test."""
+        try:
+            self.check_compatible(schema_id, schema, strategy)
+        except IncompatibleSchemaError as exc:
+            return False, str(exc)
+        return True, ""
+
+    def check_consumer(self, schema_id: str, schema: SchemaData, strategy: Strategy) -> None:
+        """IncompatibleSchemaError unless a consumer with ``schema`` can read the current schema.
+
+        SchemaNotFoundError when there is no current schema.
+        """
+        active = self.active(schema_id)
+        if not active:
+            raise SchemaNotFoundError(f"{schema_id} has no schema")
+        validate_schema(schema)
+        check_consumer_compatible(_labeled(active), schema, strategy)
+
+    # -- writing -------------------------------------------------------------------------
+    def put_if_absent(self, schema_id: str, schema: SchemaData, strategy: Strategy, user: str = "") -> int:
+        """The version of ``schema``: an existing one with the same definition, else a new
+        version after the compatibility check (IncompatibleSchemaError when it fails)."""
+        validate_schema(schema)
+        existing = self.find_version(schema_id, schema)
+        if existing is not None:
+            return existing
+        active = self.active(schema_id)
+        check_compatible(_labeled(active), schema, strategy)
+        return self._append(schema_id, schema.type, schema.data, dict(schema.properties), False, user)
+
+    def add_schema(
+        self, schema_id: str, schema: SchemaData, strategy: Strategy, allow_auto_update: bool = True, user: str = ""
+    ) -> int:
+        """What a producer's schema gets: :meth:`put_if_absent` when automatic updates are
+        allowed, else only an existing version (IncompatibleSchemaError otherwise)."""
+        if allow_auto_update:
+            return self.put_if_absent(schema_id, schema, strategy, user)
+        existing = self.find_version(schema_id, schema)
+        if existing is None:
+            raise IncompatibleSchemaError("Schema not found and schema auto updating is disabled.")
+        return existing
+
+    def delete(self, schema_id: str, user: str = "") -> int | None:
+        """Soft delete: append a delete marker and return its version (None when there was no
+        current schema, and nothing is written)."""
+        if self.latest(schema_id) is None:
+            return None
+        return self._append(schema_id, "NONE", b"", {}, True, user)
+
+    def delete_all(self, schema_id: str) -> bool:
+        """Forced delete: forget the whole history; versions start at 0 again afterwards.
+        Returns False when there was nothing stored."""
+        history = self.history(schema_id)
+        for stored in history:
+            self.metadata.delete_kv(_key(schema_id, stored.version))
+        self._cache.pop(schema_id, None)
+        return bool(history)
+
+    def _append(
+        self, schema_id: str, type_: str, data: bytes, properties: dict[str, str], deleted: bool, user: str
+    ) -> int:
+        history = self.history(schema_id)
+        version = history[-1].version + 1 if history else 0
+        stored = StoredSchema(
+            schema_id, version, type_, bytes(data), properties, int(self.clock() * 1000), deleted, user
+        )
+        self.metadata.put_kv(_key(schema_id, version), stored.to_json())
+        self._cache[schema_id] = [*history, stored]
+        if deleted:
+            log.info("schema of %s deleted (version %d)", schema_id, version)
+        else:
+            log.info("schema of %s: new version %d (%s)", schema_id, version, type_)
+        return version
+
+
+def _labeled(versions: list[StoredSchema]) -> list[tuple[str, SchemaData]]:
+    return [(f"version {s.version}", s.schema) for s in versions]

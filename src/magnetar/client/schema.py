@@ -1,0 +1,582 @@
+"""Schemas: how typed values become message payloads and what the broker is told about them.
+
+``BytesSchema`` (the default: payloads as they are, no schema sent), ``StringSchema`` (UTF-8),
+``JsonSchema`` and ``AvroSchema`` over records, and ``KeyValueSchema`` (a key and a value in one
+payload, INLINE encoding). A record is a dataclass (its Avro definition is derived from the
+type hints: str, int -> long, float -> double, bool, bytes, Optional[...], list[...],
+dict[str, ...], Enum subclasses and nested dataclasses), or None with an explicit Avro
+definition, values then being dicts. JSON and Avro schemas carry the Avro definition in the
+wire Schema's ``schema_data``, as every Pulsar client does; the Avro binary encoding is done
+here, without third-party libraries.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import json
+import struct
+import types
+import typing
+from typing import Any
+
+from magnetar.protocol.enums import SchemaType
+from magnetar.protocol.schema import KeyValue
+from magnetar.protocol.schema import Schema as WireSchema
+
+from .errors import InvalidConfiguration, PulsarError
+
+
+class SchemaSerializationError(PulsarError):
+    """A value does not fit its schema, or a payload does not decode with it."""
+
+
+class Schema:
+    """Base of schemas: ``encode`` a value to bytes, ``decode`` bytes to a value."""
+
+    schema_type: SchemaType = SchemaType.NONE
+    name = "BYTES"
+
+    def encode(self, value: Any) -> bytes:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def decode(self, data: bytes) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def definition(self) -> bytes:
+        """The ``schema_data`` sent to the broker."""
+        return b""
+
+    def properties(self) -> dict[str, str]:
+        """The schema's properties sent to the broker."""
+        return {}
+
+    def schema_info(self) -> Any:
+        """The wire Schema for PRODUCER / SUBSCRIBE, or None (bytes: no schema is sent)."""
+        if self.schema_type == SchemaType.NONE:
+            return None
+        info = WireSchema(name=self.name, schema_data=self.definition(), type=int(self.schema_type))
+        for k, v in sorted(self.properties().items()):
+            info.properties.append(KeyValue(key=k, value=v))
+        return info
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class BytesSchema(Schema):
+    """Payloads as they are (the default)."""
+
+    def encode(self, value: Any) -> bytes:
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise SchemaSerializationError(f"BytesSchema needs bytes, not {type(value).__name__}")
+        return bytes(value)
+
+    def decode(self, data: bytes) -> bytes:
+        return data
+
+
+class StringSchema(Schema):
+    """str values as UTF-8."""
+
+    schema_type = SchemaType.STRING
+    name = "STRING"
+
+    def encode(self, value: Any) -> bytes:
+        if not isinstance(value, str):
+            raise SchemaSerializationError(f"StringSchema needs str, not {type(value).__name__}")
+        return value.encode("utf-8")
+
+    def decode(self, data: bytes) -> str:
+        return data.decode("utf-8")
+
+
+# -- records and their Avro definitions ----------------------------------------------------------
+
+_PRIMITIVE_OF = {str: "string", int: "long", float: "double", bool: "boolean", bytes: "bytes", type(None): "null"}
+
+
+def avro_definition(record_cls: type) -> dict:
+    """The Avro record definition of a dataclass, derived from its type hints."""
+    return _avro_type(record_cls, set())  # type: ignore[return-value]
+
+
+def _avro_type(tp: Any, seen: set[str]) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        branches = []
+        args = typing.get_args(tp)
+        if type(None) in args:  # null first, so the default can be None
+            branches.append("null")
+        for arg in args:
+            if arg is not type(None):
+                branches.append(_avro_type(arg, seen))
+        return branches
+    if origin in (list, tuple, typing.Sequence) or tp in (list, tuple):
+        args = typing.get_args(tp)
+        return {"type": "array", "items": _avro_type(args[0] if args else str, seen)}
+    if origin is dict or tp is dict:
+        args = typing.get_args(tp)
+        if args and args[0] is not str:
+            raise InvalidConfiguration(f"Avro maps need str keys, not {args[0]!r}")
+        return {"type": "map", "values": _avro_type(args[1] if args else str, seen)}
+    if tp in _PRIMITIVE_OF:
+        return _PRIMITIVE_OF[tp]
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        if tp.__name__ in seen:
+            return tp.__name__
+        seen.add(tp.__name__)
+        return {"type": "enum", "name": tp.__name__, "symbols": [m.name for m in tp]}
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if tp.__name__ in seen:
+            return tp.__name__
+        seen.add(tp.__name__)
+        hints = typing.get_type_hints(tp)
+        fields = []
+        for f in dataclasses.fields(tp):
+            entry: dict[str, Any] = {"name": f.name, "type": _avro_type(hints[f.name], seen)}
+            if f.default is not dataclasses.MISSING and _json_default(f.default):
+                entry["default"] = f.default.name if isinstance(f.default, enum.Enum) else f.default
+            fields.append(entry)
+        return {"type": "record", "name": tp.__name__, "fields": fields}
+    raise InvalidConfiguration(f"no Avro type for {tp!r}: use str, int, float, bool, bytes, Optional, list, dict, Enum or dataclasses")
+
+
+def _json_default(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool, enum.Enum))
+
+
+def _to_plain(value: Any) -> Any:
+    """A record (dataclass) as dicts and lists; enums by name."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_plain(v) for k, v in value.items()}
+    return value
+
+
+def _from_plain(tp: Any, value: Any) -> Any:
+    """Rebuild a typed value (dataclasses, enums) from dicts and lists."""
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(tp):
+            if arg is type(None):
+                continue
+            try:
+                return _from_plain(arg, value)
+            except (TypeError, ValueError, KeyError):
+                continue
+        return value
+    if origin in (list, tuple, typing.Sequence):
+        (item,) = typing.get_args(tp)[:1] or (Any,)
+        return [_from_plain(item, v) for v in value]
+    if origin is dict:
+        args = typing.get_args(tp)
+        return {k: _from_plain(args[1] if args else Any, v) for k, v in value.items()}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return value if isinstance(value, tp) else tp[value]
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(value, dict):
+            raise TypeError(f"{tp.__name__} from {type(value).__name__}")
+        hints = typing.get_type_hints(tp)
+        kwargs = {f.name: _from_plain(hints[f.name], value[f.name]) for f in dataclasses.fields(tp) if f.name in value}
+        return tp(**kwargs)
+    if tp is bytes and isinstance(value, str):
+        return base64.b64decode(value)
+    return value
+
+
+class _RecordSchema(Schema):
+    """Common part of JSON and Avro schemas: a record class or an explicit definition."""
+
+    def __init__(self, record_cls: type | None = None, definition: dict | str | None = None) -> None:
+        if record_cls is None and definition is None:
+            raise InvalidConfiguration(f"{type(self).__name__} needs a record class (a dataclass) or an Avro definition")
+        if record_cls is not None and not dataclasses.is_dataclass(record_cls):
+            raise InvalidConfiguration(f"{type(self).__name__}: {record_cls!r} is not a dataclass")
+        self.record_cls = record_cls
+        if isinstance(definition, str):
+            definition = json.loads(definition)
+        self.avro = definition if definition is not None else avro_definition(record_cls)  # type: ignore[arg-type]
+        self.name = self.avro.get("name", "record") if isinstance(self.avro, dict) else "record"
+        self._definition = json.dumps(self.avro, separators=(",", ":")).encode()
+
+    def definition(self) -> bytes:
+        return self._definition
+
+    def _check(self, value: Any) -> Any:
+        if self.record_cls is not None and not isinstance(value, self.record_cls):
+            raise SchemaSerializationError(
+                f"{type(self).__name__} of {self.record_cls.__name__} cannot encode a {type(value).__name__}"
+            )
+        return _to_plain(value)
+
+    def _typed(self, plain: Any) -> Any:
+        return plain if self.record_cls is None else _from_plain(self.record_cls, plain)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.record_cls.__name__ if self.record_cls else self.name})"
+
+
+class JsonSchema(_RecordSchema):
+    """Records as JSON objects (bytes fields in base64, enums by name)."""
+
+    schema_type = SchemaType.JSON
+
+    def encode(self, value: Any) -> bytes:
+        plain = self._check(value)
+        return json.dumps(plain, separators=(",", ":"), default=_json_bytes).encode()
+
+    def decode(self, data: bytes) -> Any:
+        try:
+            return self._typed(json.loads(data))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise SchemaSerializationError(f"payload does not decode as {self!r}: {exc}") from None
+
+
+def _json_bytes(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+class AvroSchema(_RecordSchema):
+    """Records in the Avro binary encoding."""
+
+    schema_type = SchemaType.AVRO
+
+    def __init__(self, record_cls: type | None = None, definition: dict | str | None = None) -> None:
+        super().__init__(record_cls, definition)
+        self._codec = AvroCodec(self.avro)
+
+    def encode(self, value: Any) -> bytes:
+        return self._codec.encode(self._check(value))
+
+    def decode(self, data: bytes) -> Any:
+        return self._typed(self._codec.decode(data))
+
+
+class KeyValueEncodingType(enum.IntEnum):
+    """Where a KeyValueSchema puts the key: in the payload (INLINE) or the message key (SEPARATED)."""
+
+    INLINE = 0
+    SEPARATED = 1
+
+
+class KeyValueSchema(Schema):
+    """(key, value) tuples in one payload: ``[i32 key size][key][i32 value size][value]`` (INLINE)."""
+
+    schema_type = SchemaType.KEY_VALUE
+    name = "KeyValue"
+    _I32 = struct.Struct(">i")
+
+    def __init__(self, key_schema: Schema, value_schema: Schema, encoding: KeyValueEncodingType = KeyValueEncodingType.INLINE) -> None:
+        if encoding != KeyValueEncodingType.INLINE:
+            raise InvalidConfiguration("KeyValueSchema: only the INLINE encoding is supported")
+        self.key_schema = key_schema
+        self.value_schema = value_schema
+        self.encoding = encoding
+
+    def encode(self, value: Any) -> bytes:
+        try:
+            key, val = value
+        except (TypeError, ValueError):
+            raise SchemaSerializationError(f"KeyValueSchema needs a (key, value) pair, not {type(value).__name__}") from None
+        out = []
+        for schema, part in ((self.key_schema, key), (self.value_schema, val)):
+            if part is None:
+                out.append(self._I32.pack(-1))
+            else:
+                data = schema.encode(part)
+                out.append(self._I32.pack(len(data)) + data)
+        return b"".join(out)
+
+    def decode(self, data: bytes) -> tuple[Any, Any]:
+        view = memoryview(data)
+        parts = []
+        pos = 0
+        for schema in (self.key_schema, self.value_schema):
+            if len(view) - pos < 4:
+                raise SchemaSerializationError("truncated KeyValue payload")
+            (size,) = self._I32.unpack_from(view, pos)
+            pos += 4
+            if size < 0:
+                parts.append(None)
+                continue
+            if size > len(view) - pos:
+                raise SchemaSerializationError("KeyValue payload part overruns the payload")
+            parts.append(schema.decode(bytes(view[pos : pos + size])))
+            pos += size
+        return parts[0], parts[1]
+
+    def definition(self) -> bytes:
+        key = self.key_schema.definition()
+        value = self.value_schema.definition()
+        return self._I32.pack(len(key)) + key + self._I32.pack(len(value)) + value
+
+    def properties(self) -> dict[str, str]:
+        props = {"kv.encoding.type": self.encoding.name}
+        for prefix, schema in (("key", self.key_schema), ("value", self.value_schema)):
+            kind = "BYTES" if schema.schema_type == SchemaType.NONE else schema.schema_type.name
+            props[f"{prefix}.schema.name"] = schema.name
+            props[f"{prefix}.schema.type"] = kind
+            props[f"{prefix}.schema.properties"] = json.dumps(schema.properties())
+        return props
+
+    def __repr__(self) -> str:
+        return f"KeyValueSchema({self.key_schema!r}, {self.value_schema!r})"
+
+
+# -- Avro binary encoding ------------------------------------------------------------------------
+
+_FLOAT = struct.Struct("<f")
+_DOUBLE = struct.Struct("<d")
+
+
+class AvroCodec:
+    """Encoder and decoder of the Avro binary encoding for one (parsed) schema."""
+
+    def __init__(self, schema: Any) -> None:
+        self.named: dict[str, Any] = {}
+        self.schema = self._resolve(schema, None)
+
+    # schemas: names are resolved into the tree (recursive types become cycles through dicts)
+    def _resolve(self, s: Any, namespace: str | None) -> Any:
+        if isinstance(s, str):
+            if s in ("null", "boolean", "int", "long", "float", "double", "bytes", "string"):
+                return s
+            full = s if "." in s or not namespace else f"{namespace}.{s}"
+            target = self.named.get(full) or self.named.get(s)
+            if target is None:
+                raise InvalidConfiguration(f"Avro schema: unknown type {s!r}")
+            return target
+        if isinstance(s, list):
+            return {"type": "union", "branches": [self._resolve(b, namespace) for b in s]}
+        if not isinstance(s, dict) or "type" not in s:
+            raise InvalidConfiguration(f"Avro schema: invalid type {s!r}")
+        kind = s["type"]
+        if kind in ("record", "error", "enum", "fixed"):
+            ns = s.get("namespace", namespace)
+            name = s["name"]
+            full = name if "." in name or not ns else f"{ns}.{name}"
+            node: dict[str, Any] = {"type": kind, "name": full}
+            self.named[full] = node
+            self.named.setdefault(name.rsplit(".", 1)[-1], node)
+            if kind == "enum":
+                node["symbols"] = list(s["symbols"])
+                node["index"] = {sym: i for i, sym in enumerate(node["symbols"])}
+            elif kind == "fixed":
+                node["size"] = int(s["size"])
+            else:
+                node["fields"] = [(f["name"], self._resolve(f["type"], ns), f.get("default", _NO_DEFAULT)) for f in s["fields"]]
+            return node
+        if kind == "array":
+            return {"type": "array", "items": self._resolve(s["items"], namespace)}
+        if kind == "map":
+            return {"type": "map", "values": self._resolve(s["values"], namespace)}
+        return self._resolve(kind, namespace)  # {"type": "string", "logicalType": ...}
+
+    # encoding
+    def encode(self, value: Any) -> bytes:
+        out = bytearray()
+        try:
+            self._write(self.schema, value, out)
+        except (TypeError, ValueError, KeyError, struct.error) as exc:
+            raise SchemaSerializationError(f"value does not fit the Avro schema: {exc}") from None
+        return bytes(out)
+
+    def _write(self, s: Any, v: Any, out: bytearray) -> None:
+        if isinstance(s, str):
+            if s == "null":
+                if v is not None:
+                    raise TypeError(f"null expected, got {type(v).__name__}")
+            elif s == "boolean":
+                out.append(1 if v else 0)
+            elif s in ("int", "long"):
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise TypeError(f"{s} expected, got {type(v).__name__}")
+                _write_long(v, out)
+            elif s == "float":
+                out += _FLOAT.pack(v)
+            elif s == "double":
+                out += _DOUBLE.pack(v)
+            elif s == "bytes":
+                _write_long(len(v), out)
+                out += v
+            else:  # string
+                data = v.encode("utf-8")
+                _write_long(len(data), out)
+                out += data
+            return
+        kind = s["type"]
+        if kind == "record":
+            if not isinstance(v, dict):
+                raise TypeError(f"record {s['name']} expected, got {type(v).__name__}")
+            for name, ftype, default in s["fields"]:
+                if name in v:
+                    self._write(ftype, v[name], out)
+                elif default is not _NO_DEFAULT:
+                    self._write(ftype, default, out)
+                else:
+                    raise KeyError(f"field {name!r} of {s['name']} is missing")
+        elif kind == "union":
+            index = self._branch(s["branches"], v)
+            _write_long(index, out)
+            self._write(s["branches"][index], v, out)
+        elif kind == "array":
+            if v:
+                _write_long(len(v), out)
+                for item in v:
+                    self._write(s["items"], item, out)
+            out.append(0)
+        elif kind == "map":
+            if v:
+                _write_long(len(v), out)
+                for key, item in v.items():
+                    self._write("string", key, out)
+                    self._write(s["values"], item, out)
+            out.append(0)
+        elif kind == "enum":
+            _write_long(s["index"][v], out)
+        elif kind == "fixed":
+            if len(v) != s["size"]:
+                raise ValueError(f"fixed {s['name']} needs {s['size']} bytes, got {len(v)}")
+            out += v
+
+    def _branch(self, branches: list, v: Any) -> int:
+        for i, b in enumerate(branches):
+            if _matches(b, v):
+                return i
+        raise TypeError(f"no branch of the union fits a {type(v).__name__}")
+
+    # decoding
+    def decode(self, data: bytes) -> Any:
+        try:
+            value, pos = self._read(self.schema, memoryview(data), 0)
+        except (IndexError, ValueError, UnicodeDecodeError, struct.error) as exc:
+            raise SchemaSerializationError(f"payload does not decode with the Avro schema: {exc}") from None
+        if pos != len(data):
+            raise SchemaSerializationError(f"{len(data) - pos} bytes left after the Avro value")
+        return value
+
+    def _read(self, s: Any, buf: memoryview, pos: int) -> tuple[Any, int]:
+        if isinstance(s, str):
+            if s == "null":
+                return None, pos
+            if s == "boolean":
+                return buf[pos] != 0, pos + 1
+            if s in ("int", "long"):
+                return _read_long(buf, pos)
+            if s == "float":
+                return _FLOAT.unpack_from(buf, pos)[0], pos + 4
+            if s == "double":
+                return _DOUBLE.unpack_from(buf, pos)[0], pos + 8
+            size, pos = _read_long(buf, pos)
+            if size < 0 or pos + size > len(buf):
+                raise ValueError("length overruns the payload")
+            raw = bytes(buf[pos : pos + size])
+            return (raw if s == "bytes" else raw.decode("utf-8")), pos + size
+        kind = s["type"]
+        if kind == "record":
+            rec = {}
+            for name, ftype, _ in s["fields"]:
+                rec[name], pos = self._read(ftype, buf, pos)
+            return rec, pos
+        if kind == "union":
+            index, pos = _read_long(buf, pos)
+            return self._read(s["branches"][index], buf, pos)
+        if kind in ("array", "map"):
+            items: Any = [] if kind == "array" else {}
+            while True:
+                count, pos = _read_long(buf, pos)
+                if count == 0:
+                    return items, pos
+                if count < 0:
+                    count = -count
+                    _, pos = _read_long(buf, pos)  # block size in bytes
+                for _ in range(count):
+                    if kind == "array":
+                        item, pos = self._read(s["items"], buf, pos)
+                        items.append(item)
+                    else:
+                        key, pos = self._read("string", buf, pos)
+                        items[key], pos = self._read(s["values"], buf, pos)
+        if kind == "enum":
+            index, pos = _read_long(buf, pos)
+            return s["symbols"][index], pos
+        size = s["size"]  # fixed
+        return bytes(buf[pos : pos + size]), pos + size
+
+
+_NO_DEFAULT = object()
+
+
+def _matches(s: Any, v: Any) -> bool:
+    if isinstance(s, str):
+        return {
+            "null": v is None,
+            "boolean": isinstance(v, bool),
+            "int": isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31,
+            "long": isinstance(v, int) and not isinstance(v, bool),
+            "float": isinstance(v, (float, int)) and not isinstance(v, bool),
+            "double": isinstance(v, (float, int)) and not isinstance(v, bool),
+            "bytes": isinstance(v, (bytes, bytearray)),
+            "string": isinstance(v, str),
+        }[s]
+    kind = s["type"]
+    if kind == "record":
+        return isinstance(v, dict) and all(name in v or d is not _NO_DEFAULT for name, _, d in s["fields"])
+    if kind == "enum":
+        return isinstance(v, str) and v in s["index"]
+    if kind == "array":
+        return isinstance(v, (list, tuple))
+    if kind == "map":
+        return isinstance(v, dict)
+    if kind == "fixed":
+        return isinstance(v, (bytes, bytearray)) and len(v) == s["size"]
+    return False
+
+
+def _write_long(n: int, out: bytearray) -> None:
+    z = (n << 1) ^ (n >> 63)
+    z &= (1 << 64) - 1
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+
+
+def _read_long(buf: memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    z = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        z |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+    return (z >> 1) ^ -(z & 1), pos
+
+
+__all__ = [
+    "AvroCodec",
+    "AvroSchema",
+    "BytesSchema",
+    "JsonSchema",
+    "KeyValueEncodingType",
+    "KeyValueSchema",
+    "Schema",
+    "SchemaSerializationError",
+    "StringSchema",
+    "avro_definition",
+]

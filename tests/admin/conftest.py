@@ -10,7 +10,7 @@ import pytest
 
 from magnetar.testing import BrokerProcess
 
-from .http import Http
+from .admin_http import Http
 
 
 @pytest.fixture(scope="package")

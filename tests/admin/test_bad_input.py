@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .http import Http
+from .admin_http import Http
 
 P = "/admin/v2/persistent/public/default"
 

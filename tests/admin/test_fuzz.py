@@ -53,7 +53,7 @@ def test_no_server_errors(fuzz_broker: BrokerProcess) -> None:
 # -- bodies: arbitrary JSON and bytes to the main routes, with valid names in the path ------------
 from hypothesis import strategies as st  # noqa: E402
 
-from .http import Http  # noqa: E402
+from .admin_http import Http  # noqa: E402
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),

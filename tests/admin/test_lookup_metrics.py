@@ -7,8 +7,8 @@ import time
 
 import pulsar
 
+from .admin_http import Http
 from .helpers import wait_until
-from .http import Http
 
 
 def test_official_client_over_http_service_url(http: Http, broker, client_factory, name: str) -> None:
@@ -54,7 +54,7 @@ def test_auto_created_partitioned_topic_via_http_metadata(http: Http, name: str)
     http.delete(f"/admin/v2/namespaces/{ns}?force=true")
 
 
-def test_schema_routes_answer_not_found(http: Http, name: str) -> None:
+def test_schema_routes_answer_not_found_for_a_topic_without_schema(http: Http, name: str) -> None:
     r = http.get(f"/admin/v2/schemas/public/default/{name}/schema")
     assert (r.status, r.reason) == (404, "Schema not found")
     r = http.get(f"/admin/v2/schemas/public/default/{name}/schema/0")

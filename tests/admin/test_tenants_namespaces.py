@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from .http import Http
+from .admin_http import Http
 
 
 def _t() -> str:

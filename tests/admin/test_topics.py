@@ -6,11 +6,13 @@ import threading
 import time
 
 import pulsar
+import pytest
 
 from magnetar.protocol.batch import decode_batch
+from magnetar.testing import BrokerProcess
 
+from .admin_http import Http
 from .helpers import wait_until
-from .http import Http
 
 NS = "public/default"
 
@@ -376,10 +378,29 @@ def test_peek_and_examine(http: Http, client: pulsar.Client, name: str) -> None:
     assert messages[0][1] == b"b0" * 20
 
 
-def test_terminate_and_compaction(http: Http, name: str) -> None:
+def test_terminate_refuses_further_messages(http: Http, name: str, broker: BrokerProcess) -> None:
+    client = pulsar.Client(broker.service_url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producer = client.create_producer(name)
+        producer.send(b"a")
+        last = producer.send(b"b")
+        r = http.post(_path(name) + "/terminate")
+        assert r.status == 200
+        assert r.json() == {"ledgerId": last.ledger_id(), "entryId": last.entry_id(), "partitionIndex": -1}
+        with pytest.raises((pulsar.TopicTerminated, pulsar.AlreadyClosed)):
+            producer.send(b"c")
+        with pytest.raises(pulsar.TopicTerminated):
+            client.create_producer(name)
+        reader = client.create_reader(name, pulsar.MessageId.earliest)
+        assert [reader.read_next(5000).data() for _ in range(2)] == [b"a", b"b"]
+        assert not reader.has_message_available()
+    finally:
+        client.close()
+    assert http.post(_path(name + "-missing") + "/terminate").status == 404
+
+
+def test_compaction_trigger_and_status(http: Http, name: str) -> None:
     http.put(_path(name))
-    r = http.post(_path(name) + "/terminate")
-    assert r.status == 501 and r.reason
     assert http.get(_path(name) + "/compaction").json() == {"status": "NOT_RUN", "lastError": ""}
     assert http.put(_path(name) + "/compaction").status == 204
     assert http.get(_path(name) + "/compaction").json()["status"] in ("RUNNING", "SUCCESS")  # empty: quick

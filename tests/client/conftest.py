@@ -129,3 +129,38 @@ def dedicated_broker(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
     yield start
     for proc in procs:
         proc.stop()
+
+
+class ThreadedFake:
+    """A FakeBroker on its own loop thread, for tests of the sync facade."""
+
+    def __init__(self) -> None:
+        import threading
+
+        from .fakebroker import FakeBroker
+
+        self.loop = asyncio.new_event_loop()
+        self.fake = self.loop.run_until_complete(FakeBroker().start())
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` on the fake broker's loop and return its result."""
+
+        async def do() -> Any:
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(do(), self.loop).result(10)
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.fake.stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+
+@pytest.fixture
+def threaded_fake() -> Iterator[ThreadedFake]:
+    """A fake broker in a background thread (request it before client_factory: it outlives the clients)."""
+    fake = ThreadedFake()
+    yield fake
+    fake.stop()

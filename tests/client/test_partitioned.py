@@ -77,7 +77,7 @@ def test_round_robin_switches_at_batch_boundaries() -> None:
             assert set(picks) == {first}
             assert producer.partition_for(b"x", {}) == (first + 1) % 4
             # the publish delay (10 ms) closes a window as well
-            clock.now += 0.009
+            clock.now += 0.0095
             assert producer.partition_for(b"x", {}) == (first + 1) % 4
             clock.now += 0.001
             start = producer.partition_for(b"k" * 1024, {})

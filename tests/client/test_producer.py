@@ -27,7 +27,7 @@ from magnetar.client import (
 from magnetar.protocol.batch import open_entry
 from magnetar.protocol.enums import CommandType
 
-from .conftest import RECEIVE_MS, run
+from .conftest import RECEIVE_MS, ThreadedFake, run
 from .fakebroker import FakeBroker, entry_metadata, entry_payload
 
 
@@ -241,34 +241,25 @@ def test_null_values_and_type_errors() -> None:
     run(main())
 
 
-def test_sync_send_async_callbacks_and_queue_full(client_factory) -> None:  # noqa: ANN001
-    async def start() -> FakeBroker:
-        return await FakeBroker().start()
-
-    loop = asyncio.new_event_loop()
-    fake = loop.run_until_complete(start())
-    import threading
-
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        fake.answer_sends = False
-        client: Client = client_factory(fake.url, operation_timeout_seconds=1)
-        producer = client.create_producer("t", max_pending_messages=2, batching_enabled=False, send_timeout_millis=500)
-        results: list = []
-        producer.send_async(b"1", lambda e, m: results.append(e))
-        producer.send_async(b"2", lambda e, m: results.append(e))
-        producer.send_async(b"3", lambda e, m: results.append(e))  # no room: the callback says so at once
-        assert len(results) == 1 and isinstance(results[0], ProducerQueueIsFull)
-        with pytest.raises(ProducerQueueIsFull):
-            producer.send_async(b"4", None)
-        deadline = time.monotonic() + 5
-        while len(results) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert [type(r) for r in results] == [ProducerQueueIsFull, Timeout, Timeout]
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+def test_sync_send_async_callbacks_and_queue_full(threaded_fake: ThreadedFake, client_factory) -> None:  # noqa: ANN001
+    fake = threaded_fake.fake
+    fake.answer_sends = False
+    client: Client = client_factory(fake.url, operation_timeout_seconds=1)
+    producer = client.create_producer("t", max_pending_messages=2, batching_enabled=False, send_timeout_millis=500)
+    results: list = []
+    producer.send_async(b"1", lambda e, m: results.append(e))
+    producer.send_async(b"2", lambda e, m: results.append(e))
+    producer.send_async(b"3", lambda e, m: results.append(e))  # no room: the callback says so at once
+    assert len(results) == 1 and isinstance(results[0], ProducerQueueIsFull)
+    with pytest.raises(ProducerQueueIsFull):
+        producer.send_async(b"4", None)
+    deadline = time.monotonic() + 5
+    while len(results) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [type(r) for r in results] == [ProducerQueueIsFull, Timeout, Timeout]
+    # room again after the timeouts
+    fake.answer_sends = True
+    assert producer.send(b"5").entry_id >= 0
 
 
 def test_producer_names_and_access_modes_on_the_broker(client: Client, client2: Client, topic: str) -> None:

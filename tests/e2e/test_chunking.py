@@ -90,7 +90,7 @@ def test_interleaved_chunked_messages_from_two_producers(
         }
         results: dict[str, object] = {}
 
-        def sent(key: str):  # noqa: ANN202
+        def sent(key: str, results: dict[str, object] = results):  # noqa: ANN202
             return lambda res, msg_id: results.__setitem__(key, res)
 
         # both clients' chunks pile up in the sockets while the broker is paused; resumed, it
@@ -123,7 +123,9 @@ def test_interleaved_chunked_messages_from_two_producers(
         assert order.index("b0") < order.index("b1")
         assert_nothing_more(consumer, QUIET_MS // 2)
         interleaved = any(
-            spans[a][0] < spans[b][1] and spans[b][0] < spans[a][1] for a in ("a0", "a1") for b in ("b0", "b1")
+            spans[a][0] < spans[b][1] and spans[b][0] < spans[a][1]
+            for a in ("a0", "a1")
+            for b in ("b0", "b1")
         )
         if interleaved:
             break

@@ -125,7 +125,9 @@ def test_without_dedup_duplicates_are_stored(client: pulsar.Client, dedup_topic:
     producer = client.create_producer(dedup_topic, producer_name=PRODUCER)
     _send(producer, range(1, 6))
     _send(producer, range(1, 6), prefix="dup")
-    assert _read_all(client, dedup_topic) == _expected(range(1, 6)) + [f"dup-{seq}".encode() for seq in range(1, 6)]
+    assert _read_all(client, dedup_topic) == _expected(range(1, 6)) + [
+        f"dup-{seq}".encode() for seq in range(1, 6)
+    ]
     producer.close()
     again = client.create_producer(dedup_topic, producer_name=PRODUCER)
     assert again.last_sequence_id() == -1

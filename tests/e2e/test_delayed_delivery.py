@@ -46,7 +46,7 @@ def test_shared_holds_delayed_messages_while_others_flow(
     # the non-delayed messages published after the delayed ones flow at once
     got = [_receive(consumer) for _ in now_msgs]
     assert [p for p, _ in got] == now_msgs
-    assert got[-1][1] - sent_after < 1500, "non-delayed messages were held back"
+    assert got[-1][1] - sent_after < 2000, "non-delayed messages were held back until the delayed one was due"
 
     payload, at = _receive(consumer)
     assert payload == b"after-2s"
@@ -70,7 +70,7 @@ def test_shared_delayed_message_in_the_past_is_delivered_at_once(
     producer.send(b"plain")
     got = [_receive(consumer) for _ in range(2)]
     assert [p for p, _ in got] == [b"past", b"plain"]
-    assert got[-1][1] - start < 1000
+    assert got[-1][1] - start < 3000
     assert_nothing_more(consumer, QUIET_MS // 2)
 
 
@@ -81,7 +81,7 @@ def _assert_delivered_at_once(consumer: pulsar.Consumer, producer: pulsar.Produc
     producer.send(b"plain")
     got = [_receive(consumer, 5000) for _ in range(3)]
     assert [p for p, _ in got] == [b"delayed-10s", b"delayed-at", b"plain"]
-    assert got[-1][1] - start < 1500, "delayed messages were held back"
+    assert got[-1][1] - start < 5000, "delayed messages were held back"
     assert_nothing_more(consumer, QUIET_MS // 2)
 
 

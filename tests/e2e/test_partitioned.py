@@ -71,7 +71,9 @@ def test_round_robin_spreads_over_all_partitions(
 ) -> None:
     consumer = pclient.subscribe(ptopic, "all")
     producer = pclient2.create_producer(
-        ptopic, batching_enabled=False, message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution
+        ptopic,
+        batching_enabled=False,
+        message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution,
     )
     n = 40
     expected = [f"rr-{i}".encode() for i in range(n)]
@@ -79,7 +81,9 @@ def test_round_robin_spreads_over_all_partitions(
         producer.send(payload)
     by_partition = _receive_by_partition(consumer, n)
     assert sorted(by_partition) == _partition_names(ptopic)
-    assert {name: len(msgs) for name, msgs in by_partition.items()} == dict.fromkeys(_partition_names(ptopic), n // 4)
+    assert {name: len(msgs) for name, msgs in by_partition.items()} == dict.fromkeys(
+        _partition_names(ptopic), n // 4
+    )
     assert sorted(p for msgs in by_partition.values() for p in msgs) == sorted(expected)
     # each partition keeps publish order
     for msgs in by_partition.values():
@@ -143,7 +147,9 @@ def test_consumer_of_one_partition_sees_only_that_partition(
     everything = pclient.subscribe(ptopic, "all")
     only_two = pclient2.subscribe(f"{ptopic}-partition-2", "one")
     producer = pclient2.create_producer(
-        ptopic, batching_enabled=False, message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution
+        ptopic,
+        batching_enabled=False,
+        message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution,
     )
     n = 20
     for i in range(n):
@@ -166,7 +172,9 @@ def test_message_ids_carry_the_partition_index(
 ) -> None:
     consumer = pclient.subscribe(ptopic, "all")
     producer = pclient2.create_producer(
-        ptopic, batching_enabled=False, message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution
+        ptopic,
+        batching_enabled=False,
+        message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution,
     )
     sent = {}
     for i in range(8):

@@ -18,7 +18,15 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from magnetar import __version__
 from magnetar.broker.admin import admin_for
 
-from . import metrics, routes_clusters, routes_lookup, routes_namespaces, routes_tenants, routes_topics
+from . import (
+    metrics,
+    routes_clusters,
+    routes_lookup,
+    routes_namespaces,
+    routes_schemas,
+    routes_tenants,
+    routes_topics,
+)
 from .errors import install_error_handlers
 
 if TYPE_CHECKING:
@@ -61,6 +69,7 @@ def create_app(service: BrokerService) -> FastAPI:
     app.include_router(routes_tenants.router(admin))
     app.include_router(routes_namespaces.router(admin))
     app.include_router(routes_lookup.router(admin))
+    app.include_router(routes_schemas.router(admin))
     for domain in ("persistent", "non-persistent"):
         app.include_router(routes_topics.router(admin, domain))
     return app

@@ -234,10 +234,9 @@ def router(admin: BrokerAdmin, domain: str) -> APIRouter:
         return entry_response(admin.examine(name(tenant, namespace, topic), initialPosition, messagePosition))
 
     # -- terminate, compaction -------------------------------------------------------------
-    @r.post(T + "/terminate", summary="Terminate a topic (not supported yet: 501)")
+    @r.post(T + "/terminate", summary="Terminate a topic: no more messages are accepted")
     async def terminate(tenant: str, namespace: str, topic: str) -> dict:
-        admin.terminate(name(tenant, namespace, topic))
-        return {}
+        return admin.terminate(name(tenant, namespace, topic))
 
     @r.put(T + "/compaction", status_code=204, summary="Start compacting the topic (409 while a compaction runs)")
     async def compact(tenant: str, namespace: str, topic: str) -> Response:

@@ -1017,19 +1017,30 @@ class BrokerAdmin:
     # ====================================================================================
     # terminate, compaction
     # ====================================================================================
-    def terminate(self, tn: TopicName) -> None:
+    def terminate(self, tn: TopicName) -> dict[str, Any]:
+        """Terminate a topic: no more messages are accepted. Returns the last message id."""
+        self._persistent_only(tn, "Termination")
         self._existing(tn)
-        raise AdminError(501, "Terminating a topic is not supported by this broker yet")
+        if self.partitions_of(tn):
+            raise AdminError(405, "Termination of a partitioned topic is not allowed: terminate its partitions")
+        try:
+            ledger_id, entry_id = self.service.terminate_topic(tn)
+        except BrokerError as exc:
+            raise from_broker_error(exc) from None
+        return {"ledgerId": ledger_id, "entryId": entry_id, "partitionIndex": -1}
 
     def trigger_compaction(self, tn: TopicName) -> None:
         """Start compacting a topic in the background; its progress shows in compaction_status."""
         self._persistent_only(tn, "Compaction")
         self._existing(tn)
-        if str(tn) in self.service.compactor.running:
+        # a partitioned topic: each existing partition is compacted (and reports its own status)
+        targets = [p for p in self._partitions(tn) if self.topic_exists(p)] if self.partitions_of(tn) else [tn]
+        if any(str(t) in self.service.compactor.running for t in targets):
             raise AdminError(409, "Compaction already in progress")
         self.metadata.put_kv(COMPACTION_PREFIX + str(tn), json.dumps({"requestedAt": time.time()}).encode())
         try:
-            self.service.trigger_compaction(tn)
+            for target in targets:
+                self.service.trigger_compaction(target)
         except BrokerError as exc:
             raise from_broker_error(exc) from None
 

@@ -69,6 +69,8 @@ class GroupCommitter:
         self.rounds += 1
         results, elapsed = fut.result()
         self.sync_seconds_total += elapsed
+        if callable(self.on_round):
+            self.on_round(elapsed)
         for topic, outcome in zip(topics, results, strict=True):
             if topic.closed:
                 continue

@@ -677,10 +677,12 @@ class Compactor:
             async for chunk in self._input(topic, previous, start, horizon):
                 await loop.run_in_executor(self._executor, _write_chunk, writer, chunk, scan.latest, hook)
             await loop.run_in_executor(self._executor, writer.finish, horizon)
+            view = await loop.run_in_executor(
+                self._executor, CompactedView.open, directory, topic.ledger_id, horizon
+            )
             self._check_alive(topic)
             if topic.compacted is not previous:
                 raise StorageError(f"the compacted view of {topic.name} changed during its compaction")
-            view = CompactedView.open(directory, topic.ledger_id, horizon)
             # the switch: one metadata transaction; a crash before it keeps the old view
             self._metadata.put_kv(
                 POINTER_PREFIX + topic.name, json.dumps({"dir": number, "horizon": horizon}).encode()

@@ -249,6 +249,12 @@ class ServerConnection(asyncio.Protocol):
         m.consumer_id = consumer_id
         m.message_id.ledger_id = ledger_id
         m.message_id.entry_id = entry.entry_id
+        consumer = self.consumers.get(consumer_id)
+        if consumer is not None:
+            # as Pulsar does: a partition's messages carry its index (clients expose it in ids)
+            partition = consumer.subscription.topic.topic_name.partition_index
+            if partition >= 0:
+                m.message_id.partition = partition
         if redelivery_count:
             m.redelivery_count = redelivery_count
         if ack_set:

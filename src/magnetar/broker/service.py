@@ -42,6 +42,10 @@ def _dedup_key(topic: str) -> str:
     return f"dedup/{topic}"
 
 
+def _terminated_key(topic: str) -> str:
+    return f"terminated/{topic}"
+
+
 class BrokerService:
     """Everything a standalone broker holds, independent of listeners and sockets."""
 
@@ -229,10 +233,20 @@ class BrokerService:
         else:
             topic.restore_sequence_ids({}, -1)
         self.apply_policies(topic)
+        topic.terminated = self.metadata.get_kv(_terminated_key(name)) is not None
         self.compactor.load(topic)
         self.topics[name] = topic
         log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger_id, ledger.first_entry_id, ledger.last_entry_id)
         return topic
+
+    def terminate_topic(self, topic_name: TopicName) -> tuple[int, int]:
+        """Terminate a persistent topic for good; returns its last (ledger id, entry id)."""
+        topic = self.get_topic(topic_name, create=False)
+        if topic.ledger is None:
+            raise BrokerError(ServerError.NotAllowedError, f"{topic_name} is non-persistent: it cannot be terminated")
+        assert self.metadata is not None
+        self.metadata.put_kv(_terminated_key(topic.name), b"1")
+        return topic.terminate()
 
     def policies_changed(self, namespace: str | None = None) -> None:
         """Re-resolve policies of loaded topics (of one namespace, or all) so they take effect live."""

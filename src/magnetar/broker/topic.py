@@ -63,6 +63,8 @@ class Topic:
         self.policies = TopicPolicies()
         #: the backlog quota policy in force while a quota is exceeded (producers are refused)
         self.quota_blocked: str | None = None
+        #: a terminated topic accepts no more messages
+        self.terminated = False
         #: per producer, the highest sequence id whose entry is durable (what snapshots persist)
         self.durable_sequence_ids: dict[str, int] = {}
         self.dedup_dirty = False
@@ -87,6 +89,8 @@ class Topic:
             raise BrokerError(
                 ServerError.ProducerBusy, f"producer with name {producer.name!r} is already connected to {self.name}"
             )
+        if self.terminated:
+            raise BrokerError(ServerError.TopicTerminatedError, f"topic {self.name} was terminated")
         limit = self.policies.max_producers
         if limit > 0 and len(self.producers) >= limit:
             raise BrokerError(ServerError.ProducerBusy, f"topic {self.name} reached its maximum of {limit} producers")
@@ -168,6 +172,11 @@ class Topic:
         one stored for its producer name is not stored; its receipt (with message id -1:-1)
         still goes out, after the receipts of everything before it.
         """
+        if self.terminated:
+            producer.connection.send_send_error(
+                producer.producer_id, sequence_id, ServerError.TopicTerminatedError, f"topic {self.name} was terminated"
+            )
+            return
         sequence = highest_sequence_id if highest_sequence_id > sequence_id else sequence_id
         last = self.last_sequence_ids.get(producer.name, -1)
         if self.dedup_enabled and sequence <= last:
@@ -191,6 +200,13 @@ class Topic:
     def last_sequence_id(self, producer_name: str) -> int:
         """What PRODUCER_SUCCESS reports: the producer's last stored sequence id under dedup, else -1."""
         return self.last_sequence_ids.get(producer_name, -1) if self.dedup_enabled else -1
+
+    def terminate(self) -> tuple[int, int]:
+        """Accept no more messages; returns (ledger id, entry id) of the last one."""
+        self.terminated = True
+        for producer in list(self.producers.values()):
+            producer.connection.close_producer_by_broker(producer)
+        return self.ledger_id, self.ledger.last_entry_id
 
     def restore_sequence_ids(self, snapshot: dict[str, int], snapshot_entry_id: int) -> None:
         """Rebuild deduplication state: a persisted snapshot plus the entries appended after it."""

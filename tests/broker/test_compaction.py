@@ -45,12 +45,16 @@ def _meta(key: str | None = None, null: bool = False) -> MessageMetadata:
     return meta
 
 
-def single(key: str | None, value: bytes, codec: CompressionType = CompressionType.NONE, null: bool = False) -> bytes:
+def single(
+    key: str | None, value: bytes, codec: CompressionType = CompressionType.NONE, null: bool = False
+) -> bytes:
     return build_entry(_meta(key, null), value, codec)
 
 
 def batch(items: list[tuple[str | None, bytes]], codec: CompressionType = CompressionType.NONE) -> bytes:
-    messages = [BatchMessage(payload=v, partition_key=k, null_value=(v == b"" and k is not None)) for k, v in items]
+    messages = [
+        BatchMessage(payload=v, partition_key=k, null_value=(v == b"" and k is not None)) for k, v in items
+    ]
     return build_entry(_meta(), messages, codec)
 
 
@@ -125,7 +129,12 @@ def test_latest_value_per_key_with_batches_tombstones_and_keyless(codec: Compres
 
 
 def test_tombstone_then_new_value_and_recompaction_is_stable() -> None:
-    entries = [single("a", b"1"), single("a", b"", null=True), single("a", b"2"), batch([("b", b"x"), ("a", b"3")])]
+    entries = [
+        single("a", b"1"),
+        single("a", b"", null=True),
+        single("a", b"2"),
+        batch([("b", b"x"), ("a", b"3")]),
+    ]
     latest, compacted = compact_all(entries)
     assert latest == {"a": (3, 1), "b": (3, 0)}
     assert table(compacted) == {"a": b"3", "b": b"x"}
@@ -194,7 +203,10 @@ def test_compaction_through_the_service_keeps_original_ids_and_is_incremental(tm
         assert view_table(view) == {"a": b"2", "b": b"1"}
         assert status(service) == {"status": "SUCCESS", "lastError": ""}
         pointer = json.loads(service.metadata.get_kv(POINTER_PREFIX + TOPIC))
-        assert pointer["horizon"] == 3 and (compacted_root(tmp_path, topic.ledger_id) / str(pointer["dir"])).is_dir()
+        assert (
+            pointer["horizon"] == 3
+            and (compacted_root(tmp_path, topic.ledger_id) / str(pointer["dir"])).is_dir()
+        )
         first_dir = view.directory
         # the next compaction starts from the view and the entries after its horizon
         append(topic, single("b", b"2"), single("d", b"1"))
@@ -213,7 +225,9 @@ def test_compaction_through_the_service_keeps_original_ids_and_is_incremental(tm
 def test_compaction_survives_a_restart_and_rebuilds_a_lost_index(tmp_path: Path) -> None:
     async def first(service: BrokerService) -> None:
         topic = load(service)
-        append(topic, batch([("x", b"1"), ("y", b"1"), ("x", b"2")], CompressionType.SNAPPY), single("z", b"1"))
+        append(
+            topic, batch([("x", b"1"), ("y", b"1"), ("x", b"2")], CompressionType.SNAPPY), single("z", b"1")
+        )
         await service.compact(topic.topic_name)
 
     async def second(service: BrokerService) -> None:
@@ -285,7 +299,9 @@ def test_orphans_of_a_crash_are_removed_on_load(tmp_path: Path) -> None:
         # what a crash in the middle of the next compaction leaves: a partial ledger, RUNNING
         shutil.copytree(topic.compacted.directory, root / "7")
         (root / "7" / INDEX_FILE).unlink()
-        service.metadata.put_kv(STATUS_PREFIX + TOPIC, json.dumps({"status": "RUNNING", "lastError": ""}).encode())
+        service.metadata.put_kv(
+            STATUS_PREFIX + TOPIC, json.dumps({"status": "RUNNING", "lastError": ""}).encode()
+        )
 
     async def second(service: BrokerService) -> None:
         assert status(service)["status"] == "ERROR"
@@ -312,9 +328,14 @@ class FakeConnection:
         pass
 
 
-def attach(topic: Topic, name: str, read_compacted: bool, sub_type: SubType = SubType.Exclusive) -> FakeConnection:
+def attach(
+    topic: Topic, name: str, read_compacted: bool, sub_type: SubType = SubType.Exclusive
+) -> FakeConnection:
     sub = topic.subscribe(
-        name, durable=False, initial_position=InitialPosition.Earliest, start_message_id=None,
+        name,
+        durable=False,
+        initial_position=InitialPosition.Earliest,
+        start_message_id=None,
         read_compacted=read_compacted,
     )
     conn = FakeConnection()
@@ -334,13 +355,23 @@ def received(conn: FakeConnection) -> list[tuple[int, str | None, bytes]]:
 def test_read_compacted_sees_the_view_then_the_tail(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
         topic = load(service)
-        append(topic, single("a", b"1"), batch([("b", b"1"), ("a", b"2"), ("c", b"1")]), single("c", b"", null=True))
+        append(
+            topic,
+            single("a", b"1"),
+            batch([("b", b"1"), ("a", b"2"), ("c", b"1")]),
+            single("c", b"", null=True),
+        )
         await service.compact(topic.topic_name)
         append(topic, single("b", b"2"), single(None, b"tail"))
         compacted_conn = attach(topic, "compacted", True)
         plain_conn = attach(topic, "plain", False)
         await asyncio.sleep(0.05)
-        assert received(compacted_conn) == [(1, "b", b"1"), (1, "a", b"2"), (3, "b", b"2"), (4, None, b"tail")]
+        assert received(compacted_conn) == [
+            (1, "b", b"1"),
+            (1, "a", b"2"),
+            (3, "b", b"2"),
+            (4, None, b"tail"),
+        ]
         assert len(received(plain_conn)) == 7
         # what GET_LAST_MESSAGE_ID answers
         sub = topic.subscriptions["compacted"]
@@ -352,7 +383,20 @@ def test_read_compacted_sees_the_view_then_the_tail(tmp_path: Path) -> None:
 def test_last_message_id_of_a_compacted_reader_at_the_horizon(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
         topic = load(service)
-        append(topic, batch([("a", b"1"), ("b", b"1"), ("a", b"", )]), single("b", b"", null=True))
+        append(
+            topic,
+            batch(
+                [
+                    ("a", b"1"),
+                    ("b", b"1"),
+                    (
+                        "a",
+                        b"",
+                    ),
+                ]
+            ),
+            single("b", b"", null=True),
+        )
         await service.compact(topic.topic_name)
         attach(topic, "r", True)
         sub = topic.subscriptions["r"]

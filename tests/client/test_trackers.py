@@ -7,8 +7,6 @@ defaults (min 1 s, max 60 s, multiplier 2): redelivery count 0, 1, 2 ... waits 1
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from magnetar.client import (

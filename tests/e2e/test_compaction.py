@@ -129,13 +129,21 @@ def produce_mixed(client: pulsar.Client, topic: str) -> tuple[dict[str, bytes], 
     record("k3", b"", plain.send(b"", partition_key="k3"))  # a tombstone
     plain.close()
 
-    codecs = [pulsar.CompressionType.LZ4, pulsar.CompressionType.ZLib, pulsar.CompressionType.ZSTD,
-              pulsar.CompressionType.SNAPPY]
+    codecs = [
+        pulsar.CompressionType.LZ4,
+        pulsar.CompressionType.ZLib,
+        pulsar.CompressionType.ZSTD,
+        pulsar.CompressionType.SNAPPY,
+    ]
     for n, codec in enumerate(codecs):
         batching = pulsar.BatchingType.KeyBased if n % 2 == 0 else pulsar.BatchingType.Default
         producer = client.create_producer(
-            topic, batching_enabled=True, batching_type=batching, compression_type=codec,
-            batching_max_messages=50, batching_max_publish_delay_ms=50,
+            topic,
+            batching_enabled=True,
+            batching_type=batching,
+            compression_type=codec,
+            batching_max_messages=50,
+            batching_max_publish_delay_ms=50,
         )
         pending: list[tuple[str | None, bytes, list]] = []
         for i in range(40):
@@ -185,7 +193,10 @@ def test_compacted_reader_sees_latest_value_per_key_then_the_tail(
     # the same message ids as when they were produced, in order
     assert [ids_of(m.message_id()) for m in head] == sorted(latest_id.values())
     assert {m.partition_key(): ids_of(m.message_id()) for m in head} == latest_id
-    assert [(m.data(), ids_of(m.message_id())) for m in rest] == [(b"after-1", tail_ids[0]), (b"after-2", tail_ids[1])]
+    assert [(m.data(), ids_of(m.message_id())) for m in rest] == [
+        (b"after-1", tail_ids[0]),
+        (b"after-2", tail_ids[1]),
+    ]
     reader.close()
 
     plain = client.create_reader(topic, pulsar.MessageId.earliest)
@@ -193,16 +204,18 @@ def test_compacted_reader_sees_latest_value_per_key_then_the_tail(
     plain.close()
 
     # a durable read_compacted consumer gets the same view; Shared + read_compacted is refused
-    consumer = client.subscribe(topic, "durable-compacted", is_read_compacted=True,
-                                initial_position=pulsar.InitialPosition.Earliest)
+    consumer = client.subscribe(
+        topic, "durable-compacted", is_read_compacted=True, initial_position=pulsar.InitialPosition.Earliest
+    )
     values = [consumer.receive(timeout_millis=RECEIVE_MS) for _ in range(len(latest) + 2)]
     assert {m.partition_key(): m.data() for m in values[: len(latest)]} == latest
     for m in values:
         consumer.acknowledge(m)
     consumer.close()
     with pytest.raises(pulsar.PulsarException):
-        client.subscribe(topic, "shared-compacted", consumer_type=pulsar.ConsumerType.Shared,
-                         is_read_compacted=True)
+        client.subscribe(
+            topic, "shared-compacted", consumer_type=pulsar.ConsumerType.Shared, is_read_compacted=True
+        )
 
 
 def test_table_view(
@@ -265,7 +278,9 @@ def test_size_threshold_policy(
     assert got == {"a": b"x", **{f"k{i}": b"v" * 100 + b"%d" % (36 + i) for i in range(4)}}
 
 
-def test_compaction_survives_a_restart(tmp_path: Path, clients: Callable[[BrokerProcess], pulsar.Client]) -> None:
+def test_compaction_survives_a_restart(
+    tmp_path: Path, clients: Callable[[BrokerProcess], pulsar.Client]
+) -> None:
     topic = "persistent://public/default/compaction-restart"
     broker = BrokerProcess(tmp_path / "data").start()
     try:

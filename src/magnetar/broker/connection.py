@@ -485,6 +485,9 @@ class ServerConnection(asyncio.Protocol):
         producer.schema_version = schema_version
         ready = topic.add_producer(producer)
         self.producers[req.producer_id] = producer
+        if req.initial_subscription_name and name.persistent:
+            # created with the producer (dead letter producers use it) so nothing is lost before a consumer comes
+            topic.subscribe(req.initial_subscription_name, durable=True, initial_position=InitialPosition.Latest, start_message_id=None)
         self._producer_success(req.request_id, producer, ready)
 
     def _producer_success(self, request_id: int, producer: Producer, ready: bool = True) -> None:

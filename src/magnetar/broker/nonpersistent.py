@@ -50,6 +50,7 @@ class NonPersistentTopic(Topic):
         self.dedup_dirty = False
         self.policies = TopicPolicies()
         self.quota_blocked = None
+        self.terminated = False
         self.closed = False
         self.msg_in_counter = 0
         self.bytes_in_counter = 0

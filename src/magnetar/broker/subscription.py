@@ -215,7 +215,7 @@ class Subscription:
         its survivors set (clients skip the others); the cursor counts the others as acknowledged.
         """
         eid = entry.entry_id
-        survivors = getattr(entry, "ack_set", None)
+        survivors = None if type(entry) is Entry else getattr(entry, "ack_set", None)
         if survivors is not None:
             if self.cursor.batch_size(eid) is None:
                 self.cursor.ack_batch_indexes(eid, survivors, entry.batch_size)  # type: ignore[attr-defined]

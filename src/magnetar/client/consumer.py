@@ -430,6 +430,11 @@ class Consumer(ReceiverBase):
     async def start(self) -> None:
         """Subscribe and grant the first permits."""
         await self._connect()
+        if not self.durable and self._start_id == MessageId.latest and self.config.start_message_id_inclusive:
+            # "latest, inclusive" means the last message there is now: go back to it
+            last, _ = await self.get_last_message_id()
+            if last.entry_id >= 0:
+                await self.seek(last)
         if self.sink is None:
             self._start_listener()
         if self._unacked is not None or self.config.expire_time_of_incomplete_chunked_message_ms > 0:
@@ -482,7 +487,10 @@ class Consumer(ReceiverBase):
             self._schedule_ack_flush()
 
     def _resubscribe_start(self) -> MessageId | None:
-        """Where a (re)subscribing reader starts: after what the application has seen."""
+        """Where a (re)subscribing reader starts: after what the application has seen.
+
+        (``_start_id`` of a durable consumer is only set by a seek to a message id: messages
+        before it are dropped, as the official clients do.)"""
         if self._queue:
             first = self._queue[0].message_id().first_chunk_message_id()
             return MessageId(first.ledger_id, first.entry_id - 1 if first.batch_index < 0 else first.entry_id,
@@ -614,7 +622,7 @@ class Consumer(ReceiverBase):
             msg_id = MessageId(ledger_id, entry_id, -1, partition, 0, topic)
             if chunk_ids is not None:
                 msg_id._chunk_ids = chunk_ids
-            if start is not None and not self.durable and _before_start(msg_id, start, inclusive):
+            if start is not None and _before_start(msg_id, start, inclusive):
                 return []
             msg = Message(payload, meta, None, msg_id, topic, redelivery, schema)
             msg._consumer = self
@@ -627,7 +635,7 @@ class Consumer(ReceiverBase):
             for i, word in enumerate(ack_set):
                 mask |= (word & _U64) << (64 * i)
         out = []
-        check_start = start is not None and not self.durable
+        check_start = start is not None
         for index, (single, body) in enumerate(decode_batch(payload, count)):
             if mask is not None and not (mask >> index) & 1:
                 continue

@@ -4,7 +4,8 @@
 ``JsonSchema`` and ``AvroSchema`` over records, and ``KeyValueSchema`` (a key and a value in one
 payload, INLINE encoding). A record is a dataclass (its Avro definition is derived from the
 type hints: str, int -> long, float -> double, bool, bytes, Optional[...], list[...],
-dict[str, ...], Enum subclasses and nested dataclasses), or None with an explicit Avro
+dict[str, ...], Enum subclasses and nested dataclasses; ``field(metadata={"avro": "int"})``
+overrides a field's type), or None with an explicit Avro
 definition, values then being dicts. JSON and Avro schemas carry the Avro definition in the
 wire Schema's ``schema_data``, as every Pulsar client does; the Avro binary encoding is done
 here, without third-party libraries.
@@ -135,7 +136,9 @@ def _avro_type(tp: Any, seen: set[str]) -> Any:
         hints = typing.get_type_hints(tp)
         fields = []
         for f in dataclasses.fields(tp):
-            entry: dict[str, Any] = {"name": f.name, "type": _avro_type(hints[f.name], seen)}
+            # field(metadata={"avro": ...}) overrides the derived type (e.g. "int" for an int)
+            avro = f.metadata.get("avro") if f.metadata else None
+            entry: dict[str, Any] = {"name": f.name, "type": avro if avro is not None else _avro_type(hints[f.name], seen)}
             if f.default is not dataclasses.MISSING and _json_default(f.default):
                 entry["default"] = f.default.name if isinstance(f.default, enum.Enum) else f.default
             fields.append(entry)

@@ -1,0 +1,93 @@
+"""Multi-topic consumers: topic lists, patterns with discovery and modes, partitioned topics, readers."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+from magnetar.client import (
+    Client,
+    ConsumerType,
+    InitialPosition,
+    MessageId,
+    RegexSubscriptionMode,
+    Timeout,
+)
+from magnetar.testing import BrokerProcess
+
+from .conftest import RECEIVE_MS, create_partitioned_topic
+
+
+def _receive_all(consumer: object, n: int) -> list:
+    return [consumer.receive(RECEIVE_MS) for _ in range(n)]  # type: ignore[attr-defined]
+
+
+def test_topic_list(client: Client, topic: str) -> None:
+    topics = [f"{topic}-a", f"{topic}-b", f"{topic}-c"]
+    consumer = client.subscribe(topics, "sub", consumer_type=ConsumerType.Shared)
+    for t in topics:
+        producer = client.create_producer(t)
+        for i in range(3):
+            producer.send(f"{t[-1]}{i}".encode())
+    got = _receive_all(consumer, 9)
+    assert sorted(m.data() for m in got) == sorted(f"{t[-1]}{i}".encode() for t in topics for i in range(3))
+    for t in topics:  # per topic, in order
+        mine = [m.data() for m in got if m.topic_name() == t]
+        assert mine == [f"{t[-1]}{i}".encode() for i in range(3)]
+    for m in got:
+        consumer.acknowledge(m)
+    consumer.close()
+    again = client.subscribe(topics, "sub", consumer_type=ConsumerType.Shared)
+    try:
+        msg = again.receive(500)
+        raise AssertionError(f"acknowledged message came back: {msg.data()!r}")
+    except Timeout:
+        pass
+
+
+def test_pattern_subscription_discovers_new_topics(client: Client) -> None:
+    prefix = f"pat-{uuid.uuid4().hex[:8]}"
+    before = f"persistent://public/default/{prefix}-one"
+    client.create_producer(before).send(b"creates the topic")
+    consumer = client.subscribe(
+        re.compile(f"persistent://public/default/{prefix}-.*"), "sub",
+        pattern_auto_discovery_period=0.3, initial_position=InitialPosition.Earliest,
+    )
+    assert consumer.receive(RECEIVE_MS).data() == b"creates the topic"
+    later = f"persistent://public/default/{prefix}-two"
+    other = f"persistent://public/default/other-{prefix}"
+    client.create_producer(other).send(b"does not match")
+    producer = client.create_producer(later)
+    producer.send(b"found later")
+    deadline = time.monotonic() + 10
+    while later not in consumer.core.topics() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert later in consumer.core.topics() and other not in consumer.core.topics()
+    assert consumer.receive(RECEIVE_MS).data() == b"found later"
+
+
+def test_pattern_with_a_short_name(client: Client) -> None:
+    prefix = f"short-{uuid.uuid4().hex[:8]}"
+    for i in range(2):
+        client.create_producer(f"{prefix}-{i}").send(b"%d" % i)
+    consumer = client.subscribe(re.compile(f"{prefix}-.*"), "sub", initial_position=InitialPosition.Earliest,
+                                regex_subscription_mode=RegexSubscriptionMode.PersistentOnly)
+    assert sorted(m.data() for m in _receive_all(consumer, 2)) == [b"0", b"1"]
+
+
+def test_partitioned_topic_consumer_and_reader(broker: BrokerProcess, client: Client, topic: str) -> None:
+    create_partitioned_topic(broker, topic, 4)
+    consumer = client.subscribe(topic, "sub", initial_position=InitialPosition.Earliest)
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(40):
+        producer.send(b"%02d" % i, partition_key=f"k{i}")
+    got = _receive_all(consumer, 40)
+    assert sorted(m.data() for m in got) == [b"%02d" % i for i in range(40)]
+    assert {m.topic_name() for m in got} == {f"{topic}-partition-{i}" for i in range(4)}
+    # acknowledging by message id finds the partition from the id
+    for m in got:
+        consumer.acknowledge(m.message_id())
+    reader = client.create_reader(topic, MessageId.earliest)
+    assert sorted(reader.read_next(RECEIVE_MS).data() for _ in range(40)) == [b"%02d" % i for i in range(40)]
+    assert not reader.has_message_available()

@@ -252,7 +252,7 @@ class ServerConnection(asyncio.Protocol):
         consumer = self.consumers.get(consumer_id)
         if consumer is not None:
             # as Pulsar does: a partition's messages carry its index (clients expose it in ids)
-            partition = consumer.subscription.topic.topic_name.partition_index
+            partition = consumer.subscription.topic.partition_index
             if partition >= 0:
                 m.message_id.partition = partition
         if redelivery_count:

@@ -36,6 +36,8 @@ class NonPersistentTopic(Topic):
         self.service = service
         self.topic_name = topic_name
         self.name = str(topic_name)
+        #: index of this partition of a partitioned topic (-1 when not a partition)
+        self.partition_index = topic_name.partition_index
         self.ledger = None  # type: ignore[assignment]
         self.ledger_id = ledger_id
         self.producers = {}

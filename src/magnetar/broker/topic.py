@@ -47,6 +47,8 @@ class Topic:
         self.service = service
         self.topic_name = topic_name
         self.name = str(topic_name)
+        #: index of this partition of a partitioned topic (-1 when not a partition)
+        self.partition_index = topic_name.partition_index
         self.ledger = ledger
         self.ledger_id = ledger.ledger_id
         self.producers: dict[str, Producer] = {}

@@ -19,17 +19,25 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import struct
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from magnetar.protocol.batch import decode_batch
+from google.protobuf.message import DecodeError
+
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import AckType, CommandType, CompressionType, InitialPosition, SubType
 from magnetar.protocol.framing import ProtocolError, crc32c, split_entry
-from magnetar.protocol.schema import BaseCommand, KeyValue, MessageIdData, MessageMetadata
+from magnetar.protocol.schema import (
+    BaseCommand,
+    KeyValue,
+    MessageIdData,
+    MessageMetadata,
+    SingleMessageMetadata,
+)
 
 from .chunks import ChunkAssembler
 from .errors import (
@@ -40,7 +48,7 @@ from .errors import (
     PulsarError,
     Timeout,
 )
-from .message import Message, MessageId, _signed
+from .message import Message, MessageId, _signed, fast_message, fast_message_id
 from .policies import (
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
@@ -58,6 +66,7 @@ log = logging.getLogger("magnetar.client.consumer")
 
 _consumer_ids = itertools.count()
 _U64 = (1 << 64) - 1
+_U32 = struct.Struct(">I")
 MessageListener = Callable[[Any, Message], Any]
 EntryKey = tuple[int, int]
 
@@ -142,6 +151,9 @@ class ReceiverBase:
         """Messages handed to the application: consumption accounting."""
         raise NotImplementedError
 
+    def _dequeued_one(self, msg: Message) -> None:
+        self._dequeued_many((msg,))
+
     def _want_one(self) -> None:
         """A receive is about to wait on an empty queue (zero-queue consumers ask for a message)."""
 
@@ -172,10 +184,11 @@ class ReceiverBase:
 
     async def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message; raises Timeout after ``timeout_millis`` (waits forever when None)."""
-        self._check_receive()
+        if self._closed or self._listener is not None:
+            self._check_receive()
         if self._queue:
             msg = self._queue.popleft()
-            self._dequeued_many((msg,))
+            self._dequeued_one(msg)
             return msg
         fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
@@ -392,6 +405,9 @@ class Consumer(ReceiverBase):
         self.conn: ClientConnection | None = None
         self._init_receiver()
         self._permits_to_grant = 0
+        #: permits are granted again once this many messages were consumed (0: zero-size queue)
+        self._flow_at = max(1, config.receiver_queue_size // 2) if config.receiver_queue_size > 0 else 0
+        self._batch_index_acks = config.batch_index_ack_enabled
         self._closed = False
         self._reconnecting = False
         self._start_id = start_message_id
@@ -636,19 +652,38 @@ class Consumer(ReceiverBase):
                 mask |= (word & _U64) << (64 * i)
         out = []
         check_start = start is not None
-        for index, (single, body) in enumerate(decode_batch(payload, count)):
-            if mask is not None and not (mask >> index) & 1:
-                continue
-            if single.compacted_out:
-                continue
-            msg_id = MessageId(ledger_id, entry_id, index, partition, count, topic)
-            if check_start and _before_start(msg_id, start, inclusive):  # type: ignore[arg-type]
-                continue
-            msg = Message(body, meta, single, msg_id, topic, redelivery, schema)
-            msg._consumer = self
-            out.append(msg)
+        ledger_id, entry_id = _signed(ledger_id), _signed(entry_id)
+        # the batch is split here rather than with protocol.decode_batch: this is the consumer's
+        # hot loop, so it is kept to the bare minimum (sizes are still checked)
+        parse = SingleMessageMetadata.FromString
+        unpack = _U32.unpack_from
+        end = len(payload)
+        pos = 0
+        try:
+            for index in range(count):
+                (n,) = unpack(payload, pos)
+                pos += 4
+                single = parse(payload[pos : pos + n])
+                pos += n
+                size = single.payload_size
+                body = payload[pos : pos + size]
+                pos += size
+                if pos > end or size < 0:
+                    raise ProtocolError(f"message {index} of a batch of {count} overruns its {end} bytes")
+                if mask is not None and not (mask >> index) & 1:
+                    continue
+                if single.compacted_out:
+                    continue
+                msg_id = fast_message_id(ledger_id, entry_id, index, partition, count, topic)
+                if check_start and _before_start(msg_id, start, inclusive):  # type: ignore[arg-type]
+                    continue
+                out.append(fast_message(body, meta, single, msg_id, topic, redelivery, schema, self))
+        except (struct.error, DecodeError) as exc:
+            raise ProtocolError(f"malformed batch of {count} messages: {exc}") from None
+        if pos != end:
+            raise ProtocolError(f"{end - pos} bytes left over after the {count} messages of a batch")
         if out and not self.config.batch_index_ack_enabled:
-            self._batch_acks.setdefault(out[0]._id.ledger_entry(), {m._id.batch_index for m in out})
+            self._batch_acks.setdefault((ledger_id, entry_id), {m._id.batch_index for m in out})
         skipped = count - len(out)
         if skipped and out:
             self._consumed(skipped)
@@ -679,12 +714,22 @@ class Consumer(ReceiverBase):
             self._last_dequeued = last._id
             self._consumed(n)
 
+    def _dequeued_one(self, msg: Message) -> None:
+        self._last_dequeued = msg._id
+        if self._unacked is not None:
+            for key in msg._id.chunk_entries():
+                self._unacked.add(key, msg._redelivery_count)
+        if self._flow_at:
+            self._permits_to_grant += 1
+            if self._permits_to_grant >= self._flow_at:
+                self._send_flow(self._permits_to_grant)
+                self._permits_to_grant = 0
+
     def _consumed(self, n: int) -> None:
-        size = self.config.receiver_queue_size
-        if size <= 0:
+        if not self._flow_at:
             return
         self._permits_to_grant += n
-        if self._permits_to_grant >= max(1, size // 2):
+        if self._permits_to_grant >= self._flow_at:
             self._send_flow(self._permits_to_grant)
             self._permits_to_grant = 0
 
@@ -700,7 +745,14 @@ class Consumer(ReceiverBase):
     # -- acknowledgements ----------------------------------------------------------------
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (sent grouped within ack_group_time_ms)."""
-        mid = message.message_id() if isinstance(message, Message) else message
+        mid = message._id if message.__class__ is Message else message.message_id() if isinstance(message, Message) else message
+        if mid.batch_index >= 0 and not self._batch_index_acks and mid._chunk_ids is None:
+            # the common case of a batched message, kept short
+            remaining = self._batch_acks.get((mid.ledger_id, mid.entry_id))
+            if remaining is not None:
+                remaining.discard(mid.batch_index)
+                if remaining:
+                    return
         if mid._chunk_ids:
             for key in mid._chunk_ids:
                 self._ack_entry(key)
@@ -735,6 +787,12 @@ class Consumer(ReceiverBase):
                 del self._batch_acks[key]
         self._ack_entry(key)
         self._schedule_ack_flush()
+
+    def acknowledge_many(self, messages: Iterable[Message | MessageId]) -> None:
+        """Acknowledge several messages."""
+        ack = self.acknowledge
+        for message in messages:
+            ack(message)
 
     def _ack_entry(self, key: EntryKey) -> None:
         self._untrack(key)

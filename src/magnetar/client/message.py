@@ -116,6 +116,22 @@ class MessageId:
         return f"{base}:{self.batch_index}" if self.batch_index >= 0 else base
 
 
+_new = object.__new__
+
+
+def fast_message_id(ledger_id: int, entry_id: int, batch_index: int, partition: int, batch_size: int, topic: str | None) -> MessageId:
+    """A MessageId from ids already signed (the consumer's hot path: no conversions, no checks)."""
+    mid = _new(MessageId)
+    mid.ledger_id = ledger_id
+    mid.entry_id = entry_id
+    mid.batch_index = batch_index
+    mid.partition = partition
+    mid.batch_size = batch_size
+    mid.topic = topic
+    mid._chunk_ids = None
+    return mid
+
+
 MessageId.earliest = MessageId(-1, -1)
 MessageId.latest = MessageId(_I64_MAX, _I64_MAX)
 
@@ -234,6 +250,25 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message(id={self._id!r}, {len(self._payload)} bytes)"
+
+
+def fast_message(
+    payload: bytes, meta: MessageMetadata, single: Any, message_id: MessageId, topic: str, redelivery_count: int,
+    schema: Any, consumer: Any,
+) -> Message:
+    """A Message without going through __init__ (the consumer's hot path)."""
+    msg = _new(Message)
+    msg._payload = payload
+    msg._meta = meta
+    msg._single = single
+    msg._id = message_id
+    msg._topic = topic
+    msg._redelivery_count = redelivery_count
+    msg._schema = schema
+    msg._value = _UNSET
+    msg._props = None
+    msg._consumer = consumer
+    return msg
 
 
 class _Unset:

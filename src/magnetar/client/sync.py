@@ -76,34 +76,50 @@ class _LoopThread:
 
 
 class _Batcher:
-    """Calls made from application threads, handed to the loop thread in bulk."""
+    """Calls made from application threads, handed to the loop thread in bulk.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    Lock-free: items go to a deque (atomic appends) and a drain is scheduled unless one is
+    pending. The drain clears the flag *before* emptying the deque, so an item appended while
+    it runs is either taken by it or finds the flag clear and schedules another drain.
+    Acknowledgements, the hot case, are queued as bare messages; other calls as (fn, args).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, ack: Callable[[Any], None] | None = None) -> None:
         self._loop = loop
-        self._ops: collections.deque = collections.deque()
-        self._lock = threading.Lock()
+        self._ack = ack
+        self._items: collections.deque = collections.deque()
         self._scheduled = False
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
-        with self._lock:
-            self._ops.append((fn, args))
-            if self._scheduled:
-                return
+        self._items.append((fn, args))
+        if not self._scheduled:
             self._scheduled = True
-        self._loop.call_soon_threadsafe(self.drain)
+            self._loop.call_soon_threadsafe(self.drain)
+
+    def ack(self, message: Any) -> None:
+        self._items.append(message)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon_threadsafe(self.drain)
 
     def drain(self) -> None:
-        with self._lock:
-            ops = list(self._ops)
-            self._ops.clear()
-            self._scheduled = False
-        for fn, args in ops:
+        self._scheduled = False
+        items = self._items
+        ack = self._ack
+        while items:
             try:
-                fn(*args)
+                item = items.popleft()
+            except IndexError:
+                break
+            try:
+                if item.__class__ is tuple:
+                    item[0](*item[1])
+                else:
+                    ack(item)  # type: ignore[misc]
             except Exception:  # the caller is gone: the error can only be logged
                 import logging
 
-                logging.getLogger("magnetar.client").exception("deferred call %s failed", getattr(fn, "__name__", fn))
+                logging.getLogger("magnetar.client").exception("deferred call on the client loop failed")
 
 
 class Client:
@@ -328,7 +344,7 @@ class Consumer:
         self._client = client
         self._core = core
         self._loop = client._thread.loop
-        self._calls = _Batcher(self._loop)
+        self._calls = _Batcher(self._loop, core.acknowledge)
         #: messages taken from the core's queue, served by receive() without a round trip
         self._buffer: collections.deque[Message] = collections.deque()
         #: messages taken since the last report to the core (consumed or still buffered)
@@ -410,7 +426,7 @@ class Consumer:
 
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message."""
-        self._calls.call(self._core.acknowledge, message)
+        self._calls.ack(message)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge up to this message (not on Shared and Key_Shared subscriptions)."""

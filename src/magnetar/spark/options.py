@@ -289,8 +289,9 @@ def _offsets(option: str, value: str, allow: tuple[str, ...]) -> Any:
     return out
 
 
-def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
-    """Check the options of a read (batch or streaming)."""
+def source_options(options: Mapping[str, str], streaming: bool | None) -> SourceOptions:
+    """Check the options of a read: batch (False), streaming (True), or either (None: the checks
+    that do not depend on it, when the schema is derived)."""
     plain, passed = _split_options(options, _SOURCE, "source")
     url = plain.get("service.url")
     if not url:
@@ -333,7 +334,9 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
         raise PulsarOptionError("options startingOffsets and startingTime conflict: give one of them")
     if "endingOffsets" in plain and "endingTime" in plain:
         raise PulsarOptionError("options endingOffsets and endingTime conflict: give one of them")
-    if streaming:
+    if streaming is None:
+        pass
+    elif streaming:
         for name in ("endingOffsets", "endingTime"):
             if name in plain:
                 raise PulsarOptionError(f"option {name} is for batch queries; a streaming query has no end")
@@ -344,7 +347,8 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
 
     starting: Any = "latest" if streaming else "earliest"
     if "startingOffsets" in plain:
-        starting = _offsets("startingOffsets", plain["startingOffsets"], ("earliest", "latest") if streaming else ("earliest",))
+        allowed = ("earliest",) if streaming is False else ("earliest", "latest")
+        starting = _offsets("startingOffsets", plain["startingOffsets"], allowed)
     ending: Any = "latest"
     if "endingOffsets" in plain:
         ending = _offsets("endingOffsets", plain["endingOffsets"], ("latest",))

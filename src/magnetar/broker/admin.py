@@ -25,6 +25,7 @@ from magnetar.storage import Entry, MetadataConflictError, MetadataNotFoundError
 
 from .admin_stats import StatsTracker, empty_stats, iso_time
 from .errors import BrokerError
+from .policies import TOPIC_POLICIES_PREFIX, stored_topic_policies
 
 if TYPE_CHECKING:
     from .service import BrokerService
@@ -39,7 +40,6 @@ LATEST_LEDGER = (1 << 63) - 1
 #: the most partitions a partitioned topic may have (Pulsar's maxNumPartitionsPerPartitionedTopic)
 MAX_PARTITIONS = 10_000
 
-TOPIC_POLICIES_PREFIX = "topic-policies/"
 COMPACTION_PREFIX = "compaction/"
 COMPACTION_STATUS_PREFIX = "compaction-status/"
 
@@ -1061,14 +1061,7 @@ class BrokerAdmin:
     # ====================================================================================
     def topic_policies(self, tn: TopicName) -> dict[str, Any]:
         """The policies set on a topic itself (Pulsar field names)."""
-        raw = self.metadata.get_kv(TOPIC_POLICIES_PREFIX + str(tn))
-        if not raw:
-            return {}
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
+        return stored_topic_policies(self.metadata, tn)
 
     def _save_topic_policies(self, tn: TopicName, policies: dict[str, Any]) -> None:
         key = TOPIC_POLICIES_PREFIX + str(tn)
@@ -1089,7 +1082,7 @@ class BrokerAdmin:
             "message_ttl_in_seconds": getattr(config, "default_message_ttl_seconds", 0),
             "deduplicationEnabled": getattr(config, "deduplication_enabled", False),
             "backlog_quota_map": {},
-            "schema_compatibility_strategy": "FULL",
+            "schema_compatibility_strategy": config.schema_compatibility_strategy,
             "max_producers_per_topic": getattr(config, "max_producers_per_topic", 0),
             "max_consumers_per_subscription": getattr(config, "max_consumers_per_subscription", 0),
             "max_unacked_messages_per_consumer": self.config.max_unacked_messages_per_consumer,

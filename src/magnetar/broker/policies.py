@@ -56,8 +56,13 @@ class TopicPolicies:
 
 
 def topic_policies(metadata: MetadataStore, topic_name: TopicName) -> dict[str, Any]:
-    """The policies set on a topic itself (partitions read their partitioned topic's)."""
-    raw = metadata.get_kv(TOPIC_POLICIES_PREFIX + str(topic_name.partitioned_parent))
+    """The policies in force on a topic itself (partitions read their partitioned topic's)."""
+    return stored_topic_policies(metadata, topic_name.partitioned_parent)
+
+
+def stored_topic_policies(metadata: MetadataStore, topic_name: TopicName) -> dict[str, Any]:
+    """The policies stored under exactly this topic name."""
+    raw = metadata.get_kv(TOPIC_POLICIES_PREFIX + str(topic_name))
     if not raw:
         return {}
     try:

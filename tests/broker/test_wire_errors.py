@@ -84,7 +84,9 @@ class WireClient:
 
     def expect(self, ctype: CommandType, timeout: float = TIMEOUT):  # noqa: ANN201 - a Frame
         frame = self.recv(timeout)
-        assert frame.type == ctype, f"expected {ctype.name}, got {CommandType(frame.type).name}: {frame.command}"
+        assert frame.type == ctype, (
+            f"expected {ctype.name}, got {CommandType(frame.type).name}: {frame.command}"
+        )
         return frame
 
     def expect_closed(self, timeout: float = 5.0) -> list:
@@ -127,10 +129,18 @@ class WireClient:
         return self.recv()
 
     def send_message(
-        self, producer_id: int, sequence_id: int, payload: bytes, *, producer_name: str = "wire", checksum: int | None = None
+        self,
+        producer_id: int,
+        sequence_id: int,
+        payload: bytes,
+        *,
+        producer_name: str = "wire",
+        checksum: int | None = None,
     ) -> bytes:
         """SEND one message; return its entry bytes."""
-        meta = MessageMetadata(producer_name=producer_name, sequence_id=sequence_id, publish_time=int(time.time() * 1000))
+        meta = MessageMetadata(
+            producer_name=producer_name, sequence_id=sequence_id, publish_time=int(time.time() * 1000)
+        )
         entry = encode_entry(meta, payload)
         cmd = BaseCommand(type=CommandType.SEND)
         cmd.send.producer_id = producer_id
@@ -532,7 +542,9 @@ def _half_send() -> bytes:
     cmd = BaseCommand(type=CommandType.SEND)
     cmd.send.producer_id = 1
     cmd.send.sequence_id = 0
-    entry = encode_entry(MessageMetadata(producer_name="truncated", sequence_id=0, publish_time=1), b"p" * 1000)
+    entry = encode_entry(
+        MessageMetadata(producer_name="truncated", sequence_id=0, publish_time=1), b"p" * 1000
+    )
     frame = encode_payload_command(cmd, entry)
     return frame[: len(frame) // 2]
 

@@ -7,7 +7,7 @@ import pulsar
 #: receive timeout for messages that must arrive
 RECEIVE_MS = 10_000
 #: receive timeout when checking that nothing (more) arrives
-QUIET_MS = 1_000
+QUIET_MS = 500
 
 
 def new_client(service_url: str) -> pulsar.Client:

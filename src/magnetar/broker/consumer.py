@@ -92,6 +92,9 @@ class Consumer:
         if entry.entry_id not in self.pending:
             self.pending[entry.entry_id] = messages
             self.unacked_messages += messages
+            limit = self.subscription.max_unacked_per_consumer
+            if limit > 0 and self.unacked_messages >= limit:
+                self.blocked = True
         self.msg_out_counter += messages
         self.bytes_out_counter += len(entry.data)
         self.connection.send_message(

@@ -67,7 +67,7 @@ class Subscription:
         config = topic.service.config
         self.batch_index_ack_enabled = config.batch_index_ack_enabled
         override = topic.policies.max_unacked_per_consumer
-        self._max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
+        self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
         self._max_unacked = config.max_unacked_messages_per_subscription
         self._blocked = False
 
@@ -81,7 +81,7 @@ class Subscription:
         """Pick up the topic's policies (unacked limit per consumer)."""
         override = self.topic.policies.max_unacked_per_consumer
         config = self.topic.service.config
-        self._max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
+        self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
         self.update_blocked()
 
     def check_can_add(self, sub_type: SubType) -> None:
@@ -250,7 +250,7 @@ class Subscription:
 
     def update_blocked(self) -> None:
         """Recompute the unacked-message limits of the subscription and its consumers."""
-        per_consumer = self._max_unacked_per_consumer
+        per_consumer = self.max_unacked_per_consumer
         total = 0
         unblocked = False
         for consumer in self.consumers:
@@ -273,7 +273,7 @@ class Subscription:
 
     def after_delivery(self) -> None:
         """Check the limits after a dispatch run."""
-        if self._max_unacked_per_consumer > 0 or self._max_unacked > 0:
+        if self.max_unacked_per_consumer > 0 or self._max_unacked > 0:
             self.update_blocked()
 
     # -- acknowledgements ----------------------------------------------------------------

@@ -101,6 +101,11 @@ def test_metrics_after_traffic(http: Http, client: pulsar.Client, name: str) -> 
     assert re.search(r"^magnetar_process_resident_memory_bytes [0-9.e+]+", text, re.M)
     assert "magnetar_fsync_rounds_total" in text
     assert "magnetar_fsync_round_seconds_bucket" in text
+    # this module's broker runs with --fsync never: no sync rounds, but appends are still timed
+    rounds = re.search(r"^magnetar_fsync_round_seconds_count ([0-9.e+]+)", text, re.M)
+    appends = re.search(r"^magnetar_append_latency_seconds_count ([0-9.e+]+)", text, re.M)
+    assert rounds and float(rounds.group(1)) == 0
+    assert appends and float(appends.group(1)) > 0
     producer.close()
     consumer.close()
 

@@ -97,7 +97,7 @@ class BrokerCollector:
 
 
 def build_registry(admin: BrokerAdmin) -> CollectorRegistry:
-    """A registry with the broker collector and the fsync-round latency histogram."""
+    """A registry with the broker collector and the fsync-round and append latency histograms."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(admin))
     histogram = Histogram(
@@ -106,9 +106,16 @@ def build_registry(admin: BrokerAdmin) -> CollectorRegistry:
         registry=registry,
         buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
     )
+    append_latency = Histogram(
+        "magnetar_append_latency_seconds",
+        "Per group-commit round, the wait of its oldest append until durable (the worst append-to-receipt latency)",
+        registry=registry,
+        buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+    )
     committer = getattr(admin.service, "committer", None)
     if committer is not None and committer.on_round is None:
         committer.on_round = histogram.observe
+        committer.on_append_latency = append_latency.observe
     return registry
 
 

@@ -38,10 +38,16 @@ class GroupCommitter:
         self._idle.set()
         #: optional observer of each round's duration in seconds (metrics)
         self.on_round: object = None
+        #: optional observer, once per round, of the wait of the round's oldest append until it
+        #: became durable: the worst append-to-receipt latency of that round (metrics)
+        self.on_append_latency: object = None
+        self._oldest_append: float | None = None
 
     def appended(self, topic: Topic) -> None:
         """``topic`` appended at least one entry that is not durable yet."""
         self._dirty[id(topic)] = topic
+        if self._oldest_append is None:
+            self._oldest_append = time.monotonic()
         self._idle.clear()
         if self._fsync:
             if not self._running:
@@ -53,6 +59,7 @@ class GroupCommitter:
     def _complete_without_sync(self) -> None:
         self._scheduled = False
         topics, self._dirty = list(self._dirty.values()), {}
+        self._report_append_latency(self._take_oldest_append())
         for topic in topics:
             if not topic.closed:
                 topic.on_durable(topic.ledger.last_entry_id)
@@ -60,17 +67,27 @@ class GroupCommitter:
 
     def _start_round(self) -> None:
         topics, self._dirty = list(self._dirty.values()), {}
+        oldest = self._take_oldest_append()
         self._running = True
         fut = self._loop.run_in_executor(self._executor, _sync_all, topics)
-        fut.add_done_callback(lambda f: self._round_done(topics, f))
+        fut.add_done_callback(lambda f: self._round_done(topics, f, oldest))
 
-    def _round_done(self, topics: list[Topic], fut: asyncio.Future) -> None:
+    def _take_oldest_append(self) -> float | None:
+        oldest, self._oldest_append = self._oldest_append, None
+        return oldest
+
+    def _report_append_latency(self, oldest: float | None) -> None:
+        if oldest is not None and callable(self.on_append_latency):
+            self.on_append_latency(time.monotonic() - oldest)
+
+    def _round_done(self, topics: list[Topic], fut: asyncio.Future, oldest: float | None = None) -> None:
         self._running = False
         self.rounds += 1
         results, elapsed = fut.result()
         self.sync_seconds_total += elapsed
         if callable(self.on_round):
             self.on_round(elapsed)
+        self._report_append_latency(oldest)
         for topic, outcome in zip(topics, results, strict=True):
             if topic.closed:
                 continue

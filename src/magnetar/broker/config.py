@@ -77,7 +77,11 @@ class BrokerConfig:
     default_retention_mb: int = 0
     #: message TTL when no policy sets it (0 = none)
     default_message_ttl_seconds: int = 0
-    #: how often retention, TTL, backlog quotas and compaction thresholds are checked
+    #: delete topics without producers and subscriptions after this many idle seconds (0 = never)
+    inactive_topic_expiry_seconds: float = 0.0
+    #: delete durable subscriptions without consumers after this many minutes (0 = never)
+    subscription_expiration_minutes: float = 0.0
+    #: how often retention, TTL, backlog quotas, compaction thresholds and expiry are checked
     lifecycle_check_interval_seconds: float = 60.0
     #: compaction threshold (bytes not yet compacted) when no policy sets one; 0 = no automatic compaction
     compaction_threshold_bytes: int = 0

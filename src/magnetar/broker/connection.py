@@ -328,6 +328,11 @@ class ServerConnection(asyncio.Protocol):
         except ProtocolError as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
             self.abort()
+        except Exception as exc:  # a broker bug: answer the request, keep the connection
+            log.exception("error handling %s from %s", CommandType(ctype).name, self.peer)
+            request_id = _request_id_of(command)
+            if request_id is not None:
+                self._error(request_id, ServerError.UnknownError, f"internal broker error: {type(exc).__name__}")
 
     def _refuse_unsupported(self, command: BaseCommand) -> None:
         request_id = _request_id_of(command)

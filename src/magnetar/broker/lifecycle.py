@@ -126,3 +126,22 @@ def evict_backlog(topic: Topic, now: float | None = None) -> int:
             if sub.cursor.mark_delete + 1 < cutoff:
                 evicted += sub.admin_ack_before(cutoff)
     return evicted
+
+
+def expired_subscriptions(topic: Topic, now: float) -> list[str]:
+    """Durable subscriptions without consumers for longer than the subscription expiration time."""
+    minutes = topic.policies.subscription_expiration_minutes
+    if minutes <= 0:
+        return []
+    return [
+        name
+        for name, sub in topic.subscriptions.items()
+        if sub.durable and not sub.consumers and now - sub.last_active > minutes * 60
+    ]
+
+
+def topic_inactive(topic: Topic, expiry_seconds: float, now: float) -> bool:
+    """Whether a topic has had no producers and no subscriptions for ``expiry_seconds`` (0: never)."""
+    if expiry_seconds <= 0 or topic.producers or topic.subscriptions or topic.compaction_pin is not None:
+        return False
+    return now - topic.last_active > expiry_seconds

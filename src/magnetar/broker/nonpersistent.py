@@ -10,6 +10,7 @@ last-message-id have nothing to act on.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from magnetar.protocol.enums import InitialPosition, ServerError
@@ -53,6 +54,7 @@ class NonPersistentTopic(Topic):
         self.policies = TopicPolicies()
         self.quota_blocked = None
         self.terminated = False
+        self.last_active = time.time()
         self.closed = False
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
@@ -91,6 +93,7 @@ class NonPersistentTopic(Topic):
 
     def remove_subscription(self, name: str) -> None:
         """Forget a subscription."""
+        self.last_active = time.time()
         self.subscriptions.pop(name, None)
 
     def cursor_moved(self, sub: Subscription) -> None:

@@ -46,6 +46,8 @@ class TopicPolicies:
     max_consumers_per_subscription: int = 0
     max_unacked_per_consumer: int | None = None
     delayed_delivery_active: bool = True
+    #: durable subscriptions without consumers are deleted after this long (0 = never)
+    subscription_expiration_minutes: float = 0
     #: compact once the entries not yet compacted exceed this many bytes (0 = never by size)
     compaction_threshold: int = 0
 
@@ -102,6 +104,10 @@ def resolve(metadata: MetadataStore, config: BrokerConfig, topic_name: TopicName
         ),
         max_unacked_per_consumer=_int(unacked, None) if unacked is not None else None,
         delayed_delivery_active=bool(delayed.get("active", True)),
+        subscription_expiration_minutes=float(
+            _int(effective(metadata, topic_name, "subscription_expiration_time_minutes"), None)
+            or config.subscription_expiration_minutes
+        ),
         compaction_threshold=_int(effective(metadata, topic_name, "compaction_threshold"), config.compaction_threshold_bytes),
     )
 

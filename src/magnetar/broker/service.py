@@ -316,8 +316,11 @@ class BrokerService:
         lifecycle.trim(topic)
 
     def check_lifecycle(self, topic: Topic) -> None:
-        """Enforce a topic's message TTL, backlog quotas and retention now."""
-        if topic.closed or topic.ledger is None:
+        """Enforce a topic's message TTL, backlog quotas, retention and expiry now."""
+        if topic.closed:
+            return
+        if topic.ledger is None:
+            self._expire_inactive(topic)
             return
         lifecycle.expire_messages(topic)
         exceeded = lifecycle.quota_exceeded(topic)
@@ -334,6 +337,18 @@ class BrokerService:
         if lifecycle.compaction_due(topic):
             self.compactor.trigger(topic)
         lifecycle.trim(topic)
+        self._expire_inactive(topic)
+
+    def _expire_inactive(self, topic: Topic, now: float | None = None) -> None:
+        """Delete subscriptions without consumers past their expiration time, and topics inactive
+        for longer than ``inactive_topic_expiry_seconds`` (both off by default)."""
+        now = time.time() if now is None else now
+        for name in lifecycle.expired_subscriptions(topic, now):
+            log.info("deleting subscription %s of %s: no consumer for longer than its expiration time", name, topic.name)
+            topic.remove_subscription(name)
+        if lifecycle.topic_inactive(topic, self.config.inactive_topic_expiry_seconds, now):
+            log.info("deleting inactive topic %s", topic.name)
+            asyncio.get_running_loop().create_task(self.delete_topic_storage(topic.name))
 
     def trigger_compaction(self, topic_name: TopicName) -> asyncio.Task:
         """Start compacting a persistent topic in the background (or return the compaction running).

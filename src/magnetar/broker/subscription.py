@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -60,6 +61,8 @@ class Subscription:
         self.redelivery: set[int] = set()
         self.redelivery_counts: dict[int, int] = {}
         self.dispatcher: Dispatcher | None = None
+        #: when a consumer last joined or left (subscription expiration)
+        self.last_active = time.time()
         #: entries waiting for their deliver_at_time (Shared and Key_Shared only)
         self.delayed: DelayedDeliveryTracker | None = None
         self.resetting = False
@@ -113,6 +116,7 @@ class Subscription:
             self.dispatcher = _DISPATCHERS[consumer.sub_type](self)
             self._set_delayed_tracker(consumer.sub_type in _DELAYING_TYPES)
         self.resetting = False
+        self.last_active = time.time()
         self.dispatcher.add_consumer(consumer)
 
     def _set_delayed_tracker(self, enabled: bool) -> None:
@@ -136,6 +140,7 @@ class Subscription:
         if self.dispatcher is None or consumer not in self.dispatcher.consumers:
             return
         consumer.closed = True
+        self.last_active = time.time()
         self.take_back(consumer)
         self.dispatcher.remove_consumer(consumer)
         if not self.consumers and not self.durable and not self.resetting:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -67,6 +68,8 @@ class Topic:
         self.quota_blocked: str | None = None
         #: a terminated topic accepts no more messages
         self.terminated = False
+        #: when a producer or subscription last came or went (inactive-topic expiry)
+        self.last_active = time.time()
         #: per producer, the highest sequence id whose entry is durable (what snapshots persist)
         self.durable_sequence_ids: dict[str, int] = {}
         self.dedup_dirty = False
@@ -145,6 +148,7 @@ class Topic:
     def remove_producer(self, producer: Producer) -> None:
         """Detach a producer; a waiting exclusive producer may take over."""
         producer.closed = True
+        self.last_active = time.time()
         if producer in self._waiting:
             self._waiting.remove(producer)
             return
@@ -382,6 +386,7 @@ class Topic:
 
     def remove_subscription(self, name: str) -> None:
         """Forget a subscription (unsubscribe, or the last reader of a non-durable one left)."""
+        self.last_active = time.time()
         sub = self.subscriptions.pop(name, None)
         if sub is not None and sub.durable:
             self.service.cursor_deleted(self, name)

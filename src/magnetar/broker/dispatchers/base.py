@@ -81,6 +81,13 @@ class Dispatcher:
         """Whether any consumer could take a message now."""
         return any(c.permits > 0 and not c.blocked and c.connection.writable for c in self.consumers)
 
+    def read_limit(self, batch: int) -> int:
+        """How many entries are worth reading now: at most ``batch``, and no more than the permits
+        consumers could use (an entry is at least one message), so a consumer granting a few
+        permits at a time does not make every dispatch read, and drop, a whole batch of entries."""
+        permits = sum(c.permits for c in self.consumers if c.permits > 0 and not c.blocked)
+        return max(1, min(batch, permits))
+
     # -- the loop ------------------------------------------------------------------------
     def schedule(self) -> None:
         """Run the dispatch loop soon (once, however often this is called)."""
@@ -113,11 +120,12 @@ class Dispatcher:
             if not self.consumers or sub.blocked_on_unacked() or not self.has_capacity():
                 return
             redelivering = bool(sub.redelivery)
+            count = self.read_limit(batch)
             if redelivering:
-                ids = sub.take_redeliveries(batch)
+                ids = sub.take_redeliveries(count)
                 entries = sub.read_entry_list(ids)
             else:
-                entries = sub.read_new_entries(batch)
+                entries = sub.read_new_entries(count)
                 if not entries:
                     return
             sent_upto = -1

@@ -311,7 +311,7 @@ class KeySharedDispatcher(Dispatcher):
         now_ms = int(time.time() * 1000)
         while budget > 0 and len(redelivery) < limit and self.has_capacity():
             first = max(sub.read_position, topic.first_entry_id)
-            last = min(topic.last_readable_id, first + batch - 1)
+            last = min(topic.last_readable_id, first + self.read_limit(batch) - 1)
             if first > last:
                 return budget
             entries = topic.read_entries(first, last)

@@ -138,4 +138,3 @@ def test_unsubscribe_refused_while_other_consumers_are_attached(
     assert sorted(got) == sorted(f"m{i}".encode() for i in range(10))
     c2.close()
     c1.unsubscribe()
-

@@ -33,7 +33,9 @@ def test_batches_reach_a_consumer_with_a_tiny_receiver_queue(client: pulsar.Clie
     assert_nothing_more(consumer)
 
 
-def test_shared_consumers_split_batches_whole(client: pulsar.Client, client2: pulsar.Client, topic: str) -> None:
+def test_shared_consumers_split_batches_whole(
+    client: pulsar.Client, client2: pulsar.Client, topic: str
+) -> None:
     c1 = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=20)
     c2 = client2.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=20)
     producer = _batch_producer(client, topic, 5)

@@ -10,7 +10,9 @@ import pulsar
 from .helpers import RECEIVE_MS
 
 
-def test_many_producers_and_shared_consumers(client: pulsar.Client, client2: pulsar.Client, topic: str) -> None:
+def test_many_producers_and_shared_consumers(
+    client: pulsar.Client, client2: pulsar.Client, topic: str
+) -> None:
     consumers = [
         client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=50),
         client2.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=50),
@@ -69,8 +71,12 @@ def test_many_producers_and_shared_consumers(client: pulsar.Client, client2: pul
 def test_shared_consumer_leaving_mid_stream_loses_nothing(
     client: pulsar.Client, client2: pulsar.Client, topic: str
 ) -> None:
-    leaving = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=100)
-    staying = client2.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=100)
+    leaving = client.subscribe(
+        topic, "sub", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=100
+    )
+    staying = client2.subscribe(
+        topic, "sub", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=100
+    )
     producer = client2.create_producer(topic)
     n = 1000
     for i in range(n):

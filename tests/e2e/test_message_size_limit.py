@@ -25,7 +25,9 @@ def small_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPro
 
 
 @pytest.fixture
-def small_client(small_broker: BrokerProcess, client_factory: Callable[[str], pulsar.Client]) -> pulsar.Client:
+def small_client(
+    small_broker: BrokerProcess, client_factory: Callable[[str], pulsar.Client]
+) -> pulsar.Client:
     return client_factory(small_broker.service_url)
 
 

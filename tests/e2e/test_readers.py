@@ -8,7 +8,9 @@ import pulsar
 from .helpers import RECEIVE_MS, assert_nothing_more
 
 
-def _produce(client: pulsar.Client, topic: str, payloads: list[bytes], **kwargs: object) -> list[pulsar.MessageId]:
+def _produce(
+    client: pulsar.Client, topic: str, payloads: list[bytes], **kwargs: object
+) -> list[pulsar.MessageId]:
     producer = client.create_producer(topic, **kwargs)
     ids = [producer.send(p) for p in payloads]
     producer.close()

@@ -62,7 +62,9 @@ def test_generated_producer_names_are_unique(client: pulsar.Client, topic: str) 
     p2.send(b"two")
 
 
-def test_same_explicit_producer_name_is_refused(client: pulsar.Client, client2: pulsar.Client, topic: str) -> None:
+def test_same_explicit_producer_name_is_refused(
+    client: pulsar.Client, client2: pulsar.Client, topic: str
+) -> None:
     first = client.create_producer(topic, producer_name="the-producer")
     assert first.producer_name() == "the-producer"
     with pytest.raises(pulsar.ProducerBusy):

@@ -252,3 +252,26 @@ def test_invalid_options(tmp_path: Path) -> None:
         ManagedLedger.open(tmp_path / "l", 1, segment_max_bytes=0)
     with pytest.raises(ValueError):
         ManagedLedger.open(tmp_path / "l", 1, cache_max_bytes=-1)
+
+
+def test_shared_cache_budget_bounds_the_total_over_many_ledgers(tmp_path: Path) -> None:
+    from magnetar.storage import CacheBudget
+
+    budget = CacheBudget(limit=10_000)
+    ledgers = [
+        ManagedLedger.open(tmp_path / f"l{i}", i, cache_max_bytes=8_000, cache_budget=budget) for i in range(5)
+    ]
+    for ledger in ledgers:
+        for _ in range(20):
+            ledger.append(b"x" * 500)
+    assert budget.used <= 10_000
+    assert budget.used == sum(led._cache_bytes for led in ledgers)  # noqa: SLF001 - white-box accounting check
+    for ledger in ledgers:  # everything still readable, from cache or disk
+        assert [e.data for e in ledger.read_range(0, 19)] == [b"x" * 500] * 20
+    ledgers[0].trim_before(10)
+    ledgers[1].close()
+    ledgers[2].delete()
+    assert budget.used == sum(led._cache_bytes for led in ledgers)  # noqa: SLF001
+    for ledger in (ledgers[0], ledgers[3], ledgers[4]):
+        ledger.close()
+    assert budget.used == 0

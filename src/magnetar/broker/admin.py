@@ -526,6 +526,9 @@ class BrokerAdmin:
         if self.partitions_of(tn) > 0 or self.topic_exists(tn):
             raise AdminError(409, "This topic already exists")
         if tn.persistent:
+            max_topics = getattr(self.config, "max_topics_per_namespace", 0)
+            if max_topics > 0 and len(self.metadata.list_topics(tn.namespace)) >= max_topics:
+                raise AdminError(412, "Exceed maximum number of topics in namespace.")
             self.metadata.get_or_create_topic(str(tn), properties or {})
             return
         try:

@@ -52,6 +52,8 @@ class BrokerConfig:
     segment_max_bytes: int = 64 * MiB
     #: recent entries kept in memory per topic for dispatch
     entry_cache_max_bytes: int = 16 * MiB
+    #: all topics' entry caches together (a topic over the shared budget evicts its own oldest)
+    entry_cache_total_bytes: int = 256 * MiB
     #: entries a dispatcher reads at once
     dispatch_batch_entries: int = 100
     #: a consumer with this many unacked messages gets no more until it acks (0 = no limit)

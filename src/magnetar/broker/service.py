@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from magnetar import __version__
 from magnetar.protocol.enums import ServerError, TopicsMode
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
-from magnetar.storage import ManagedLedger, MetadataStore
+from magnetar.storage import CacheBudget, ManagedLedger, MetadataStore
 
 from . import lifecycle
 from .commit import GroupCommitter
@@ -58,6 +58,8 @@ class BrokerService:
         self.paused_connections: set[ServerConnection] = set()
         #: bytes appended and not yet acknowledged to producers, over all connections
         self.pending_publish_bytes = 0
+        #: shared by every topic's entry cache
+        self.cache_budget = CacheBudget(config.entry_cache_total_bytes)
         self.metadata: MetadataStore | None = None
         #: the schema registry and the schema rules of topics (set in start())
         self.schemas: TopicSchemas
@@ -222,6 +224,7 @@ class BrokerService:
             ledger_id,
             segment_max_bytes=self.config.segment_max_bytes,
             cache_max_bytes=self.config.entry_cache_max_bytes,
+            cache_budget=self.cache_budget,
         )
         topic = Topic(self, topic_name, ledger)
         for sub_name, state in self.metadata.load_cursors(name).items():

@@ -1,7 +1,7 @@
 """Storage layer of magnetar: managed ledgers, cursor state and broker metadata."""
 
 from .cursor import CursorState, longs_to_mask, mask_to_longs
-from .ledger import Entry, ManagedLedger
+from .ledger import CacheBudget, Entry, ManagedLedger
 from .metadata import (
     MetadataConflictError,
     MetadataError,
@@ -13,6 +13,7 @@ from .rangeset import RangeSet
 from .segment import CorruptEntryError, EntryNotFoundError, Segment, StorageError
 
 __all__ = [
+    "CacheBudget",
     "CorruptEntryError",
     "CursorState",
     "Entry",

@@ -60,6 +60,18 @@ class SegmentInfo:
     modified: float
 
 
+class CacheBudget:
+    """A byte budget shared by the tail caches of many ledgers.
+
+    A ledger whose append would take the shared total over ``limit`` evicts its own oldest
+    cached entries first, so the total stays near the limit however many ledgers are open.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+
 class ManagedLedger:
     """Append-only log of entries with consecutive ids, stored as segment files in a directory.
 
@@ -75,8 +87,10 @@ class ManagedLedger:
         segments: list[Segment],
         segment_max_bytes: int,
         cache_max_bytes: int,
+        cache_budget: CacheBudget | None = None,
     ) -> None:
         """Wrap opened segments (the last one writable); use :meth:`ManagedLedger.open`."""
+        self._cache_budget = cache_budget
         self._directory = directory
         self._ledger_id = ledger_id
         self._segment_max_bytes = segment_max_bytes
@@ -106,6 +120,7 @@ class ManagedLedger:
         *,
         segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        cache_budget: CacheBudget | None = None,
     ) -> ManagedLedger:
         """Open (creating if needed) the ledger stored in ``directory``.
 
@@ -133,7 +148,7 @@ class ManagedLedger:
             for segment in segments:
                 segment.close()
             raise
-        ledger = cls(directory, ledger_id, segments, segment_max_bytes, cache_max_bytes)
+        ledger = cls(directory, ledger_id, segments, segment_max_bytes, cache_max_bytes, cache_budget)
         if created:
             _fsync_directory(directory)
         return ledger
@@ -362,8 +377,7 @@ class ManagedLedger:
             segments = list(self._segments)
         for segment in segments:
             segment.close()
-        self._cache.clear()
-        self._cache_bytes = 0
+        self._cache_clear()
 
     def delete(self) -> None:
         """Close the ledger and remove its directory with every segment."""
@@ -371,7 +385,7 @@ class ManagedLedger:
             self._closed = True
             for segment in self._segments:
                 segment.close()
-            self._cache.clear()
+            self._cache_clear()
         shutil.rmtree(self._directory, ignore_errors=True)
 
     def __enter__(self) -> ManagedLedger:
@@ -420,13 +434,27 @@ class ManagedLedger:
     def _cache_put(self, entry_id: int, data: bytes, crc: int) -> None:
         self._cache[entry_id] = (data, crc)
         self._cache_bytes += len(data)
-        while self._cache_bytes > self._cache_max_bytes and self._cache:
-            self._cache_evict_oldest()
+        budget = self._cache_budget
+        if budget is not None:
+            budget.used += len(data)
+            while (self._cache_bytes > self._cache_max_bytes or budget.used > budget.limit) and self._cache:
+                self._cache_evict_oldest()
+        else:
+            while self._cache_bytes > self._cache_max_bytes and self._cache:
+                self._cache_evict_oldest()
 
     def _cache_evict_oldest(self) -> None:
         data, _ = self._cache.pop(self._cache_first)
         self._cache_bytes -= len(data)
+        if self._cache_budget is not None:
+            self._cache_budget.used -= len(data)
         self._cache_first += 1
+
+    def _cache_clear(self) -> None:
+        if self._cache_budget is not None:
+            self._cache_budget.used -= self._cache_bytes
+        self._cache.clear()
+        self._cache_bytes = 0
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -166,3 +166,20 @@ def test_ack_timeout_redelivers_on_the_broker(client: Client, topic: str) -> Non
     assert 0.8 <= waited < 2.5
     consumer.acknowledge(again)
     nothing_more(consumer, 1500)
+
+
+def test_negative_ack_of_one_batched_message_brings_the_batch_back(client: Client, topic: str) -> None:
+    consumer = client.subscribe(topic, "sub", consumer_type=ConsumerType.Shared, negative_ack_redelivery_delay_ms=100)
+    payloads = _produce(client, topic, 5, batching_max_publish_delay_ms=500)
+    first = [consumer.receive(RECEIVE_MS) for _ in range(5)]
+    assert len({m.message_id().ledger_entry() for m in first}) == 1
+    consumer.negative_acknowledge(first[2])
+    for i in (0, 1, 3, 4):  # acknowledging the others does not acknowledge the entry
+        consumer.acknowledge(first[i])
+    again = [consumer.receive(RECEIVE_MS) for _ in range(5)]
+    assert [m.data() for m in again] == payloads and all(m.redelivery_count() == 1 for m in again)
+    consumer.acknowledge(again[2])  # the last one missing: now the entry is done
+    nothing_more(consumer, 1000)
+    consumer.close()
+    assert_empty = client.subscribe(topic, "sub", consumer_type=ConsumerType.Shared)
+    nothing_more(assert_empty)

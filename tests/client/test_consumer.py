@@ -287,12 +287,32 @@ def test_sync_receive_takes_queued_messages_in_bulk(threaded_fake: ThreadedFake,
     client._run = counting  # type: ignore[method-assign]
     got = [consumer.receive(RECEIVE_MS).data() for _ in range(100)]
     assert got == [b"m%d" % i for i in range(100)]
-    # 100 messages in two round trips (half a receiver queue each), not 100
-    assert len(calls) == 2
-    # the consumption is reported at the next refill: permits flow again
-    with pytest.raises(Timeout):
-        consumer.receive(200)
+    # 100 messages in one round trip, not 100
+    assert len(calls) == 1
+    # taken messages count as consumed at once: the broker got its permits back in one FLOW
     deadline = time.monotonic() + 5
     while sum(_flows(fake, core.consumer_id)) < 200 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert _flows(fake, core.consumer_id) == [100, 50, 50]
+    assert _flows(fake, core.consumer_id) == [100, 100]
+    with pytest.raises(Timeout):
+        consumer.receive(200)
+
+
+def test_sync_batch_receive_and_listener_exclusivity(client_factory, url: str, topic: str) -> None:  # noqa: ANN001
+    client: Client = client_factory(url)
+    consumer = client.subscribe(topic, "sub", batch_receive_policy=ConsumerBatchReceivePolicy(10, -1, 500))
+    producer = client.create_producer(topic)
+    for i in range(25):
+        producer.send_async(b"%d" % i, None)
+    producer.flush()
+    got: list = []
+    deadline = time.monotonic() + 10
+    while len(got) < 25 and time.monotonic() < deadline:
+        batch = consumer.batch_receive()
+        assert len(batch) <= 10
+        got += batch
+    assert [m.data() for m in got] == [b"%d" % i for i in range(25)]
+    assert consumer.batch_receive() == []  # after the 500 ms timeout
+    with_listener = client.subscribe(topic, "listened", message_listener=lambda c, m: None)
+    with pytest.raises(InvalidConfiguration, match="listener"):
+        with_listener.receive(100)

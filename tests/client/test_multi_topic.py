@@ -91,3 +91,21 @@ def test_partitioned_topic_consumer_and_reader(broker: BrokerProcess, client: Cl
     reader = client.create_reader(topic, MessageId.earliest)
     assert sorted(reader.read_next(RECEIVE_MS).data() for _ in range(40)) == [b"%02d" % i for i in range(40)]
     assert not reader.has_message_available()
+
+
+def test_pattern_modes_persistent_non_persistent_all(client: Client) -> None:
+    prefix = f"mode-{uuid.uuid4().hex[:8]}"
+    np_topic = f"non-persistent://public/default/{prefix}-np"
+    p_topic = f"persistent://public/default/{prefix}-p"
+    np_producer = client.create_producer(np_topic)  # a non-persistent topic lives while it is used
+    client.create_producer(p_topic).send(b"stored")
+    pattern = re.compile(f"{prefix}-.*")
+    every = client.subscribe(pattern, "all", regex_subscription_mode=RegexSubscriptionMode.AllTopics)
+    only_np = client.subscribe(pattern, "np", regex_subscription_mode=RegexSubscriptionMode.NonPersistentOnly)
+    only_p = client.subscribe(pattern, "p", regex_subscription_mode=RegexSubscriptionMode.PersistentOnly)
+    assert every.core.topics() == sorted([np_topic, p_topic])
+    assert only_np.core.topics() == [np_topic]
+    assert only_p.core.topics() == [p_topic]
+    np_producer.send(b"live")
+    assert every.receive(RECEIVE_MS).data() == b"live"
+    assert only_np.receive(RECEIVE_MS).data() == b"live"

@@ -282,3 +282,70 @@ def test_producer_names_and_access_modes_on_the_broker(client: Client, client2: 
     second = client2.create_producer(topic, access_mode=ProducerAccessMode.Exclusive)
     second.send(b"next holder")
     assert [consumer.receive(RECEIVE_MS).data() for _ in range(2)] == [b"exclusive", b"next holder"]
+
+
+def test_sync_send_async_blocks_until_room(threaded_fake: ThreadedFake, client_factory) -> None:  # noqa: ANN001
+    import threading
+
+    fake = threaded_fake.fake
+    fake.answer_sends = False
+    client: Client = client_factory(fake.url, operation_timeout_seconds=1)
+    producer = client.create_producer("t", max_pending_messages=2, block_if_queue_full=True, batching_enabled=False)
+    ids: list = []
+    producer.send_async(b"1", lambda e, m: ids.append(m))
+    producer.send_async(b"2", lambda e, m: ids.append(m))
+    third_sent = threading.Event()
+
+    def third() -> None:
+        producer.send_async(b"3", lambda e, m: ids.append(m))
+        third_sent.set()
+
+    thread = threading.Thread(target=third)
+    thread.start()
+    assert not third_sent.wait(0.3)  # blocked: two messages without a receipt
+    deadline = time.monotonic() + 5
+    while len(fake.commands(CommandType.SEND)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    first = fake.commands(CommandType.SEND)[0]
+    threaded_fake.call(fake.receipt, fake.connections[0], first.producer_id, first.sequence_id)
+    assert third_sent.wait(5)
+    thread.join(5)
+    fake.answer_sends = True
+    deadline = time.monotonic() + 5
+    while len(fake.commands(CommandType.SEND)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for send in fake.commands(CommandType.SEND)[1:]:
+        threaded_fake.call(fake.receipt, fake.connections[0], send.producer_id, send.sequence_id)
+    producer.flush()
+    assert len(ids) == 3 and all(ids)
+
+
+def test_exclusive_with_fencing_and_wait_for_exclusive(client: Client, client2: Client, topic: str) -> None:
+    import threading
+
+    consumer = client.subscribe(topic, "sub", initial_position=InitialPosition.Earliest)
+    old = client.create_producer(topic, access_mode=ProducerAccessMode.Exclusive, batching_enabled=False, send_timeout_millis=5000)
+    old.send(b"old-0")
+    new = client2.create_producer(topic, access_mode=ProducerAccessMode.ExclusiveWithFencing, batching_enabled=False)
+    with pytest.raises(ProducerFenced):
+        old.send(b"old-1")
+    new.send(b"new-0")
+    with pytest.raises(ProducerFenced):
+        old.send(b"old-2")  # stays fenced
+    result: dict = {}
+
+    def wait() -> None:
+        try:
+            result["producer"] = client.create_producer(topic, access_mode=ProducerAccessMode.WaitForExclusive)
+        except Exception as exc:  # noqa: BLE001 - checked below
+            result["error"] = exc
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    waiter.join(1.0)
+    assert waiter.is_alive(), f"WaitForExclusive did not wait: {result}"
+    new.close()
+    waiter.join(8)
+    assert "producer" in result, result
+    result["producer"].send(b"waited")
+    assert [consumer.receive(RECEIVE_MS).data() for _ in range(3)] == [b"old-0", b"new-0", b"waited"]

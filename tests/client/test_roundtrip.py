@@ -95,6 +95,20 @@ def test_compression_and_batching_round_trip(url: str, topic: str, codec: Compre
     run(main())
 
 
+def test_positional_options_and_official_enums(client: Client, topic: str) -> None:
+    import pulsar
+
+    consumer = client.subscribe(topic, "sub", pulsar.ConsumerType.Shared, None, None,
+                                initial_position=pulsar.InitialPosition.Earliest)
+    producer = client.create_producer(topic, "positional-name", None, compression_type=pulsar.CompressionType.LZ4)
+    producer.send(b"x")
+    msg = consumer.receive(RECEIVE_MS)
+    assert (msg.data(), msg.producer_name()) == (b"x", "positional-name")
+    assert consumer.core.config.consumer_type == ConsumerType.Shared
+    with pytest.raises(Exception, match="Shared"):
+        consumer.acknowledge_cumulative(msg)
+
+
 def test_exclusive_refuses_a_second_consumer(client: Client, client2: Client, topic: str) -> None:
     first = client.subscribe(topic, "excl", consumer_type=ConsumerType.Exclusive)
     with pytest.raises(ConsumerBusy, match=r"could not subscribe to .* as 'excl'"):

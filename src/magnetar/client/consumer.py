@@ -48,7 +48,7 @@ from .errors import (
     PulsarError,
     Timeout,
 )
-from .message import Message, MessageId, _signed, fast_message, fast_message_id
+from .message import _UNSET, Message, MessageId, _signed
 from .policies import (
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
@@ -67,6 +67,10 @@ log = logging.getLogger("magnetar.client.consumer")
 _consumer_ids = itertools.count()
 _U64 = (1 << 64) - 1
 _U32 = struct.Struct(">I")
+#: the metadata of a batched message that has nothing but a payload size (shared, never modified)
+_NO_SINGLE_FIELDS = SingleMessageMetadata()
+_new_message_id = object.__new__
+_new_message = object.__new__
 MessageListener = Callable[[Any, Message], Any]
 EntryKey = tuple[int, int]
 
@@ -127,7 +131,9 @@ class ConsumerConfig:
             raise OperationNotSupported("end-to-end encryption (crypto_key_reader) is not supported by magnetar's client")
         if self.key_shared_policy is not None and not isinstance(self.key_shared_policy, ConsumerKeySharedPolicy):
             raise InvalidConfiguration("key_shared_policy must be a ConsumerKeySharedPolicy")
+        # plain ints and the official client's enums are accepted too
         self.consumer_type = SubType(int(self.consumer_type))
+        self.initial_position = InitialPosition(int(self.initial_position))
 
 
 class ReceiverBase:
@@ -657,15 +663,27 @@ class Consumer(ReceiverBase):
         # hot loop, so it is kept to the bare minimum (sizes are still checked)
         parse = SingleMessageMetadata.FromString
         unpack = _U32.unpack_from
+        new_id = _new_message_id
+        new_message = _new_message
         end = len(payload)
         pos = 0
         try:
             for index in range(count):
                 (n,) = unpack(payload, pos)
                 pos += 4
-                single = parse(payload[pos : pos + n])
+                # a metadata holding nothing but payload_size (field 3, a one or two byte varint),
+                # the usual case, is read here; anything else goes through the protobuf parser
+                b0 = payload[pos]
+                if n == 2 and b0 == 0x18 and payload[pos + 1] < 0x80:
+                    single = _NO_SINGLE_FIELDS
+                    size = payload[pos + 1]
+                elif n == 3 and b0 == 0x18 and payload[pos + 2] < 0x80:
+                    single = _NO_SINGLE_FIELDS
+                    size = (payload[pos + 1] & 0x7F) | (payload[pos + 2] << 7)
+                else:
+                    single = parse(payload[pos : pos + n])
+                    size = single.payload_size
                 pos += n
-                size = single.payload_size
                 body = payload[pos : pos + size]
                 pos += size
                 if pos > end or size < 0:
@@ -674,11 +692,29 @@ class Consumer(ReceiverBase):
                     continue
                 if single.compacted_out:
                     continue
-                msg_id = fast_message_id(ledger_id, entry_id, index, partition, count, topic)
+                msg_id = new_id(MessageId)
+                msg_id.ledger_id = ledger_id
+                msg_id.entry_id = entry_id
+                msg_id.batch_index = index
+                msg_id.partition = partition
+                msg_id.batch_size = count
+                msg_id.topic = topic
+                msg_id._chunk_ids = None
                 if check_start and _before_start(msg_id, start, inclusive):  # type: ignore[arg-type]
                     continue
-                out.append(fast_message(body, meta, single, msg_id, topic, redelivery, schema, self))
-        except (struct.error, DecodeError) as exc:
+                msg = new_message(Message)
+                msg._payload = body
+                msg._meta = meta
+                msg._single = single
+                msg._id = msg_id
+                msg._topic = topic
+                msg._redelivery_count = redelivery
+                msg._schema = schema
+                msg._value = _UNSET
+                msg._props = None
+                msg._consumer = self
+                out.append(msg)
+        except (struct.error, DecodeError, IndexError) as exc:
             raise ProtocolError(f"malformed batch of {count} messages: {exc}") from None
         if pos != end:
             raise ProtocolError(f"{end - pos} bytes left over after the {count} messages of a batch")
@@ -877,7 +913,8 @@ class Consumer(ReceiverBase):
         for key in mid.chunk_entries():
             if self._unacked is not None:
                 self._unacked.remove(key)
-            self._batch_acks.pop(key, None)
+            # (the entry's pending batch acks stay: this message is not acknowledged, so acking
+            # the others of its batch does not acknowledge the entry before it comes back)
             deadline = self._nacks.add(key, count)
         if deadline is not None:
             self._arm_nack_timer()

@@ -179,7 +179,7 @@ class Message:
         """Application properties."""
         if self._props is None:
             source = self._single.properties if self._single is not None else self._meta.properties
-            self._props = {kv.key: kv.value for kv in source}
+            self._props = {kv.key: kv.value for kv in source} if source else {}
         return self._props
 
     def partition_key(self) -> str:

@@ -37,7 +37,7 @@ from .errors import (
     TopicTerminated,
     error_for,
 )
-from .message import MessageId
+from .message import MessageId, _signed, fast_message_id
 from .trackers import Backoff
 
 if TYPE_CHECKING:
@@ -152,13 +152,12 @@ class _Batch:
     """Messages collected for one entry."""
 
     __slots__ = (
-        "parts", "size", "payload_bytes", "count", "callbacks", "first_sequence_id", "last_sequence_id", "key",
+        "parts", "payload_bytes", "count", "callbacks", "first_sequence_id", "last_sequence_id", "key",
         "ordering_key", "created",
     )
 
     def __init__(self, key: str | None = None, ordering_key: bytes | None = None) -> None:
         self.parts: list[bytes] = []
-        self.size = 0
         self.payload_bytes = 0
         self.count = 0
         self.callbacks: list[Any] = []
@@ -209,6 +208,11 @@ class Producer:
         self._batch_timer: asyncio.TimerHandle | None = None
         self._pending: deque[_OpSend] = deque()
         self._pending_messages = 0
+        #: called with the number of messages settled (receipt or failure) by each send
+        self.settled_hook: Callable[[int], None] | None = None
+        self._max_count = config.batching_max_messages
+        self._max_bytes = config.batching_max_allowed_size_in_bytes
+        self._key_based = config.batching_type == BatchingType.KeyBased
         self._space = asyncio.Event()
         self._space.set()
         self._closed = False
@@ -317,7 +321,10 @@ class Producer:
         """
         if self._pending_messages >= self.config.max_pending_messages > 0:
             if not self.config.block_if_queue_full:
-                raise ProducerQueueIsFull(f"producer {self.name}: {self._pending_messages} messages pending")
+                raise ProducerQueueIsFull(
+                    f"producer {self.name} on {self.topic}: {self._pending_messages} messages pending"
+                    f" (max_pending_messages {self.config.max_pending_messages}, block_if_queue_full off)"
+                )
             while self._pending_messages >= self.config.max_pending_messages:
                 self._space.clear()
                 await self._space.wait()
@@ -387,30 +394,37 @@ class Producer:
         self, content: bytes, waiter: Any, properties: dict | None, key: str | None, ordering_key: bytes | None,
         sequence_id: int, event_time: int, null_value: bool,
     ) -> None:
-        batch = self._open_batch(key, ordering_key)
-        limit = self.config.batching_max_allowed_size_in_bytes
-        if batch.count and batch.payload_bytes + len(content) > limit:
+        batch = None if self._key_based else self._batch
+        if batch is None:
+            batch = self._open_batch(key, ordering_key)
+        size = len(content)
+        limit = self._max_bytes
+        if batch.count and batch.payload_bytes + size > limit:
             # as the Java client: a message that does not fit closes the batch before it
             self._flush_batch(batch)
             batch = self._open_batch(key, ordering_key)
-        single = encode_single_metadata(len(content), properties, key, ordering_key, event_time, None, null_value)
-        batch.parts.append(_U32.pack(len(single)) + single)
-        batch.parts.append(content)
-        batch.size += len(content) + len(single) + 4
-        batch.payload_bytes += len(content)
+        if properties is None and key is None and ordering_key is None and not event_time and not null_value:
+            head = _PLAIN_HEADS.get(size) or _plain_head(size)
+        else:
+            single = encode_single_metadata(size, properties, key, ordering_key, event_time, None, null_value)
+            head = _U32.pack(len(single)) + single
+        parts = batch.parts
+        parts.append(head)
+        parts.append(content)
+        batch.payload_bytes += size
         batch.count += 1
         batch.callbacks.append(waiter)
         if batch.first_sequence_id < 0:
             batch.first_sequence_id = sequence_id
         batch.last_sequence_id = sequence_id
-        if batch.count >= self.config.batching_max_messages or batch.payload_bytes >= limit:
+        if batch.count >= self._max_count or batch.payload_bytes >= limit:
             self._flush_batch(batch)
         elif self._batch_timer is None:
             delay = self.config.batching_max_publish_delay_ms / 1000.0
             self._batch_timer = asyncio.get_running_loop().call_later(delay, self._on_batch_timer)
 
     def _open_batch(self, key: str | None, ordering_key: bytes | None) -> _Batch:
-        if self.config.batching_type == BatchingType.KeyBased:
+        if self._key_based:
             bkey = (key, ordering_key)
             batch = self._key_batches.get(bkey)
             if batch is None:
@@ -494,8 +508,7 @@ class Producer:
         meta_bytes = meta.SerializeToString()
         entry = _U32.pack(len(meta_bytes)) + meta_bytes + payload
         if len(payload) > self.max_message_size:
-            self._pending_messages -= count
-            self._space.set()
+            self._settled(count)
             err = MessageTooBig(
                 f"producer {self.name} on {self.topic}: a message of {len(payload)} bytes"
                 f"{' (compressed)' if self.config.compression_type else ''} exceeds the broker's maximum of"
@@ -563,6 +576,15 @@ class Producer:
         except PulsarError:
             pass
 
+    def _settled(self, n: int) -> None:
+        """``n`` messages got their receipt or failed: room for more."""
+        self._pending_messages -= n
+        if not self._space.is_set():
+            self._space.set()
+        hook = self.settled_hook
+        if hook is not None and n:
+            hook(n)
+
     # -- broker events -------------------------------------------------------------------
     def on_receipt(self, receipt: Any) -> None:
         """SEND_RECEIPT: complete the oldest pending send (receipts come in order)."""
@@ -584,9 +606,7 @@ class Producer:
         mid = receipt.message_id
         ledger_id, entry_id = mid.ledger_id, mid.entry_id
         count = op.count
-        self._pending_messages -= count
-        if not self._space.is_set():
-            self._space.set()
+        self._settled(count)
         callbacks = op.callbacks
         topic = self.topic
         partition = self.partition
@@ -604,8 +624,19 @@ class Producer:
             for cb in callbacks:
                 _resolve(cb, None, msg_id)
             return
+        lid, eid = _signed(ledger_id), _signed(entry_id)
         for i, cb in enumerate(callbacks):
-            _resolve(cb, None, MessageId(ledger_id, entry_id, i, partition, count, topic) if i < count else None)
+            if cb is None:
+                continue
+            mid_i = fast_message_id(lid, eid, i, partition, count, topic) if i < count else None
+            if isinstance(cb, asyncio.Future):
+                if not cb.done():
+                    cb.set_result(mid_i)
+                continue
+            try:
+                cb(None, mid_i)
+            except Exception:
+                log.exception("send callback failed")
 
     def on_send_error(self, error: Any) -> None:
         """SEND_ERROR: a checksum error fails that send; anything else reconnects and resends."""
@@ -613,8 +644,7 @@ class Producer:
             for i, op in enumerate(self._pending):
                 if op.sequence_id == error.sequence_id:
                     del self._pending[i]
-                    self._pending_messages -= op.count
-                    self._space.set()
+                    self._settled(op.count)
                     exc = error_for(error.error, error.message)
                     for cb in op.callbacks:
                         _resolve(cb, exc, None)
@@ -664,13 +694,19 @@ class Producer:
             self._reconnecting = False
 
     def _fail_all(self, exc: PulsarError) -> None:
+        batches = [b for b in (self._batch, *self._key_batches.values()) if b is not None]
         self._batch = None
         self._key_batches.clear()
+        if self._batch_timer is not None:
+            self._batch_timer.cancel()
+            self._batch_timer = None
         pending, self._pending = self._pending, deque()
-        self._pending_messages = 0
-        self._space.set()
+        self._settled(self._pending_messages)
         for op in pending:
             for cb in op.callbacks:
+                _resolve(cb, exc, None)
+        for batch in batches:  # messages not sent yet fail as well
+            for cb in batch.callbacks:
                 _resolve(cb, exc, None)
 
     async def _check_timeouts(self) -> None:
@@ -683,12 +719,25 @@ class Producer:
             while pending and pending[0].deadline <= now:
                 expired.append(pending.popleft())
             if expired:
-                exc = Timeout(f"producer {self.name}: no receipt within {self.config.send_timeout_millis} ms")
+                exc = Timeout(
+                    f"producer {self.name} on {self.topic}: no receipt within {self.config.send_timeout_millis} ms"
+                )
                 for op in expired:
-                    self._pending_messages -= op.count
+                    self._settled(op.count)
                     for cb in op.callbacks:
                         _resolve(cb, exc, None)
-                self._space.set()
+
+
+def _plain_head(size: int) -> bytes:
+    """Size prefix and SingleMessageMetadata of a batched message with nothing but a payload."""
+    head = _PLAIN_HEADS.get(size)
+    if head is None:
+        single = encode_single_metadata(size, None, None, None, 0, None)
+        head = _PLAIN_HEADS[size] = _U32.pack(len(single)) + single
+    return head
+
+
+_PLAIN_HEADS: dict[int, bytes] = {}
 
 
 def _seconds(value: Any) -> float:

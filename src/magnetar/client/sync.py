@@ -6,9 +6,10 @@ per message:
 
 - ``Producer.send_async`` queues messages for the loop in bulk (one wake-up of the loop per
   burst, not per message);
-- ``Consumer.receive`` serves messages from a local buffer refilled in one round trip with up
-  to half a receiver queue of messages; the loop learns that they were consumed (permits,
-  ack-timeout tracking) in one report at the next refill;
+- ``Consumer.receive`` serves messages from a local buffer refilled in one round trip with
+  what the receiver queue holds (up to its size); they count as consumed when they are taken,
+  so the broker gets its permits back at once, in one FLOW (the buffer is at most one receiver
+  queue more);
 - acknowledgements, negative acknowledgements and other fire-and-forget calls are queued
   and handed to the loop in bulk the same way.
 
@@ -25,6 +26,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from magnetar.protocol.enums import SubType
+
 from .client import AsyncClient, MultiTopicsConsumer, PartitionedProducer
 from .client import Reader as AsyncReader
 from .consumer import Consumer as AsyncConsumer
@@ -37,6 +40,8 @@ from .errors import (
 )
 from .message import Message, MessageId
 from .producer import Producer as AsyncProducer
+
+ConsumerType = SubType
 
 T = TypeVar("T")
 
@@ -171,30 +176,46 @@ class Client:
 
         return run
 
-    def create_producer(self, topic: str, **options: Any) -> Producer:
+    def create_producer(self, topic: str, producer_name: str | None = None, schema: Any = None, **options: Any) -> Producer:
         """A producer on ``topic`` (options as ``pulsar.Client.create_producer``)."""
         from magnetar.protocol.enums import ProducerAccessMode
 
         wait = options.get("access_mode") == ProducerAccessMode.WaitForExclusive
-        return Producer(self, self._run(self._client.create_producer(topic, **options), 1e9 if wait else None))
+        core = self._client.create_producer(topic, producer_name, schema, **options)
+        return Producer(self, self._run(core, 1e9 if wait else None))
 
-    def subscribe(self, topic: Any, subscription_name: str, **options: Any) -> Consumer:
+    def subscribe(
+        self,
+        topic: Any,
+        subscription_name: str,
+        consumer_type: Any = ConsumerType.Exclusive,
+        schema: Any = None,
+        message_listener: Callable[[Any, Message], Any] | None = None,
+        **options: Any,
+    ) -> Consumer:
         """A consumer (options as ``pulsar.Client.subscribe``)."""
         holder: list = []
-        listener = options.get("message_listener")
-        if listener is not None:
-            options["message_listener"] = self._wrap_listener(listener, holder)
-        consumer = Consumer(self, self._run(self._client.subscribe(topic, subscription_name, **options)))
+        if message_listener is not None:
+            message_listener = self._wrap_listener(message_listener, holder)
+        core = self._client.subscribe(topic, subscription_name, consumer_type, schema, message_listener, **options)
+        consumer = Consumer(self, self._run(core))
         holder.append(consumer)
         return consumer
 
-    def create_reader(self, topic: str, start_message_id: MessageId, **options: Any) -> Reader:
+    def create_reader(
+        self,
+        topic: str,
+        start_message_id: MessageId,
+        schema: Any = None,
+        reader_listener: Callable[[Any, Message], Any] | None = None,
+        **options: Any,
+    ) -> Reader:
         """A reader (options as ``pulsar.Client.create_reader``)."""
         holder: list = []
-        listener = options.get("reader_listener")
-        if listener is not None:
-            options["reader_listener"] = self._wrap_listener(listener, holder)
-        reader = Reader(self, self._run(self._client.create_reader(topic, start_message_id, **options)))
+        if reader_listener is not None:
+            reader_listener = self._wrap_listener(reader_listener, holder)
+        core = self._client.create_reader(topic, start_message_id, schema, reader_listener, **options)
+        reader = Reader(self, self._run(core))
         holder.append(reader)
         return reader
 
@@ -225,18 +246,27 @@ class Client:
 
 
 class Producer:
-    """Synchronous producer."""
+    """Synchronous producer.
+
+    ``max_pending_messages`` is enforced here, before messages cross to the loop thread: a
+    counter under a plain lock, decremented once per send settled (a batch of receipts costs
+    one update, not one per message), waited on only when ``block_if_queue_full`` and full.
+    """
 
     def __init__(self, client: Client, core: AsyncProducer | PartitionedProducer) -> None:
         self._client = client
         self._core = core
         self._loop = client._thread.loop
         self._queue: collections.deque = collections.deque()
-        self._lock = threading.Lock()
         self._scheduled = False
-        limit = core.config.max_pending_messages
-        self._slots = threading.BoundedSemaphore(limit) if limit > 0 else None
+        self._limit = core.config.max_pending_messages
         self._block = core.config.block_if_queue_full
+        self._pending = 0
+        self._blocked = 0
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
+        for p in getattr(core, "producers", None) or [core]:
+            p.settled_hook = self._settled
 
     @property
     def core(self) -> AsyncProducer | PartitionedProducer:
@@ -273,46 +303,92 @@ class Producer:
             raise error
         return msg_id
 
-    def send_async(self, content: Any, callback: Callable[[PulsarError | None, MessageId | None], None] | None, **options: Any) -> None:
+    def send_async(
+        self,
+        content: Any,
+        callback: Callable[[PulsarError | None, MessageId | None], None] | None,
+        properties: dict[str, str] | None = None,
+        partition_key: str | None = None,
+        ordering_key: bytes | None = None,
+        sequence_id: int | None = None,
+        replication_clusters: Any = None,
+        disable_replication: bool = False,
+        event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: Any = None,
+    ) -> None:
         """Queue a message; ``callback(error, message_id)`` runs on the client's thread when it
         completes (``error`` is None on success)."""
-        slots = self._slots
-        if slots is not None and not slots.acquire(blocking=self._block):
-            error = ProducerQueueIsFull(
-                f"producer {self._core.name} on {self._core.topic}: max_pending_messages"
-                f" ({self._core.config.max_pending_messages}) reached"
-            )
-            if callback is not None:
-                callback(error, None)
-                return
-            raise error
-
-        def done(error: PulsarError | None, msg_id: MessageId | None) -> None:
-            if slots is not None:
-                slots.release()
-            if callback is not None:
-                callback(error, msg_id)
-
-        with self._lock:
-            self._queue.append((content, done, options))
-            if self._scheduled:
-                return
+        limit = self._limit
+        if limit:
+            with self._lock:
+                if self._pending >= limit:
+                    if not self._block or threading.current_thread() is self._client._thread.thread:
+                        # (blocking the client's own loop thread, in a callback, would never end)
+                        error = ProducerQueueIsFull(
+                            f"producer {self._core.name} on {self._core.topic}: max_pending_messages ({limit}) reached"
+                        )
+                        if callback is None:
+                            raise error
+                        callback(error, None)
+                        return
+                    self._blocked += 1
+                    try:
+                        while self._pending >= limit:
+                            self._room.wait(1.0)
+                    finally:
+                        self._blocked -= 1
+                self._pending += 1
+        if (properties is None and partition_key is None and ordering_key is None and sequence_id is None
+                and event_timestamp is None and deliver_at is None and deliver_after is None
+                and not replication_clusters and not disable_replication):
+            item: tuple = (content, callback)
+        else:
+            options = {
+                "properties": properties, "partition_key": partition_key, "ordering_key": ordering_key,
+                "sequence_id": sequence_id, "replication_clusters": replication_clusters,
+                "disable_replication": disable_replication, "event_timestamp": event_timestamp,
+                "deliver_at": deliver_at, "deliver_after": deliver_after,
+            }
+            item = (content, callback, options)
+        self._queue.append(item)
+        if not self._scheduled:
             self._scheduled = True
-        self._loop.call_soon_threadsafe(self._drain)
+            self._loop.call_soon_threadsafe(self._drain)
+
+    def _settled(self, n: int) -> None:
+        """(loop thread) ``n`` messages got their receipt or failed."""
+        if not self._limit:
+            return
+        with self._lock:
+            self._pending -= n
+            if self._blocked:
+                self._room.notify_all()
 
     def _drain(self) -> None:
-        with self._lock:
-            items = list(self._queue)
-            self._queue.clear()
-            self._scheduled = False
-        core = self._core
-        for content, done, options in items:
+        self._scheduled = False
+        queue = self._queue
+        send = self._core.send_nowait
+        while queue:
             try:
-                core.send_nowait(content, done, **options)
-            except PulsarError as exc:
-                done(exc, None)
-            except Exception as exc:  # bad arguments: report through the callback
-                done(PulsarError(f"cannot send: {exc!r}"), None)
+                item = queue.popleft()
+            except IndexError:
+                break
+            try:
+                if len(item) == 2:
+                    send(item[0], item[1])
+                else:
+                    send(item[0], item[1], **item[2])
+            except Exception as exc:  # refused before it was queued: the core never counted it
+                self._settled(1)
+                error = exc if isinstance(exc, PulsarError) else PulsarError(f"cannot send: {exc!r}")
+                if item[1] is not None:
+                    try:
+                        item[1](error, None)
+                    except Exception:
+                        import logging
+
+                        logging.getLogger("magnetar.client").exception("send callback failed")
 
     def flush(self) -> None:
         """Wait until everything queued so far has its receipt."""
@@ -345,13 +421,11 @@ class Consumer:
         self._core = core
         self._loop = client._thread.loop
         self._calls = _Batcher(self._loop, core.acknowledge)
-        #: messages taken from the core's queue, served by receive() without a round trip
+        #: messages taken from the core's queue (and counted as consumed there, so the broker
+        #: gets its permits back at once), served by receive() without a round trip
         self._buffer: collections.deque[Message] = collections.deque()
-        #: messages taken since the last report to the core (consumed or still buffered)
-        self._taken: list[Message] = []
         self._refill_lock = threading.Lock()
-        size = core.config.receiver_queue_size
-        self._refill_size = max(1, size // 2) if size > 0 else 0
+        self._refill_size = max(0, core.config.receiver_queue_size)
 
     @property
     def core(self) -> AsyncConsumer | MultiTopicsConsumer:
@@ -376,34 +450,26 @@ class Consumer:
             return self._buffer.popleft()
         except IndexError:
             pass
+        core = self._core
+        if core._listener is not None or core._closed:
+            core._check_receive()  # raises: the listener owns the messages, or closed
         with self._refill_lock:
             try:
                 return self._buffer.popleft()
             except IndexError:
                 pass
-            taken, self._taken = self._taken, []
-            if self._refill_size and (self._core.queued() or taken):
-                got = self._client._run(_refill(self._core, taken, self._refill_size))
+            if self._refill_size and core.queued():
+                got = self._client._run(_refill(core, self._refill_size))
                 if got:
-                    self._taken = got
-                    first = got[0]
                     self._buffer.extend(got[1:])
-                    return first
+                    return got[0]
         wait = None if timeout_millis is None else timeout_millis / 1000 + 5
         return self._client._run(self._core.receive(timeout_millis), wait)
 
-    def _settle(self, keep: bool) -> None:
-        """Report what was taken to the core; drop the buffer unless ``keep``."""
+    def _drop_buffer(self) -> None:
+        """Forget the buffered messages (seek, redelivery, close: the broker sends them again)."""
         with self._refill_lock:
-            if keep:
-                buffered = set(map(id, self._buffer))
-                consumed = [m for m in self._taken if id(m) not in buffered]
-                self._taken = [m for m in self._taken if id(m) in buffered]
-            else:
-                consumed, self._taken = self._taken, []
-                self._buffer.clear()
-        if consumed:
-            self._calls.call(self._core.report_consumed, consumed)
+            self._buffer.clear()
 
     def batch_receive(self) -> list[Message]:
         """Messages as the consumer's batch receive policy allows (see ConsumerBatchReceivePolicy)."""
@@ -430,8 +496,6 @@ class Consumer:
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge up to this message (not on Shared and Key_Shared subscriptions)."""
-        from magnetar.protocol.enums import SubType
-
         kind = self._core.config.consumer_type
         if kind in (SubType.Shared, SubType.Key_Shared):
             raise CumulativeAcknowledgementNotAllowedError(f"cumulative acknowledgement is not allowed on {kind.name} subscriptions")
@@ -447,7 +511,7 @@ class Consumer:
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Redeliver everything unacknowledged."""
-        self._settle(keep=False)
+        self._drop_buffer()
         self._calls.call(self._core.redeliver_unacknowledged_messages)
 
     def pause_message_listener(self) -> None:
@@ -460,7 +524,7 @@ class Consumer:
 
     def seek(self, target: MessageId | int) -> None:
         """Move to a message id or publish time (ms)."""
-        self._settle(keep=False)
+        self._drop_buffer()
         self._client._run(self._core.seek(target))
 
     def get_last_message_id(self) -> MessageId:
@@ -472,17 +536,16 @@ class Consumer:
         """Whether a next message exists."""
         if self._buffer:
             return True
-        self._settle(keep=True)
         return self._client._run(self._core.has_message_available())
 
     def unsubscribe(self) -> None:
         """Delete the subscription."""
-        self._settle(keep=False)
+        self._drop_buffer()
         self._client._run(self._core.unsubscribe())
 
     def close(self) -> None:
         """Close the consumer."""
-        self._settle(keep=False)
+        self._drop_buffer()
 
         async def close() -> None:
             self._calls.drain()
@@ -495,9 +558,8 @@ class Consumer:
         return self._core.is_connected()
 
 
-async def _refill(core: Any, consumed: list[Message], n: int) -> list[Message]:
-    core.report_consumed(consumed)
-    return core.take(n)
+async def _refill(core: Any, n: int) -> list[Message]:
+    return core.receive_nowait(n)
 
 
 class Reader:

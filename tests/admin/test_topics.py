@@ -456,3 +456,28 @@ def test_non_persistent_topics(http: Http, client: pulsar.Client, name: str) -> 
     consumer.close()
     assert http.put(f"/admin/v2/non-persistent/{NS}/{name}-p/partitions", 2).status == 204
     assert http.get(f"/admin/v2/non-persistent/{NS}/{name}-p/partitions").json() == {"partitions": 2}
+
+
+def test_deduplication_toggled_on_a_live_namespace(http: Http, broker: BrokerProcess) -> None:
+    ns = "public/dedup-live"
+    assert http.put(f"/admin/v2/namespaces/{ns}").status == 204
+    topic = f"persistent://{ns}/live"
+    client = pulsar.Client(broker.service_url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producer = client.create_producer(topic, producer_name="dedup-live", batching_enabled=False)
+        producer.send(b"a", sequence_id=1)
+        producer.send(b"a-again", sequence_id=1)  # dedup off: stored
+        assert http.post(f"/admin/v2/namespaces/{ns}/deduplication", True).status == 204
+        producer.send(b"b", sequence_id=2)
+        producer.send(b"b-again", sequence_id=2)  # dedup now on for the live topic: dropped
+        producer.send(b"a-late", sequence_id=1)  # dropped too
+        assert http.post(f"/admin/v2/namespaces/{ns}/deduplication", False).status == 204
+        producer.send(b"c", sequence_id=2)  # off again: stored
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        got = []
+        while reader.has_message_available():
+            got.append(reader.read_next(5000).data())
+        assert got == [b"a", b"a-again", b"b", b"c"]
+    finally:
+        client.close()
+        http.delete(f"/admin/v2/namespaces/{ns}?force=true")

@@ -54,3 +54,16 @@ def test_consumer_is_blocked_at_its_limit_and_unblocked_at_half(
         consumer.acknowledge(m)
     rest = receive_all(consumer, 10)
     assert [m.data() for m in rest] == [b"%d" % i for i in range(16, 26)]
+
+
+def test_limit_does_not_apply_to_exclusive_consumers_and_readers(
+    limited: BrokerProcess, client_factory: Callable[[str], pulsar.Client]
+) -> None:
+    client = client_factory(limited.service_url)
+    consumer = client.subscribe("unlimited-excl", "s", consumer_type=pulsar.ConsumerType.Exclusive)
+    producer = client.create_producer("unlimited-excl", batching_enabled=False)
+    for i in range(25):
+        producer.send(b"%d" % i)
+    assert [m.data() for m in receive_all(consumer, 25)] == [b"%d" % i for i in range(25)]
+    reader = client.create_reader("unlimited-excl", pulsar.MessageId.earliest)
+    assert [reader.read_next(10_000).data() for _ in range(25)] == [b"%d" % i for i in range(25)]

@@ -92,7 +92,7 @@ class Consumer:
         if entry.entry_id not in self.pending:
             self.pending[entry.entry_id] = messages
             self.unacked_messages += messages
-            limit = self.subscription.max_unacked_per_consumer
+            limit = self.subscription.consumer_unacked_limit
             if limit > 0 and self.unacked_messages >= limit:
                 self.blocked = True
         self.msg_out_counter += messages

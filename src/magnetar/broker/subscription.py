@@ -30,6 +30,9 @@ _DISPATCHERS: dict[SubType, type[Dispatcher]] = {
 
 MAX_ENTRY_ID = (1 << 63) - 1
 
+#: subscription types whose consumers and subscription are bound by the unacked-message limits
+_LIMITED_TYPES = frozenset({SubType.Shared, SubType.Key_Shared})
+
 #: subscription types that honour deliver_at_time (Exclusive and Failover deliver at once)
 _DELAYING_TYPES = frozenset({SubType.Shared, SubType.Key_Shared})
 
@@ -253,9 +256,24 @@ class Subscription:
         """Whether the subscription as a whole has too many unacknowledged messages."""
         return self._blocked
 
+    @property
+    def consumer_unacked_limit(self) -> int:
+        """Unacked messages at which a consumer is blocked; as in Pulsar, the limits apply only to
+        Shared and Key_Shared subscriptions (0 = no limit)."""
+        return self.max_unacked_per_consumer if self.sub_type in _LIMITED_TYPES else 0
+
     def update_blocked(self) -> None:
         """Recompute the unacked-message limits of the subscription and its consumers."""
-        per_consumer = self.max_unacked_per_consumer
+        limited = self.sub_type in _LIMITED_TYPES
+        per_consumer = self.max_unacked_per_consumer if limited else 0
+        if not limited:
+            unblocked = self._blocked or any(c.blocked for c in self.consumers)
+            self._blocked = False
+            for consumer in self.consumers:
+                consumer.blocked = False
+            if unblocked:
+                self.schedule_dispatch()
+            return
         total = 0
         unblocked = False
         for consumer in self.consumers:

@@ -25,6 +25,7 @@ app.add_typer(admin_app, name="admin")
 app.add_typer(perf_app, name="perf")
 app.command()(produce)
 app.command()(consume)
+app.command("sql")(__import__("magnetar.cli.sql", fromlist=["sql"]).sql)
 
 
 @app.callback()

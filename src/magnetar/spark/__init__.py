@@ -39,7 +39,7 @@ def local_session(app_name: str = "magnetar", master: str = "local[*]", **conf: 
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName(app_name)
-    settings = {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC", **conf}
+    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC", **conf}
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -185,9 +185,3 @@ class Broker:
             await asyncio.gather(*(one(tp, pos) for tp, pos in positions.items()))
 
         self.run(all_subs())
-
-    def open_subscription(self, subscription: str, tps: Iterable[str]) -> None:
-        """Create the durable subscription on each topic-partition (at the earliest message)."""
-        from .positions import EARLIEST
-
-        self.advance_subscription(subscription, {tp: EARLIEST for tp in tps})

@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
@@ -33,8 +34,10 @@ log = logging.getLogger("magnetar.spark")
 ROWS_PER_BATCH = 10_000
 #: messages taken from the reader's queue per hop to the client's loop
 FETCH_MESSAGES = 5_000
+#: (ledger, entry) of a message id
+_ENTRY = attrgetter("ledger_id", "entry_id")
 #: receiver queue of the readers (unless pulsar.reader.receiverQueueSize says otherwise)
-RECEIVER_QUEUE = 5_000
+RECEIVER_QUEUE = 10_000
 
 
 class PulsarReadError(RuntimeError):
@@ -93,6 +96,8 @@ def ranges(topic: str, start: Position, end: Position, check_loss: bool, split_e
 
 def _varint(value: int) -> bytes:
     value &= (1 << 64) - 1
+    if value < 16384:
+        return _SMALL[value]
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -101,15 +106,57 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
+def _slow_varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_SMALL = [_slow_varint(i) for i in range(16384)]
+
+
 def message_id_bytes(ledger: int, entry: int, batch: int, partition: int, batch_size: int) -> bytes:
     """``MessageId(ledger, entry, batch, partition, batch_size).serialize()``, without protobuf."""
+    return _id_prefix(ledger, entry, partition) + _id_suffix(batch, batch_size)
+
+
+def _id_prefix(ledger: int, entry: int, partition: int) -> bytes:
     out = b"\x08" + _varint(ledger) + b"\x10" + _varint(entry)
     if partition >= 0:
         out += b"\x18" + _varint(partition)
-    if batch >= 0:
-        out += b"\x20" + _varint(batch)
-    if batch_size:
-        out += b"\x30" + _varint(batch_size)
+    return out
+
+
+_SUFFIXES: dict[tuple[int, int], bytes] = {}
+
+
+_TABLES: dict[int, list[bytes]] = {}
+
+
+def _suffix_table(batch_size: int) -> list[bytes]:
+    """The id suffixes of the messages 0..batch_size-1 of a batch."""
+    table = _TABLES.get(batch_size)
+    if table is None:
+        table = [_id_suffix(i, batch_size) for i in range(batch_size)]
+        if len(_TABLES) < 1000:
+            _TABLES[batch_size] = table
+    return table
+
+
+def _id_suffix(batch: int, batch_size: int) -> bytes:
+    key = (batch, batch_size)
+    out = _SUFFIXES.get(key)
+    if out is None:
+        out = b""
+        if batch >= 0:
+            out += b"\x20" + _varint(batch)
+        if batch_size:
+            out += b"\x30" + _varint(batch_size)
+        if len(_SUFFIXES) < 100_000:
+            _SUFFIXES[key] = out
     return out
 
 
@@ -146,53 +193,74 @@ class _Batcher:
         self.ts_type = self.arrow_schema.field("__publishTime").type
         self.map_type = self.arrow_schema.field("__messageProperties").type
 
-    def build(self, msgs: list[Any]) -> Any:
+    def build(self, msgs: list[Any], mids: list[Any]) -> Any:
+        """One record batch of these messages (``mids``: their message ids)."""
         pa = self.pa
         import pyarrow.compute as pc
 
         n = len(msgs)
         partition = self.partition
-        payloads = [None if m.is_null_value() else m.data() for m in msgs]
-        versions = [m.schema_version() for m in msgs] if self.with_versions else None
         topic = self.topic
+        payloads = [m.data() for m in msgs]
+        # a null value (tombstone) has an empty payload: ask only those
+        for i in [i for i, p in enumerate(payloads) if not p]:
+            if msgs[i].is_null_value():
+                payloads[i] = None
+        versions = [m.schema_version() for m in msgs] if self.with_versions else None
 
         def where(i: int) -> str:
-            mid = msgs[i].message_id()
+            mid = mids[i]
             return f"message {mid.ledger_id}:{mid.entry_id}:{mid.batch_index} of {topic}"
 
         value_cols = self.decoder.columns(payloads, versions, where)
-        keys = [m.partition_key() if m.has_key() else None for m in msgs]
+        keys = [m.partition_key() for m in msgs]
+        for i in [i for i, k in enumerate(keys) if not k]:
+            if not msgs[i].has_key():
+                keys[i] = None
         ids = []
-        publish = []
-        event = []
-        offsets = [0]
-        prop_keys: list[str] = []
-        prop_values: list[str] = []
-        for m in msgs:
-            mid = m.message_id()
-            ids.append(message_id_bytes(mid.ledger_id, mid.entry_id, mid.batch_index, partition, mid.batch_size))
-            publish.append(m.publish_timestamp())
-            et = m.event_timestamp()
-            event.append(et if et else None)
-            props = m.properties()
-            if props:
-                prop_keys.extend(props.keys())
-                prop_values.extend(props.values())
-            offsets.append(len(prop_keys))
-        ts = self.ts_type
-        props_arr = pa.MapArray.from_arrays(
-            pa.array(offsets, pa.int32()), pa.array(prop_keys, pa.string()), pa.array(prop_values, pa.string())
-        )
+        publish_ms = []
+        ledger = entry = None
+        prefix = b""
+        table: list[bytes] = [b""]
+        published = 0
+        for m, mid in zip(msgs, mids, strict=True):
+            if mid.entry_id != entry or mid.ledger_id != ledger:
+                ledger, entry = mid.ledger_id, mid.entry_id
+                prefix = _id_prefix(ledger, entry, partition)
+                table = _suffix_table(mid.batch_size) if mid.batch_index >= 0 else [_id_suffix(-1, mid.batch_size)]
+                # the publish time is the entry's (MessageMetadata): the same for a whole batch
+                published = m.publish_timestamp()
+            ids.append(prefix + table[mid.batch_index])
+            publish_ms.append(published)
+        publish = pa.array(publish_ms, pa.int64())
+        event = pa.array([m.event_timestamp() for m in msgs], pa.int64())
+        event = pc.if_else(pc.equal(event, 0), pa.scalar(None, pa.int64()), event)
+        props = [m.properties() for m in msgs]
+        if any(props):
+            offsets = [0]
+            prop_keys: list[str] = []
+            prop_values: list[str] = []
+            for p in props:
+                if p:
+                    prop_keys.extend(p.keys())
+                    prop_values.extend(p.values())
+                offsets.append(len(prop_keys))
+            offsets_arr = pa.array(offsets, pa.int32())
+        else:
+            offsets_arr = pa.array([0] * (n + 1), pa.int32())
+            prop_keys, prop_values = [], []
+        props_arr = pa.MapArray.from_arrays(offsets_arr, pa.array(prop_keys, pa.string()), pa.array(prop_values, pa.string()))
         if props_arr.type != self.map_type:
             props_arr = props_arr.cast(self.map_type)
+        ts = self.ts_type
         columns = [
             *value_cols,
             pa.array(keys, pa.string()),
             pa.array([topic] * n, pa.string()),
             pa.array([partition] * n, pa.int32()),
             pa.array(ids, pa.binary()),
-            pc.multiply(pa.array(publish, pa.int64()), 1000).cast(ts),
-            pc.multiply(pa.array(event, pa.int64()), 1000).cast(ts),
+            pc.multiply(publish, 1000).cast(ts),
+            pc.multiply(event, 1000).cast(ts),
             props_arr,
         ]
         return pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema)
@@ -230,12 +298,12 @@ def read_range(plan: ReadPlan, part: PulsarPartition) -> Iterator[Any]:
         start_id = MessageId.earliest if start.is_earliest else MessageId(start.ledger, start.entry, start.batch)
         reader = run(core.create_reader(topic, start_id, start_message_id_inclusive=True, **kwargs))
         consumer = reader.consumer
-        fetch_n = max(FETCH_MESSAGES, kwargs["receiver_queue_size"])
+        fetch_n = FETCH_MESSAGES
         end_key = (end.ledger, end.entry, end.batch)
         # the entry the next new entry must be (None: no check)
         expect: tuple[int, int] | None = (start.ledger, start.entry) if part.check_loss and not start.is_earliest else None
-        current: tuple[int, int] | None = None
         pending: list[Any] = []
+        pending_ids: list[Any] = []
         last_seen: Any = None
         done = False
         wait_ms = plan.poll_timeout_ms
@@ -247,35 +315,56 @@ def read_range(plan: ReadPlan, part: PulsarPartition) -> Iterator[Any]:
                 raise PulsarReadError(
                     f"no message from {topic} within pollTimeoutMs={wait_ms} ms while reading {where} up to {end}"
                 ) from None
-            for m in msgs:
-                mid = m.message_id()
-                ledger, entry, batch = mid.ledger_id, mid.entry_id, mid.batch_index
-                if (ledger, entry) != current:
-                    current = (ledger, entry)
-                    if expect is not None:
+            mids = [m.message_id() for m in msgs]
+            cut = len(mids)
+            last = mids[-1]
+            if (last.ledger_id, last.entry_id, last.batch_index) >= end_key or _after(last) >= end_key:
+                done = True
+                for i, mid in enumerate(mids):
+                    if (mid.ledger_id, mid.entry_id, mid.batch_index) >= end_key:
+                        cut = i
+                        break
+                    if _after(mid) >= end_key:
+                        cut = i + 1
+                        break
+            if expect is not None:
+                # every new entry must follow the previous one (the first: the range's start)
+                seen = mids[: max(cut, 1)]
+                entries = [mid.entry_id for mid in seen]
+                first_id, last_id = seen[0], seen[-1]
+                if (first_id.ledger_id == last_id.ledger_id == expect[0] and entries[0] <= expect[1]
+                        and entries[-1] - entries[0] + 1 == len(set(entries))):
+                    # one ledger, no entry missing (the common case, checked without a loop)
+                    expect = (expect[0], max(expect[1], entries[-1] + 1))
+                    entries = []
+                for ledger, entry in sorted({(mid.ledger_id, mid.entry_id) for mid in seen}) if entries else ():
+                    if (ledger, entry) < expect:
+                        continue
+                    if (ledger, entry) > expect:
+                        mid = next(x for x in seen if (x.ledger_id, x.entry_id) == (ledger, entry))
                         first = mid.first_chunk_message_id() if mid.is_chunked() else mid
-                        here = (first.ledger_id, first.entry_id)
-                        if here > expect:
-                            _lost(plan, topic, expect, here, end)
-                        expect = (ledger, entry + 1)
-                if (ledger, entry, batch) >= end_key:
-                    done = True
-                    break
-                pending.append(m)
-                last_seen = mid
-                if batch >= 0 and batch + 1 < mid.batch_size:
-                    after = (ledger, entry, batch + 1)
-                else:
-                    after = (ledger, entry + 1, -1)
-                if after >= end_key:
-                    done = True
-                    break
+                        if (first.ledger_id, first.entry_id) > expect:
+                            _lost(plan, topic, expect, (first.ledger_id, first.entry_id), end)
+                    expect = (ledger, entry + 1)
+            if cut:
+                pending.extend(msgs[:cut])
+                pending_ids.extend(mids[:cut])
+                last_seen = mids[cut - 1]
             if len(pending) >= ROWS_PER_BATCH or (done and pending):
                 for i in range(0, len(pending), ROWS_PER_BATCH):
-                    yield batcher.build(pending[i : i + ROWS_PER_BATCH])
+                    yield batcher.build(pending[i : i + ROWS_PER_BATCH], pending_ids[i : i + ROWS_PER_BATCH])
                 pending = []
+                pending_ids = []
     finally:
         client.close()
+
+
+def _after(mid: Any) -> tuple[int, int, int]:
+    """The position right after a message, as a tuple."""
+    batch = mid.batch_index
+    if batch >= 0 and batch + 1 < mid.batch_size:
+        return (mid.ledger_id, mid.entry_id, batch + 1)
+    return (mid.ledger_id, mid.entry_id + 1, -1)
 
 
 def _lost(plan: ReadPlan, topic: str, expect: tuple[int, int], here: tuple[int, int], end: Position) -> None:

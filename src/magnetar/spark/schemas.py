@@ -487,6 +487,33 @@ def to_plain(v: Any) -> Any:
     return v
 
 
+def plain_converter(dtype: DataType) -> Callable[[Any], Any]:
+    """Converts a value of a Spark type, as Arrow hands it to Python, to what JSON/Avro take."""
+    if isinstance(dtype, (TimestampType, DateType, DecimalType)):
+        return lambda v: None if v is None else to_plain(v)
+    if isinstance(dtype, MapType):
+        inner = plain_converter(dtype.valueType)
+
+        def conv_map(v: Any) -> Any:
+            if v is None:
+                return None
+            items = v.items() if isinstance(v, dict) else v  # Arrow: a list of (key, value) pairs
+            return {k: inner(x) for k, x in items}
+
+        return conv_map
+    if isinstance(dtype, ArrayType):
+        inner = plain_converter(dtype.elementType)
+        return lambda v: None if v is None else [inner(x) for x in v]
+    if isinstance(dtype, StructType):
+        convs = [(f.name, plain_converter(f.dataType)) for f in dtype.fields]
+        return lambda v: None if v is None else {name: c(v.get(name)) for name, c in convs}
+    return _identity
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
 def json_default(o: Any) -> Any:
     """json.dumps fallback: bytes as base64."""
     if isinstance(o, (bytes, bytearray, memoryview)):

@@ -131,8 +131,11 @@ def _per_partition(option: str, spec: dict[str, Any], tps: list[str], default: A
     return out
 
 
-def resolve_starts(broker: Broker, opts: SourceOptions, tps: list[str]) -> tuple[dict[str, Position], dict[str, bool]]:
-    """(start position, whether a gap there is data loss) of each topic-partition."""
+def resolve_starts(
+    broker: Broker, opts: SourceOptions, tps: list[str], streaming: bool = False
+) -> tuple[dict[str, Position], dict[str, bool]]:
+    """(start position, whether a gap there is data loss) of each topic-partition; those a JSON
+    ``startingOffsets`` leaves out start at the default (batch: earliest, streaming: latest)."""
     if not tps:
         return {}, {}
     if opts.starting_time is not None:
@@ -142,7 +145,7 @@ def resolve_starts(broker: Broker, opts: SourceOptions, tps: list[str]) -> tuple
         return broker.earliest(tps), dict.fromkeys(tps, False)
     if spec == LATEST:
         return broker.ends(tps), dict.fromkeys(tps, False)
-    wanted = _per_partition("startingOffsets", spec, tps, EARLIEST)
+    wanted = _per_partition("startingOffsets", spec, tps, LATEST if streaming else EARLIEST)
     earliest = [tp for tp, v in wanted.items() if isinstance(v, Position) and v.is_earliest]
     latest = [tp for tp, v in wanted.items() if v == LATEST]
     resolved = {**broker.earliest(earliest), **broker.ends(latest)}
@@ -215,7 +218,6 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._broker: Broker | None = None
         #: Trigger.AvailableNow: the ends recorded when the query started
         self._target: dict[str, Position] | None = None
-        self._sub_opened = False
         if opts.subscription_prefix is None:
             # a recognisable name for the readers of this query (not part of any offset)
             self.plan.prefix = f"spark-{uuid.uuid4().hex[:8]}"
@@ -234,10 +236,10 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         broker = self.broker
         tps = broker.discover(self.opts)
-        starts, _ = resolve_starts(broker, self.opts, tps)
+        starts, _ = resolve_starts(broker, self.opts, tps, streaming=True)
         if self.opts.predefined_subscription and tps:
-            broker.open_subscription(self.opts.predefined_subscription, tps)
-            self._sub_opened = True
+            # created (if need be) and moved to where the query starts: retention keeps the rest
+            broker.advance_subscription(self.opts.predefined_subscription, starts)
         return dump_offsets(starts)
 
     def getDefaultReadLimit(self) -> ReadLimit:

@@ -32,7 +32,14 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructType, Times
 from magnetar.protocol.enums import SchemaType
 
 from .options import ClientSettings, sink_options
-from .schemas import META_NAMES, PulsarSchemaError, check_record_fits, json_default, spark_to_avro, to_plain
+from .schemas import (
+    META_NAMES,
+    PulsarSchemaError,
+    check_record_fits,
+    json_default,
+    plain_converter,
+    spark_to_avro,
+)
 
 log = logging.getLogger("magnetar.spark")
 
@@ -59,6 +66,8 @@ class WritePlan:
     record_columns: list[str]
     #: JSON definition derived from the record columns (registered on topics without a schema)
     derived: str | None
+    #: Spark types of the record columns
+    record_types: dict[str, Any] = field(default_factory=dict)
     producer: dict[str, Any] = field(default_factory=dict)
     job_id: str = ""
     streaming: bool = False
@@ -119,6 +128,7 @@ def plan_write(options: Any, schema: StructType, streaming: bool) -> WritePlan:
             _check_topic_schema(opts.settings, opts.topic, record_type)
     return WritePlan(
         settings=opts.settings, topic=opts.topic, value=value, record_columns=records, derived=derived,
+        record_types={c: types[c] for c in records},
         producer=dict(opts.producer), job_id=uuid.uuid4().hex[:12], streaming=streaming,
         columns=[f.name for f in schema.fields],
     )
@@ -198,7 +208,7 @@ class _Target:
             if kind == SchemaType.STRING:
                 schema = _registry_schema(kind, info.name, bytes(info.schema_data), props)
         else:
-            columns = plan.record_columns
+            columns = [(c, plain_converter(plan.record_types[c])) for c in plan.record_columns]
             if kind is None or kind == SchemaType.NONE:
                 schema = _registry_schema(SchemaType.JSON, TopicName.parse(parent).local_name, plan.derived.encode(), {})
                 self.encode = _json_encoder(columns)
@@ -232,17 +242,19 @@ class _Target:
         return producers[(row // self.block) % len(producers)]
 
 
-def _json_encoder(columns: list[str]) -> Any:
+def _json_encoder(convs: list[tuple[str, Any]]) -> Any:
     dumps = json.dumps
 
     def encode(row: dict) -> bytes:
-        return dumps({c: to_plain(row.get(c)) for c in columns}, separators=(",", ":"), default=json_default).encode()
+        return dumps({c: conv(row.get(c)) for c, conv in convs}, separators=(",", ":"), default=json_default).encode()
 
     return encode
 
 
-def _avro_encoder(codec: Any, avro: dict, columns: list[str]) -> Any:
-    present = [f["name"] for f in avro["fields"] if f["name"] in columns]
+def _avro_encoder(codec: Any, avro: dict, convs: list[tuple[str, Any]]) -> Any:
+    names = {f["name"] for f in avro["fields"]}
+    present = [(c, conv) for c, conv in convs if c in names]
+    columns = {c for c, _ in convs}
     # fields without a column: null when nullable (the codec uses the default of the others)
     nulls = {
         f["name"]: None for f in avro["fields"]
@@ -250,7 +262,7 @@ def _avro_encoder(codec: Any, avro: dict, columns: list[str]) -> Any:
     }
 
     def encode(row: dict) -> bytes:
-        return codec.encode({**nulls, **{n: to_plain(row[n]) for n in present}})
+        return codec.encode({**nulls, **{c: conv(row[c]) for c, conv in present}})
 
     return encode
 
@@ -341,7 +353,7 @@ class _TaskWriter:
                         raise PulsarWriteError("a row has a null __topic and the sink has no topic option")
                     target = self.target(topic)
                     key = keys[i] if keys is not None else None
-                    options: dict[str, Any] = {"sequence_id": self.base + row, "raw": True}
+                    options: dict[str, Any] = {"sequence_id": self.base + row}
                     if key is not None:
                         options["partition_key"] = key
                     if props is not None and props[i]:

@@ -21,11 +21,13 @@ test: $(STAMP)
 	$(PY) -m pytest tests
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
 
 ## side-by-side benchmarks (results in benchmarks/results/)
 bench: $(STAMP)
 	$(PY) benchmarks/produce_vs_null.py
+	$(PY) benchmarks/client_vs_official.py
+	$(PY) benchmarks/spark_read.py
 
 clean:
 	rm -rf $(VENV) data build *.egg-info

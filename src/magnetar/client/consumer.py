@@ -657,8 +657,9 @@ class Consumer(ReceiverBase):
             for i, word in enumerate(ack_set):
                 mask |= (word & _U64) << (64 * i)
         out = []
-        check_start = start is not None
         ledger_id, entry_id = _signed(ledger_id), _signed(entry_id)
+        # only messages of the start entry itself (or before it) can precede the start position
+        check_start = start is not None and (ledger_id, entry_id) <= (start.ledger_id, start.entry_id)
         # the batch is split here rather than with protocol.decode_batch: this is the consumer's
         # hot loop, so it is kept to the bare minimum (sizes are still checked)
         parse = SingleMessageMetadata.FromString

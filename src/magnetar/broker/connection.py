@@ -275,11 +275,7 @@ class ServerConnection(asyncio.Protocol):
         if self.consumers.get(consumer.consumer_id) is consumer:
             del self.consumers[consumer.consumer_id]
         consumer.subscription.remove_consumer(consumer)
-        if not self.closed:
-            cmd = BaseCommand(type=CommandType.CLOSE_CONSUMER)
-            cmd.close_consumer.consumer_id = consumer.consumer_id
-            cmd.close_consumer.request_id = _u64(-1)
-            self.send_command(cmd)
+        self._send_broker_close(CommandType.CLOSE_CONSUMER, consumer.consumer_id)
 
     def check_keepalive(self, now: float, interval: float) -> None:
         """Ping a quiet client; close one silent for two intervals."""
@@ -525,11 +521,20 @@ class ServerConnection(asyncio.Protocol):
         if self.producers.get(producer.producer_id) is producer:
             del self.producers[producer.producer_id]
         producer.topic.remove_producer(producer)
-        if not self.closed:
-            cmd = BaseCommand(type=CommandType.CLOSE_PRODUCER)
-            cmd.close_producer.producer_id = producer.producer_id
+        self._send_broker_close(CommandType.CLOSE_PRODUCER, producer.producer_id)
+
+    def _send_broker_close(self, ctype: CommandType, handle_id: int) -> None:
+        """CLOSE_PRODUCER / CLOSE_CONSUMER initiated by the broker (request id -1: no answer expected)."""
+        if self.closed:
+            return
+        cmd = BaseCommand(type=ctype)
+        if ctype == CommandType.CLOSE_PRODUCER:
+            cmd.close_producer.producer_id = handle_id
             cmd.close_producer.request_id = _u64(-1)
-            self.send_command(cmd)
+        else:
+            cmd.close_consumer.consumer_id = handle_id
+            cmd.close_consumer.request_id = _u64(-1)
+        self.send_command(cmd)
 
     def _on_send(self, command: BaseCommand, frame: Frame) -> None:
         send = command.send

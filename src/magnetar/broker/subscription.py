@@ -28,8 +28,6 @@ _DISPATCHERS: dict[SubType, type[Dispatcher]] = {
     SubType.Key_Shared: KeySharedDispatcher,
 }
 
-MAX_ENTRY_ID = (1 << 63) - 1
-
 #: subscription types whose consumers and subscription are bound by the unacked-message limits
 _LIMITED_TYPES = frozenset({SubType.Shared, SubType.Key_Shared})
 

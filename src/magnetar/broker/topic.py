@@ -8,7 +8,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-from magnetar.protocol.enums import InitialPosition, ProducerAccessMode, ServerError, SubType
+from magnetar.protocol.enums import InitialPosition, ProducerAccessMode, ServerError
 from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import CursorState, Entry, EntryNotFoundError, ManagedLedger, StorageError
@@ -432,11 +432,6 @@ class Topic:
     def stats_storage_size(self) -> int:
         """Bytes of segment files this topic holds."""
         return self.ledger.size_bytes
-
-    def subscription_type_for(self, name: str) -> SubType | None:
-        """The type of an existing subscription, if any."""
-        sub = self.subscriptions.get(name)
-        return sub.sub_type if sub else None
 
     def __repr__(self) -> str:
         return f"Topic({self.name})"

@@ -29,15 +29,6 @@ log = logging.getLogger("magnetar.broker.dispatch")
 _RUN_BUDGET = 2000
 
 
-def entry_message_count(entry: Entry) -> int:
-    """Messages in an entry (a batch counts each), read from its metadata."""
-    try:
-        meta = parse_entry_metadata(entry.data)
-    except ProtocolError:
-        return 1
-    return max(1, meta.num_messages_in_batch)
-
-
 def entry_metadata(entry: Entry) -> MessageMetadata | None:
     """The MessageMetadata of an entry, or None when it cannot be read."""
     try:

@@ -18,7 +18,11 @@ from pathlib import Path
 import pulsar
 import pytest
 
-from magnetar.broker.selectors import ConsistentHashingSelector, HashRangeAutoSplitSelector, sticky_key_hash
+from magnetar.broker.subscriptions.selectors import (
+    ConsistentHashingSelector,
+    HashRangeAutoSplitSelector,
+    sticky_key_hash,
+)
 from magnetar.protocol.hashing import key_shared_hash
 from magnetar.testing import BrokerProcess
 

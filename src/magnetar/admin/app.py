@@ -16,9 +16,7 @@ from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from magnetar import __version__
-from magnetar.broker.admin import admin_for
-
-from . import (
+from magnetar.admin import (
     metrics,
     routes_clusters,
     routes_lookup,
@@ -27,7 +25,8 @@ from . import (
     routes_tenants,
     routes_topics,
 )
-from .errors import install_error_handlers
+from magnetar.admin.errors import install_error_handlers
+from magnetar.broker.admin import admin_for
 
 if TYPE_CHECKING:
     from magnetar.broker.service import BrokerService

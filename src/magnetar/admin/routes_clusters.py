@@ -4,9 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Response
 
+from magnetar.admin.models import ClusterData, dump
 from magnetar.broker.admin import BrokerAdmin
-
-from .models import ClusterData, dump
 
 
 def router(admin: BrokerAdmin) -> APIRouter:

@@ -5,15 +5,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Response
 from pydantic import BaseModel, StrictBool, StrictInt
 
-from magnetar.broker.admin import BrokerAdmin
-
-from .models import (
+from magnetar.admin.models import (
     AutoTopicCreationOverride,
     BacklogQuota,
     DelayedDeliveryPolicies,
     RetentionPolicies,
     dump,
 )
+from magnetar.broker.admin import BrokerAdmin
 
 #: (path segment, Pulsar Policies field, body type) of the policies with GET / POST / DELETE
 NAMESPACE_POLICIES: list[tuple[str, str, Any]] = [

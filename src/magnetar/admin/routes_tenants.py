@@ -4,9 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Response
 
+from magnetar.admin.models import TenantInfo, dump
 from magnetar.broker.admin import BrokerAdmin
-
-from .models import TenantInfo, dump
 
 
 def router(admin: BrokerAdmin) -> APIRouter:

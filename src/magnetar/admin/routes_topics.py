@@ -6,10 +6,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Response
 from pydantic import BaseModel, StrictBool, StrictInt
 
+from magnetar.admin.messages import entry_response
+from magnetar.admin.models import (
+    BacklogQuota,
+    DelayedDeliveryPolicies,
+    MessageIdData,
+    RetentionPolicies,
+    dump,
+)
 from magnetar.broker.admin import LATEST_LEDGER, AdminError, BrokerAdmin
-
-from .messages import entry_response
-from .models import BacklogQuota, DelayedDeliveryPolicies, MessageIdData, RetentionPolicies, dump
 
 T = "/{tenant}/{namespace}/{topic}"
 S = T + "/subscription/{subName}"

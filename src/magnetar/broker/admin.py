@@ -19,18 +19,17 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from magnetar.broker.admin_stats import StatsTracker, empty_stats, iso_time
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.policies import TOPIC_POLICIES_PREFIX, stored_topic_policies
 from magnetar.protocol.enums import InitialPosition, ServerError, TopicsMode
 from magnetar.protocol.topic_name import PARTITION_SUFFIX, InvalidTopicNameError, TopicName
 from magnetar.storage import Entry, MetadataConflictError, MetadataNotFoundError
 
-from .admin_stats import StatsTracker, empty_stats, iso_time
-from .errors import BrokerError
-from .policies import TOPIC_POLICIES_PREFIX, stored_topic_policies
-
 if TYPE_CHECKING:
-    from .service import BrokerService
-    from .subscription import Subscription
-    from .topic import Topic
+    from magnetar.broker.service import BrokerService
+    from magnetar.broker.subscriptions.subscription import Subscription
+    from magnetar.broker.topics.persistent import Topic
 
 _NAME = re.compile(r"^[-=:.\w]+$")
 _U64 = (1 << 64) - 1

@@ -16,11 +16,11 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .producer import Producer
-    from .service import BrokerService
-    from .subscription import Subscription
-    from .topic import Topic
+    from magnetar.broker.service import BrokerService
+    from magnetar.broker.subscriptions.consumer import Consumer
+    from magnetar.broker.subscriptions.subscription import Subscription
+    from magnetar.broker.topics.persistent import Topic
+    from magnetar.broker.topics.producer import Producer
 
 log = logging.getLogger("magnetar.broker.stats")
 

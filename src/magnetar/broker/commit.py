@@ -17,7 +17,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .topic import Topic
+    from magnetar.broker.topics.persistent import Topic
 
 log = logging.getLogger("magnetar.broker.commit")
 

@@ -13,10 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from magnetar.broker.config import BrokerConfig
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import MetadataStore
-
-from .config import BrokerConfig
 
 TOPIC_POLICIES_PREFIX = "topic-policies/"
 MiB = 1024 * 1024

@@ -8,9 +8,9 @@ import logging
 import signal
 import time
 
-from .config import BrokerConfig
-from .connection import ServerConnection
-from .service import BrokerService
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.service import BrokerService
+from magnetar.broker.session.connection import ServerConnection
 
 log = logging.getLogger("magnetar.broker")
 

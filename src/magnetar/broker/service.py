@@ -15,23 +15,22 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from magnetar import __version__
+from magnetar.broker.commit import GroupCommitter
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.policies import resolve as resolve_policies
+from magnetar.broker.schemas import TopicSchemas
+from magnetar.broker.topics import lifecycle
+from magnetar.broker.topics.compaction import Compactor
+from magnetar.broker.topics.nonpersistent import NonPersistentTopic
+from magnetar.broker.topics.persistent import Topic
 from magnetar.protocol.enums import ServerError, TopicsMode
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
 from magnetar.storage import CacheBudget, ManagedLedger, MetadataStore
 
-from . import lifecycle
-from .commit import GroupCommitter
-from .compaction import Compactor
-from .config import BrokerConfig
-from .errors import BrokerError
-from .nonpersistent import NonPersistentTopic
-from .policies import resolve as resolve_policies
-from .schemas import TopicSchemas
-from .topic import Topic
-
 if TYPE_CHECKING:
-    from .connection import ServerConnection
-    from .subscription import Subscription
+    from magnetar.broker.session.connection import ServerConnection
+    from magnetar.broker.subscriptions.subscription import Subscription
 
 log = logging.getLogger("magnetar.broker")
 

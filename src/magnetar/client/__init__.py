@@ -4,11 +4,8 @@ Names, options and defaults follow the official Python client (``pulsar.Client``
 docs/CLIENT.md for the differences.
 """
 
-from magnetar.protocol.enums import CompressionType, InitialPosition, ProducerAccessMode, TopicsMode
-from magnetar.protocol.enums import SubType as ConsumerType
-
-from .auth import Authentication, AuthenticationToken
-from .client import (
+from magnetar.client.auth import Authentication, AuthenticationToken
+from magnetar.client.client import (
     AsyncClient,
     HashingScheme,
     MultiTopicsConsumer,
@@ -17,10 +14,10 @@ from .client import (
     Reader,
     partition_for_key,
 )
-from .consumer import Consumer, ConsumerConfig
-from .errors import *  # noqa: F403 - the flat exception hierarchy is part of the API
-from .message import Message, MessageId
-from .policies import (
+from magnetar.client.consumer import Consumer, ConsumerConfig
+from magnetar.client.errors import *  # noqa: F403 - the flat exception hierarchy is part of the API
+from magnetar.client.message import Message, MessageId
+from magnetar.client.policies import (
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
     ConsumerKeySharedPolicy,
@@ -29,8 +26,8 @@ from .policies import (
     RedeliveryBackoff,
     RegexSubscriptionMode,
 )
-from .producer import BatchingType, Producer, ProducerConfig
-from .schema import (
+from magnetar.client.producer import BatchingType, Producer, ProducerConfig
+from magnetar.client.schema import (
     AvroSchema,
     BytesSchema,
     JsonSchema,
@@ -40,7 +37,9 @@ from .schema import (
     SchemaSerializationError,
     StringSchema,
 )
-from .sync import Client
+from magnetar.client.sync import Client
+from magnetar.protocol.enums import CompressionType, InitialPosition, ProducerAccessMode, TopicsMode
+from magnetar.protocol.enums import SubType as ConsumerType
 
 #: the official client's name of the dead letter policy
 DeadLetterPolicy = ConsumerDeadLetterPolicy

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import AuthenticationError
+from magnetar.client.errors import AuthenticationError
 
 #: the challenge data a broker sends to ask for fresh credentials (as the Java broker)
 REFRESH_AUTH_DATA = b"PulsarAuthRefresh"

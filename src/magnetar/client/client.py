@@ -15,18 +15,23 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from magnetar.client.auth import Authentication
+from magnetar.client.connection import ConnectionPool
+from magnetar.client.consumer import Consumer, ConsumerConfig, DeadLetterHandler, ReceiverBase
+from magnetar.client.errors import (
+    AlreadyClosed,
+    InvalidConfiguration,
+    InvalidTopicName,
+    OperationNotSupported,
+    PulsarError,
+)
+from magnetar.client.lookup import HttpLookupService, LookupService, ServiceUrl
+from magnetar.client.message import Message, MessageId
+from magnetar.client.policies import DEFAULT_MAX_RECONSUME_TIMES, ConsumerDeadLetterPolicy, topics_mode
+from magnetar.client.producer import Producer, ProducerConfig
 from magnetar.protocol.enums import InitialPosition, SubType, TopicsMode
 from magnetar.protocol.hashing import java_string_hash, murmur3_32
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
-
-from .auth import Authentication
-from .connection import ConnectionPool
-from .consumer import Consumer, ConsumerConfig, DeadLetterHandler, ReceiverBase
-from .errors import AlreadyClosed, InvalidConfiguration, InvalidTopicName, OperationNotSupported, PulsarError
-from .lookup import HttpLookupService, LookupService, ServiceUrl
-from .message import Message, MessageId
-from .policies import DEFAULT_MAX_RECONSUME_TIMES, ConsumerDeadLetterPolicy, topics_mode
-from .producer import Producer, ProducerConfig
 
 log = logging.getLogger("magnetar.client")
 

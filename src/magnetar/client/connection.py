@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from magnetar import __version__
+from magnetar.client.auth import Authentication
+from magnetar.client.errors import AuthenticationError, ConnectError, PulsarError, Timeout, error_for
 from magnetar.protocol.enums import PROTOCOL_VERSION, CommandType, LookupType, PartitionedMetadataResult
 from magnetar.protocol.framing import (
     FRAME_HEADROOM,
@@ -29,9 +31,6 @@ from magnetar.protocol.framing import (
     sub_command,
 )
 from magnetar.protocol.schema import BaseCommand
-
-from .auth import Authentication
-from .errors import AuthenticationError, ConnectError, PulsarError, Timeout, error_for
 
 log = logging.getLogger("magnetar.client")
 

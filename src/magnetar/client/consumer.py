@@ -28,6 +28,23 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
 
+from magnetar.client.chunks import ChunkAssembler
+from magnetar.client.errors import (
+    AlreadyClosed,
+    CumulativeAcknowledgementNotAllowedError,
+    InvalidConfiguration,
+    OperationNotSupported,
+    PulsarError,
+    Timeout,
+)
+from magnetar.client.message import _UNSET, Message, MessageId, _signed
+from magnetar.client.policies import (
+    ConsumerBatchReceivePolicy,
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
+    RedeliveryBackoff,
+)
+from magnetar.client.trackers import Backoff, NegativeAckTracker, UnackedMessageTracker
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import AckType, CommandType, CompressionType, InitialPosition, SubType
 from magnetar.protocol.framing import ProtocolError, crc32c, split_entry
@@ -39,28 +56,10 @@ from magnetar.protocol.schema import (
     SingleMessageMetadata,
 )
 
-from .chunks import ChunkAssembler
-from .errors import (
-    AlreadyClosed,
-    CumulativeAcknowledgementNotAllowedError,
-    InvalidConfiguration,
-    OperationNotSupported,
-    PulsarError,
-    Timeout,
-)
-from .message import _UNSET, Message, MessageId, _signed
-from .policies import (
-    ConsumerBatchReceivePolicy,
-    ConsumerDeadLetterPolicy,
-    ConsumerKeySharedPolicy,
-    RedeliveryBackoff,
-)
-from .trackers import Backoff, NegativeAckTracker, UnackedMessageTracker
-
 if TYPE_CHECKING:
-    from .client import AsyncClient
-    from .connection import ClientConnection
-    from .producer import Producer
+    from magnetar.client.client import AsyncClient
+    from magnetar.client.connection import ClientConnection
+    from magnetar.client.producer import Producer
 
 log = logging.getLogger("magnetar.client.consumer")
 
@@ -335,7 +334,7 @@ class DeadLetterHandler:
         self.schema: Any = None
 
     async def _make(self, topic: str, name: str | None, initial_subscription: str | None) -> Producer:
-        from .producer import ProducerConfig
+        from magnetar.client.producer import ProducerConfig
 
         config = ProducerConfig(
             producer_name=name, batching_enabled=False, chunking_enabled=True, block_if_queue_full=False,

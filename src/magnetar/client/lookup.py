@@ -8,12 +8,18 @@ import random
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
+from magnetar.client.connection import ClientConnection, ConnectionPool
+from magnetar.client.errors import (
+    ConnectError,
+    InvalidConfiguration,
+    LookupError_,
+    PulsarError,
+    Timeout,
+    TopicNotFound,
+)
 from magnetar.protocol.enums import CommandType, LookupType, TopicsMode
 from magnetar.protocol.schema import BaseCommand
 from magnetar.protocol.topic_name import TopicName
-
-from .connection import ClientConnection, ConnectionPool
-from .errors import ConnectError, InvalidConfiguration, LookupError_, PulsarError, Timeout, TopicNotFound
 
 _MAX_REDIRECTS = 20
 

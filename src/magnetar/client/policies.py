@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 from enum import IntEnum
 
+from magnetar.client.errors import InvalidConfiguration
 from magnetar.protocol.enums import TopicsMode
 from magnetar.protocol.hashing import HASH_RANGE_SIZE
-
-from .errors import InvalidConfiguration
 
 #: suffixes of the default dead letter and retry letter topics (as the Java client)
 DLQ_SUFFIX = "-DLQ"

@@ -19,12 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from magnetar.protocol.compression import compress
-from magnetar.protocol.enums import CommandType, CompressionType, ProducerAccessMode, ServerError
-from magnetar.protocol.framing import crc32c, encode_entry_header
-from magnetar.protocol.schema import BaseCommand, KeyValue, MessageMetadata
-
-from .errors import (
+from magnetar.client.errors import (
     AlreadyClosed,
     ConnectError,
     InvalidConfiguration,
@@ -37,12 +32,16 @@ from .errors import (
     TopicTerminated,
     error_for,
 )
-from .message import MessageId, _signed, fast_message_id
-from .trackers import Backoff
+from magnetar.client.message import MessageId, _signed, fast_message_id
+from magnetar.client.trackers import Backoff
+from magnetar.protocol.compression import compress
+from magnetar.protocol.enums import CommandType, CompressionType, ProducerAccessMode, ServerError
+from magnetar.protocol.framing import crc32c, encode_entry_header
+from magnetar.protocol.schema import BaseCommand, KeyValue, MessageMetadata
 
 if TYPE_CHECKING:
-    from .client import AsyncClient
-    from .connection import ClientConnection
+    from magnetar.client.client import AsyncClient
+    from magnetar.client.connection import ClientConnection
 
 log = logging.getLogger("magnetar.client.producer")
 

@@ -22,11 +22,10 @@ import types
 import typing
 from typing import Any
 
+from magnetar.client.errors import InvalidConfiguration, PulsarError
 from magnetar.protocol.enums import SchemaType
 from magnetar.protocol.schema import KeyValue
 from magnetar.protocol.schema import Schema as WireSchema
-
-from .errors import InvalidConfiguration, PulsarError
 
 
 class SchemaSerializationError(PulsarError):

@@ -26,20 +26,19 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from magnetar.protocol.enums import SubType
-
-from .client import AsyncClient, MultiTopicsConsumer, PartitionedProducer
-from .client import Reader as AsyncReader
-from .consumer import Consumer as AsyncConsumer
-from .errors import (
+from magnetar.client.client import AsyncClient, MultiTopicsConsumer, PartitionedProducer
+from magnetar.client.client import Reader as AsyncReader
+from magnetar.client.consumer import Consumer as AsyncConsumer
+from magnetar.client.errors import (
     AlreadyClosed,
     CumulativeAcknowledgementNotAllowedError,
     ProducerQueueIsFull,
     PulsarError,
     Timeout,
 )
-from .message import Message, MessageId
-from .producer import Producer as AsyncProducer
+from magnetar.client.message import Message, MessageId
+from magnetar.client.producer import Producer as AsyncProducer
+from magnetar.protocol.enums import SubType
 
 ConsumerType = SubType
 
@@ -474,7 +473,7 @@ class Consumer:
     def batch_receive(self) -> list[Message]:
         """Messages as the consumer's batch receive policy allows (see ConsumerBatchReceivePolicy)."""
         if self._buffer:
-            from .consumer import _DEFAULT_BATCH_RECEIVE
+            from magnetar.client.consumer import _DEFAULT_BATCH_RECEIVE
 
             policy = self._core.config.batch_receive_policy or _DEFAULT_BATCH_RECEIVE
             out: list[Message] = []

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from .policies import RedeliveryBackoff
+from magnetar.client.policies import RedeliveryBackoff
 
 Clock = Callable[[], float]
 

@@ -6,9 +6,16 @@ or the storage layer.
 
 from __future__ import annotations
 
-from .batch import BatchMessage, UnsupportedEntryError, build_entry, decode_batch, encode_batch, open_entry
-from .compression import CompressionError, compress, decompress
-from .enums import (
+from magnetar.protocol.batch import (
+    BatchMessage,
+    UnsupportedEntryError,
+    build_entry,
+    decode_batch,
+    encode_batch,
+    open_entry,
+)
+from magnetar.protocol.compression import CompressionError, compress, decompress
+from magnetar.protocol.enums import (
     COMMAND_FIELD,
     MIN_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
@@ -25,7 +32,7 @@ from .enums import (
     SubType,
     TopicsMode,
 )
-from .framing import (
+from magnetar.protocol.framing import (
     FRAME_HEADROOM,
     MAGIC_BROKER_ENTRY_METADATA,
     MAGIC_CHECKSUM,
@@ -43,8 +50,8 @@ from .framing import (
     split_entry,
     sub_command,
 )
-from .hashing import HASH_RANGE_SIZE, java_string_hash, key_shared_hash, murmur3_32
-from .schema import (
+from magnetar.protocol.hashing import HASH_RANGE_SIZE, java_string_hash, key_shared_hash, murmur3_32
+from magnetar.protocol.schema import (
     MESSAGES,
     AuthData,
     BaseCommand,
@@ -60,7 +67,7 @@ from .schema import (
     Schema,
     SingleMessageMetadata,
 )
-from .topic_name import PARTITION_SUFFIX, InvalidTopicNameError, TopicName
+from magnetar.protocol.topic_name import PARTITION_SUFFIX, InvalidTopicNameError, TopicName
 
 __all__ = [
     # schema

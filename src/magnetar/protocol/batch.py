@@ -13,10 +13,10 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .compression import compress, decompress
-from .enums import CompressionType
-from .framing import ProtocolError, encode_entry, split_entry
-from .schema import KeyValue, MessageMetadata, SingleMessageMetadata
+from magnetar.protocol.compression import compress, decompress
+from magnetar.protocol.enums import CompressionType
+from magnetar.protocol.framing import ProtocolError, encode_entry, split_entry
+from magnetar.protocol.schema import KeyValue, MessageMetadata, SingleMessageMetadata
 
 _U32 = struct.Struct(">I")
 

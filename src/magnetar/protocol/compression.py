@@ -13,7 +13,7 @@ import zlib
 
 import cramjam
 
-from .enums import CompressionType
+from magnetar.protocol.enums import CompressionType
 
 #: the zstd level the official clients use (ZSTD_CLEVEL_DEFAULT)
 ZSTD_LEVEL = 3

@@ -19,8 +19,8 @@ from typing import Final
 
 import crc32c as _crc32c
 
-from .enums import COMMAND_FIELD
-from .schema import BaseCommand, MessageMetadata
+from magnetar.protocol.enums import COMMAND_FIELD
+from magnetar.protocol.schema import BaseCommand, MessageMetadata
 
 MAGIC_CHECKSUM: Final = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA: Final = 0x0E02

@@ -20,7 +20,7 @@ __all__ = ["PulsarDataSource", "local_session", "register"]
 
 def register(spark: Any) -> None:
     """Register the "pulsar" data source with a SparkSession."""
-    from .source import PulsarDataSource
+    from magnetar.spark.source import PulsarDataSource
 
     spark.dataSource.register(PulsarDataSource)
 
@@ -50,7 +50,7 @@ def local_session(app_name: str = "magnetar", master: str = "local[*]", **conf: 
 
 def __getattr__(name: str) -> Any:
     if name == "PulsarDataSource":
-        from .source import PulsarDataSource
+        from magnetar.spark.source import PulsarDataSource
 
         return PulsarDataSource
     raise AttributeError(name)

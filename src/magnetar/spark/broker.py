@@ -16,9 +16,8 @@ from typing import Any
 
 from magnetar.protocol.enums import TopicsMode
 from magnetar.protocol.topic_name import TopicName
-
-from .options import ClientSettings, SourceOptions
-from .positions import Position
+from magnetar.spark.options import ClientSettings, SourceOptions
+from magnetar.spark.positions import Position
 
 log = logging.getLogger("magnetar.spark")
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
-
-from .positions import EARLIEST, Position, from_message_id_bytes, parse
+from magnetar.spark.positions import EARLIEST, Position, from_message_id_bytes, parse
 
 LATEST = "latest"
 

@@ -24,9 +24,9 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from .options import ClientSettings
-from .positions import Position, parse
-from .schemas import META_NAMES, ValueDecoder, ValueFormat
+from magnetar.spark.options import ClientSettings
+from magnetar.spark.positions import Position, parse
+from magnetar.spark.schemas import META_NAMES, ValueDecoder, ValueFormat
 
 log = logging.getLogger("magnetar.spark")
 

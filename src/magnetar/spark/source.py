@@ -23,12 +23,11 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from magnetar.protocol.topic_name import TopicName
-
-from .broker import Broker
-from .options import LATEST, PulsarOptionError, SourceOptions, source_options
-from .positions import EARLIEST, Position, dump_offsets, load_offsets, parse
-from .reading import PulsarPartition, ReadPlan, ranges, read_range
-from .schemas import PulsarSchemaError, ValueFormat, format_of
+from magnetar.spark.broker import Broker
+from magnetar.spark.options import LATEST, PulsarOptionError, SourceOptions, source_options
+from magnetar.spark.positions import EARLIEST, Position, dump_offsets, load_offsets, parse
+from magnetar.spark.reading import PulsarPartition, ReadPlan, ranges, read_range
+from magnetar.spark.schemas import PulsarSchemaError, ValueFormat, format_of
 
 log = logging.getLogger("magnetar.spark")
 
@@ -72,12 +71,12 @@ class PulsarDataSource(DataSource):
 
     # -- writing ---------------------------------------------------------------------------------
     def writer(self, schema: StructType, overwrite: bool) -> Any:
-        from .writing import PulsarBatchWriter, plan_write
+        from magnetar.spark.writing import PulsarBatchWriter, plan_write
 
         return PulsarBatchWriter(plan_write(self.options, schema, streaming=False))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
-        from .writing import PulsarStreamWriter, plan_write
+        from magnetar.spark.writing import PulsarStreamWriter, plan_write
 
         return PulsarStreamWriter(plan_write(self.options, schema, streaming=True))
 

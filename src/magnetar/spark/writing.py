@@ -30,9 +30,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType, TimestampType
 
 from magnetar.protocol.enums import SchemaType
-
-from .options import ClientSettings, sink_options
-from .schemas import (
+from magnetar.spark.options import ClientSettings, sink_options
+from magnetar.spark.schemas import (
     META_NAMES,
     PulsarSchemaError,
     check_record_fits,
@@ -142,7 +141,7 @@ def _same_type(a: Any, b: Any) -> bool:
 
 def _check_topic_schema(settings: ClientSettings, topic: str, record_type: StructType) -> None:
     """Refuse, at planning, a DataFrame that does not fit the topic's record schema."""
-    from .broker import Broker
+    from magnetar.spark.broker import Broker
 
     broker = Broker(settings)
     try:

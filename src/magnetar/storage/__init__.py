@@ -1,16 +1,16 @@
 """Storage layer of magnetar: managed ledgers, cursor state and broker metadata."""
 
-from .cursor import CursorState, longs_to_mask, mask_to_longs
-from .ledger import CacheBudget, Entry, ManagedLedger
-from .metadata import (
+from magnetar.storage.cursor import CursorState, longs_to_mask, mask_to_longs
+from magnetar.storage.ledger import CacheBudget, Entry, ManagedLedger
+from magnetar.storage.metadata import (
     MetadataConflictError,
     MetadataError,
     MetadataNotFoundError,
     MetadataStore,
     topic_namespace,
 )
-from .rangeset import RangeSet
-from .segment import CorruptEntryError, EntryNotFoundError, Segment, StorageError
+from magnetar.storage.rangeset import RangeSet
+from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError, Segment, StorageError
 
 __all__ = [
     "CacheBudget",

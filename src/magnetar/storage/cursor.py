@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from .rangeset import RangeSet
+from magnetar.storage.rangeset import RangeSet
 
 _WORD_BITS = 64
 _WORD_MASK = (1 << _WORD_BITS) - 1

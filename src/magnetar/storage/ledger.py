@@ -13,7 +13,7 @@ from types import TracebackType
 
 from crc32c import crc32c
 
-from .segment import (
+from magnetar.storage.segment import (
     RECORD_OVERHEAD,
     EntryNotFoundError,
     Segment,

@@ -8,14 +8,14 @@
 
 from __future__ import annotations
 
-from .compatibility import (
+from magnetar.broker.schemas.compatibility import (
     IncompatibleSchemaError,
     InvalidSchemaError,
     SchemaData,
     Strategy,
     parse_strategy,
 )
-from .registry import (
+from magnetar.broker.schemas.registry import (
     SchemaNotFoundError,
     SchemaRegistry,
     StoredSchema,
@@ -23,7 +23,7 @@ from .registry import (
     version_from_bytes,
     version_to_bytes,
 )
-from .topics import SchemaPolicy, TopicSchemas, schema_from_wire
+from magnetar.broker.schemas.topics import SchemaPolicy, TopicSchemas, schema_from_wire
 
 __all__ = [
     "IncompatibleSchemaError",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import avro
+from magnetar.broker.schemas import avro
 
 __all__ = [
     "TRANSITIVE",

@@ -25,10 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from magnetar.protocol.enums import SchemaType as WireSchemaType
-from magnetar.protocol.topic_name import TopicName
-
-from .compatibility import (
+from magnetar.broker.schemas.compatibility import (
     IncompatibleSchemaError,
     SchemaData,
     Strategy,
@@ -38,6 +35,8 @@ from .compatibility import (
     split_key_value,
     validate_schema,
 )
+from magnetar.protocol.enums import SchemaType as WireSchemaType
+from magnetar.protocol.topic_name import TopicName
 
 if TYPE_CHECKING:
     from magnetar.storage import MetadataStore

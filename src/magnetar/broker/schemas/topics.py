@@ -24,12 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from magnetar.protocol.enums import ServerError
-from magnetar.protocol.topic_name import TopicName
-
-from ..errors import BrokerError
-from .compatibility import IncompatibleSchemaError, SchemaData, Strategy, parse_strategy
-from .registry import (
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.schemas.compatibility import (
+    IncompatibleSchemaError,
+    SchemaData,
+    Strategy,
+    parse_strategy,
+)
+from magnetar.broker.schemas.registry import (
     NO_SCHEMA_TYPES,
     SchemaNotFoundError,
     SchemaRegistry,
@@ -37,11 +39,12 @@ from .registry import (
     schema_id_of,
     type_from_wire,
 )
+from magnetar.protocol.enums import ServerError
+from magnetar.protocol.topic_name import TopicName
 
 if TYPE_CHECKING:
+    from magnetar.broker.config import BrokerConfig
     from magnetar.storage import MetadataStore
-
-    from ..config import BrokerConfig
 
 TOPIC_POLICIES_PREFIX = "topic-policies/"
 

@@ -9,12 +9,11 @@
 
 from __future__ import annotations
 
+from magnetar.broker.subscriptions.selectors.base import HASH_RANGE_SIZE, ConsumerSelector, sticky_key_hash
+from magnetar.broker.subscriptions.selectors.consistent_hashing import ConsistentHashingSelector
+from magnetar.broker.subscriptions.selectors.hash_range import HashRangeAutoSplitSelector
+from magnetar.broker.subscriptions.selectors.sticky import StickyRangeSelector, validate_ranges
 from magnetar.protocol.enums import KeySharedMode
-
-from .base import HASH_RANGE_SIZE, ConsumerSelector, sticky_key_hash
-from .consistent_hashing import ConsistentHashingSelector
-from .hash_range import HashRangeAutoSplitSelector
-from .sticky import StickyRangeSelector, validate_ranges
 
 #: values of the broker setting ``key_shared_selector``
 AUTO_SPLIT_SELECTORS = ("auto_split_hash_range", "consistent_hashing")

@@ -11,10 +11,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import TYPE_CHECKING
 
-from .base import HASH_RANGE_SIZE, assign_error
+from magnetar.broker.subscriptions.selectors.base import HASH_RANGE_SIZE, assign_error
 
 if TYPE_CHECKING:
-    from ..consumer import Consumer
+    from magnetar.broker.subscriptions.consumer import Consumer
 
 
 class HashRangeAutoSplitSelector:

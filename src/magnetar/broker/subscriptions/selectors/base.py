@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from magnetar.broker.errors import BrokerError
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.hashing import HASH_RANGE_SIZE, murmur3_32
 
-from ..errors import BrokerError
-
 if TYPE_CHECKING:
-    from ..consumer import Consumer
+    from magnetar.broker.subscriptions.consumer import Consumer
 
 __all__ = [
     "HASH_RANGE_SIZE",

@@ -12,10 +12,10 @@ from bisect import bisect_right, insort
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .base import HASH_RANGE_SIZE, MAX_SLOT, assign_error
+from magnetar.broker.subscriptions.selectors.base import HASH_RANGE_SIZE, MAX_SLOT, assign_error
 
 if TYPE_CHECKING:
-    from ..consumer import Consumer
+    from magnetar.broker.subscriptions.consumer import Consumer
 
 
 def declared_ranges(consumer: Consumer) -> list[tuple[int, int]]:

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import pytest
 
 from magnetar.broker.config import BrokerConfig, ConfigError
-from magnetar.broker.consumer import Consumer
-from magnetar.broker.dispatchers import key_shared
-from magnetar.broker.dispatchers.key_shared import KeySharedDispatcher, sticky_key
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.policies import TopicPolicies
-from magnetar.broker.subscription import Subscription
+from magnetar.broker.subscriptions.consumer import Consumer
+from magnetar.broker.subscriptions.dispatchers import key_shared
+from magnetar.broker.subscriptions.dispatchers.key_shared import KeySharedDispatcher, sticky_key
+from magnetar.broker.subscriptions.subscription import Subscription
 from magnetar.protocol.enums import KeySharedMode, ServerError, SubType
 from magnetar.protocol.framing import encode_entry
 from magnetar.protocol.hashing import key_shared_hash

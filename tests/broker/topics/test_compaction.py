@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from magnetar.broker import lifecycle
-from magnetar.broker.compaction import (
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.service import BrokerService
+from magnetar.broker.subscriptions.consumer import Consumer
+from magnetar.broker.topics import lifecycle
+from magnetar.broker.topics.compaction import (
     INDEX_FILE,
     POINTER_PREFIX,
     STATUS_PREFIX,
@@ -20,11 +24,7 @@ from magnetar.broker.compaction import (
     compact_entry,
     compacted_root,
 )
-from magnetar.broker.config import BrokerConfig
-from magnetar.broker.consumer import Consumer
-from magnetar.broker.errors import BrokerError
-from magnetar.broker.service import BrokerService
-from magnetar.broker.topic import Topic
+from magnetar.broker.topics.persistent import Topic
 from magnetar.protocol.batch import BatchMessage, build_entry, open_entry
 from magnetar.protocol.enums import CompressionType, InitialPosition, ServerError, SubType
 from magnetar.protocol.schema import MessageMetadata

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from crc32c import crc32c
 
+from magnetar.broker.errors import BrokerError
 from magnetar.protocol.batch import UnsupportedEntryError, open_entry
 from magnetar.protocol.compression import CompressionError, compress
 from magnetar.protocol.enums import ServerError
@@ -59,13 +60,11 @@ from magnetar.protocol.framing import ProtocolError, encode_entry, parse_entry_m
 from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
 from magnetar.storage import Entry, ManagedLedger, StorageError, longs_to_mask, mask_to_longs
 
-from .errors import BrokerError
-
 if TYPE_CHECKING:
-    from .service import BrokerService
-    from .topic import Topic
+    from magnetar.broker.service import BrokerService
+    from magnetar.broker.topics.persistent import Topic
 
-log = logging.getLogger("magnetar.broker.compaction")
+log = logging.getLogger("magnetar.broker.topics.compaction")
 
 #: metadata key of a topic's compacted view: {"dir": n, "horizon": entry id}
 POINTER_PREFIX = "compacted/"

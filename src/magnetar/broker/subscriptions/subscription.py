@@ -8,18 +8,22 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.subscriptions.delayed import DelayedDeliveryTracker
+from magnetar.broker.subscriptions.dispatchers import (
+    Dispatcher,
+    KeySharedDispatcher,
+    RoundRobinDispatcher,
+    SingleActiveDispatcher,
+)
 from magnetar.protocol.enums import ServerError, SubType
 from magnetar.storage import CursorState, Entry
 
-from .delayed import DelayedDeliveryTracker
-from .dispatchers import Dispatcher, KeySharedDispatcher, RoundRobinDispatcher, SingleActiveDispatcher
-from .errors import BrokerError
-
 if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .topic import Topic
+    from magnetar.broker.subscriptions.consumer import Consumer
+    from magnetar.broker.topics.persistent import Topic
 
-log = logging.getLogger("magnetar.broker.subscription")
+log = logging.getLogger("magnetar.broker.subscriptions.subscription")
 
 _DISPATCHERS: dict[SubType, type[Dispatcher]] = {
     SubType.Exclusive: SingleActiveDispatcher,

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from magnetar.protocol.enums import ProducerAccessMode
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
-    from .topic import Topic
+    from magnetar.broker.session.connection import ServerConnection
+    from magnetar.broker.topics.persistent import Topic
 
 
 class Producer:

@@ -11,13 +11,13 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from .policies import MiB
+from magnetar.broker.policies import MiB
 
 if TYPE_CHECKING:
-    from .subscription import Subscription
-    from .topic import Topic
+    from magnetar.broker.subscriptions.subscription import Subscription
+    from magnetar.broker.topics.persistent import Topic
 
-log = logging.getLogger("magnetar.broker.lifecycle")
+log = logging.getLogger("magnetar.broker.topics.lifecycle")
 
 
 def trim(topic: Topic, now: float | None = None) -> int:

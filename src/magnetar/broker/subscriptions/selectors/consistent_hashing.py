@@ -13,10 +13,10 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import TYPE_CHECKING
 
-from .base import sticky_key_hash
+from magnetar.broker.subscriptions.selectors.base import sticky_key_hash
 
 if TYPE_CHECKING:
-    from ..consumer import Consumer
+    from magnetar.broker.subscriptions.consumer import Consumer
 
 #: points each consumer marks on the ring (Pulsar's subscriptionKeySharedConsistentHashingReplicaPoints)
 DEFAULT_POINTS = 100

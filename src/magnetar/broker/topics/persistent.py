@@ -8,22 +8,21 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.policies import TopicPolicies
+from magnetar.broker.subscriptions.subscription import Subscription
+from magnetar.broker.topics import lifecycle
 from magnetar.protocol.enums import InitialPosition, ProducerAccessMode, ServerError
 from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import CursorState, Entry, EntryNotFoundError, ManagedLedger, StorageError
 
-from . import lifecycle
-from .errors import BrokerError
-from .policies import TopicPolicies
-from .subscription import Subscription
-
 if TYPE_CHECKING:
-    from .compaction import CompactedView
-    from .producer import Producer
-    from .service import BrokerService
+    from magnetar.broker.service import BrokerService
+    from magnetar.broker.topics.compaction import CompactedView
+    from magnetar.broker.topics.producer import Producer
 
-log = logging.getLogger("magnetar.broker.topic")
+log = logging.getLogger("magnetar.broker.topics.persistent")
 
 #: the start message id a client sends for "earliest" (-1, -1 as uint64) and "latest"
 EARLIEST_ID = (1 << 64) - 1

@@ -16,6 +16,14 @@ from typing import TYPE_CHECKING
 
 from google.protobuf import unknown_fields
 
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.schemas import schema_from_wire, version_from_bytes, version_to_bytes
+from magnetar.broker.schemas.registry import type_to_wire
+from magnetar.broker.schemas.topics import topic_is_active
+from magnetar.broker.service import SERVER_VERSION
+from magnetar.broker.subscriptions.consumer import Consumer
+from magnetar.broker.subscriptions.dispatchers.key_shared import check_key_shared_meta
+from magnetar.broker.topics.producer import Producer
 from magnetar.protocol.enums import (
     MIN_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
@@ -41,21 +49,11 @@ from magnetar.protocol.framing import (
 from magnetar.protocol.schema import BaseCommand, KeySharedMeta
 from magnetar.storage import StorageError
 
-from .consumer import Consumer
-from .dispatchers.key_shared import check_key_shared_meta
-from .errors import BrokerError
-from .producer import Producer
-from .schemas import schema_from_wire, version_from_bytes, version_to_bytes
-from .schemas.registry import type_to_wire
-from .schemas.topics import topic_is_active
-from .service import SERVER_VERSION
-
 if TYPE_CHECKING:
+    from magnetar.broker.service import BrokerService
     from magnetar.storage import Entry
 
-    from .service import BrokerService
-
-log = logging.getLogger("magnetar.broker.connection")
+log = logging.getLogger("magnetar.broker.session.connection")
 
 _U64 = (1 << 64) - 1
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from magnetar.broker.selectors import ConsistentHashingSelector, sticky_key_hash
-from magnetar.broker.selectors.consistent_hashing import RING_MAX
+from magnetar.broker.subscriptions.selectors import ConsistentHashingSelector, sticky_key_hash
+from magnetar.broker.subscriptions.selectors.consistent_hashing import RING_MAX
 from magnetar.protocol.hashing import murmur3_32
 
 from .conftest import FakeConsumer

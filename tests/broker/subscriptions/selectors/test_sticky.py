@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.selectors import StickyRangeSelector, sticky_key_hash
+from magnetar.broker.subscriptions.selectors import StickyRangeSelector, sticky_key_hash
 from magnetar.protocol.enums import ServerError
 
 

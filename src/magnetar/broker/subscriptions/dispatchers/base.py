@@ -18,10 +18,9 @@ from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
 from magnetar.protocol.schema import MessageMetadata
 
 if TYPE_CHECKING:
+    from magnetar.broker.subscriptions.consumer import Consumer
+    from magnetar.broker.subscriptions.subscription import Subscription
     from magnetar.storage import Entry
-
-    from ..consumer import Consumer
-    from ..subscription import Subscription
 
 log = logging.getLogger("magnetar.broker.dispatch")
 

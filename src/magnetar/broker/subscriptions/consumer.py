@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 from magnetar.protocol.enums import SubType
 
 if TYPE_CHECKING:
+    from magnetar.broker.session.connection import ServerConnection
+    from magnetar.broker.subscriptions.subscription import Subscription
     from magnetar.storage import Entry
-
-    from .connection import ServerConnection
-    from .subscription import Subscription
 
 
 class Consumer:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import Dispatcher
+from magnetar.broker.subscriptions.dispatchers.base import Dispatcher
 
 if TYPE_CHECKING:
+    from magnetar.broker.subscriptions.consumer import Consumer
     from magnetar.storage import Entry
-
-    from ..consumer import Consumer
 
 
 class SingleActiveDispatcher(Dispatcher):

@@ -6,7 +6,7 @@ as Pulsar's ``Commands.peekStickyKey``. A batch is one entry and goes by the key
 MessageMetadata: key-based batching (``BatchingType.KeyBased``) puts one key per batch and
 copies it there; the batch payload (possibly compressed) is never opened.
 
-The consumer is chosen by a selector (see :mod:`magnetar.broker.selectors`) from the key's
+The consumer is chosen by a selector (see :mod:`magnetar.broker.subscriptions.selectors`) from the key's
 hash. An entry whose consumer cannot take it now is *held*: it goes to the subscription's
 redelivery set and the read position moves on, so other keys keep flowing to other consumers.
 Held and redelivered entries are tried again first, lowest entry id first, and while a key
@@ -30,18 +30,21 @@ import heapq
 import time
 from typing import TYPE_CHECKING
 
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.subscriptions.dispatchers.base import Dispatcher, entry_metadata
+from magnetar.broker.subscriptions.selectors import (
+    ConsumerSelector,
+    make_selector,
+    sticky_key_hash,
+    validate_ranges,
+)
 from magnetar.protocol.enums import KeySharedMode, ServerError
 
-from ..errors import BrokerError
-from ..selectors import ConsumerSelector, make_selector, sticky_key_hash, validate_ranges
-from .base import Dispatcher, entry_metadata
-
 if TYPE_CHECKING:
+    from magnetar.broker.subscriptions.consumer import Consumer
+    from magnetar.broker.subscriptions.subscription import Subscription
     from magnetar.protocol.schema import MessageMetadata
     from magnetar.storage import Entry
-
-    from ..consumer import Consumer
-    from ..subscription import Subscription
 
 #: the sticky key of entries that carry neither an ordering key nor a partition key
 NONE_KEY = b"NONE_KEY"

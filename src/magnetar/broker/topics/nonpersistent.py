@@ -13,21 +13,20 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.policies import TopicPolicies
+from magnetar.broker.subscriptions.subscription import Subscription
+from magnetar.broker.topics.persistent import Topic
 from magnetar.protocol.enums import InitialPosition, ServerError
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import CursorState, Entry
 
-from .errors import BrokerError
-from .policies import TopicPolicies
-from .subscription import Subscription
-from .topic import Topic
-
 if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .producer import Producer
-    from .service import BrokerService
+    from magnetar.broker.service import BrokerService
+    from magnetar.broker.subscriptions.consumer import Consumer
+    from magnetar.broker.topics.producer import Producer
 
-log = logging.getLogger("magnetar.broker.nonpersistent")
+log = logging.getLogger("magnetar.broker.topics.nonpersistent")
 
 
 class NonPersistentTopic(Topic):

@@ -1,0 +1,1 @@
+"""The client session: bytes <-> commands over one connection, per-connection state."""

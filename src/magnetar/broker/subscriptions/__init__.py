@@ -1,0 +1,1 @@
+"""Subscriptions: cursors in use, consumers, dispatchers, key selectors and delayed delivery."""

@@ -1,0 +1,1 @@
+"""Topics: the persistent and non-persistent kinds, their producers, lifecycle and compaction."""

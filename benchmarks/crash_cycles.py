@@ -1,0 +1,207 @@
+"""Crash instrument: random `kill -9` cycles of `magnetar standalone` under live traffic.
+
+A producer sends messages one at a time with synchronous sends and an acknowledging consumer
+reads them, through one client that lives across every crash (it reconnects by itself, as
+applications do). The main thread kills the broker with SIGKILL at random moments and restarts it
+on the same data directory and ports. Afterwards the subscription is drained and the topic read
+from the start, and the run prints:
+
+- confirmed: messages whose send returned success
+- consumed: distinct messages the consumer received; lost: confirmed but never received
+- corrupt: received payloads that do not match their index
+- duplicates: deliveries beyond the first of a message (redelivered after a crash)
+- stored duplicates: messages stored more than once in the topic (0 expected with --dedup)
+
+    python benchmarks/crash_cycles.py --client official --cycles 50
+    python benchmarks/crash_cycles.py --client magnetar --cycles 50 --dedup
+
+Exit status 1 when anything confirmed was lost or anything was corrupt (or, with --dedup, stored
+twice). Bounded: every cycle lasts at most --max-cycle-seconds, the drain at most 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import random
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from magnetar.testing import BrokerProcess
+
+TOPIC = "persistent://public/default/crash-cycles"
+
+
+def payload(i: int) -> bytes:
+    """A payload whose content can be checked from its index alone."""
+    head = f"crash-{i:08d}:".encode()
+    return head + hashlib.sha256(head).digest() * (1 + i % 3)
+
+
+def index_of(data: bytes) -> int | None:
+    """The index a payload was made from, or None when it is corrupt."""
+    try:
+        i = int(data[6:14])
+    except ValueError:
+        return None
+    return i if data == payload(i) else None
+
+
+@dataclass
+class Tally:
+    """What the producer and the consumer saw."""
+
+    confirmed: set[int] = field(default_factory=set)
+    send_failures: int = 0
+    received: set[int] = field(default_factory=set)
+    deliveries: int = 0
+    corrupt: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record_delivery(self, data: bytes) -> None:
+        """Count one delivery."""
+        i = index_of(data)
+        with self.lock:
+            self.deliveries += 1
+            if i is None:
+                self.corrupt += 1
+            else:
+                self.received.add(i)
+
+
+def produce(pulsar, client, stop: threading.Event, tally: Tally) -> None:  # noqa: ANN001
+    """Synchronous sends until told to stop; a send that fails is retried as a new message."""
+    producer = client.create_producer(TOPIC, producer_name="crash-producer", send_timeout_millis=30000,
+                                      batching_enabled=False)
+    i = 0
+    while not stop.is_set():
+        try:
+            producer.send(payload(i))
+            tally.confirmed.add(i)
+        except Exception:  # noqa: BLE001 - a send that failed across a crash is not confirmed
+            tally.send_failures += 1
+        i += 1
+    producer.close()
+
+
+def consume(pulsar, client, stop: threading.Event, tally: Tally) -> None:  # noqa: ANN001
+    """Receive and acknowledge until told to stop."""
+    consumer = client.subscribe(TOPIC, "crash-sub", consumer_type=pulsar.ConsumerType.Shared,
+                                initial_position=pulsar.InitialPosition.Earliest)
+    while not stop.is_set():
+        try:
+            msg = consumer.receive(timeout_millis=200)
+        except Exception:  # noqa: BLE001 - timeouts and disconnections
+            continue
+        tally.record_delivery(msg.data())
+        try:
+            consumer.acknowledge(msg)
+        except Exception:  # noqa: BLE001 - an ack lost in a crash means a redelivery, counted above
+            pass
+    consumer.close()
+
+
+def drain(pulsar, client, tally: Tally, confirmed: int) -> None:  # noqa: ANN001
+    """Consume what is left on the subscription (bounded)."""
+    consumer = client.subscribe(TOPIC, "crash-sub", consumer_type=pulsar.ConsumerType.Shared)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not tally.confirmed <= tally.received:
+        try:
+            msg = consumer.receive(timeout_millis=1000)
+        except Exception:  # noqa: BLE001
+            continue
+        tally.record_delivery(msg.data())
+        consumer.acknowledge(msg)
+    consumer.close()
+
+
+def stored_duplicates(pulsar, client) -> tuple[int, int]:  # noqa: ANN001
+    """(entries stored, messages stored more than once), reading the topic from the start."""
+    reader = client.create_reader(TOPIC, pulsar.MessageId.earliest)
+    seen: dict[int, int] = {}
+    stored = 0
+    while True:
+        try:
+            msg = reader.read_next(timeout_millis=2000)
+        except Exception:  # noqa: BLE001 - the end of the topic
+            break
+        stored += 1
+        i = index_of(msg.data())
+        if i is not None:
+            seen[i] = seen.get(i, 0) + 1
+    reader.close()
+    return stored, sum(1 for n in seen.values() if n > 1)
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Run the cycles; returns the figures."""
+    pulsar = importlib.import_module("pulsar" if args.client == "official" else "magnetar.client")
+    rng = random.Random(args.seed)
+    data_dir = Path(tempfile.mkdtemp(prefix="crash-cycles-")) / "data"
+    broker_args = ("--fsync", "always") + (("--config", str(_dedup_conf(data_dir.parent))) if args.dedup else ())
+    broker = BrokerProcess(data_dir, args=broker_args).start()
+    quiet = {"logger": pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)} if args.client == "official" else {}
+    client = pulsar.Client(broker.service_url, operation_timeout_seconds=30, **quiet)
+    tally, stop = Tally(), threading.Event()
+    threads = [threading.Thread(target=fn, args=(pulsar, client, stop, tally), daemon=True) for fn in (produce, consume)]
+    for t in threads:
+        t.start()
+    started = time.monotonic()
+    for cycle in range(args.cycles):
+        time.sleep(rng.uniform(args.min_cycle_seconds, args.max_cycle_seconds))
+        broker.kill()
+        broker = BrokerProcess(data_dir, port=broker.port, http_port=broker.http_port, args=broker_args).start()
+        print(f"cycle {cycle + 1}/{args.cycles}: confirmed {len(tally.confirmed)}, received {len(tally.received)}",
+              file=sys.stderr)
+    time.sleep(args.max_cycle_seconds)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    drain(pulsar, client, tally, len(tally.confirmed))
+    stored, stored_dups = stored_duplicates(pulsar, client)
+    client.close()
+    broker.stop()
+    lost = len(tally.confirmed - tally.received)
+    return {
+        "client": args.client, "cycles": args.cycles, "dedup": args.dedup, "seconds": round(time.monotonic() - started, 1),
+        "confirmed": len(tally.confirmed), "send_failures": tally.send_failures, "consumed": len(tally.received),
+        "lost": lost, "corrupt": tally.corrupt, "deliveries": tally.deliveries,
+        "duplicates": tally.deliveries - len(tally.received) - tally.corrupt,
+        "duplicates_pct": round(100 * (tally.deliveries - len(tally.received)) / max(1, len(tally.confirmed)), 2),
+        "stored_entries": stored, "stored_duplicates": stored_dups,
+    }
+
+
+def _dedup_conf(directory: Path) -> Path:
+    path = directory / "dedup.toml"
+    path.write_text("deduplication_enabled = true\n")
+    return path
+
+
+def main() -> int:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--client", choices=("official", "magnetar"), default="official")
+    parser.add_argument("--cycles", type=int, default=50)
+    parser.add_argument("--dedup", action="store_true", help="broker-side deduplication on")
+    parser.add_argument("--min-cycle-seconds", type=float, default=0.5)
+    parser.add_argument("--max-cycle-seconds", type=float, default=2.5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+    figures = run(args)
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    bad = figures["lost"] or figures["corrupt"] or (args.dedup and figures["stored_duplicates"])
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,28 +5,28 @@ docs/CLIENT.md for the differences.
 """
 
 from magnetar.client.auth import Authentication, AuthenticationToken
-from magnetar.client.client import (
-    AsyncClient,
-    HashingScheme,
-    MultiTopicsConsumer,
-    PartitionedProducer,
-    PartitionsRoutingMode,
-    Reader,
-    partition_for_key,
-)
-from magnetar.client.consumer import Consumer, ConsumerConfig
+from magnetar.client.client import AsyncClient
+from magnetar.client.config import BatchingType, ConsumerConfig, ProducerConfig
+from magnetar.client.consumer import Consumer
 from magnetar.client.errors import *  # noqa: F403 - the flat exception hierarchy is part of the API
 from magnetar.client.message import Message, MessageId
+from magnetar.client.multi_topic import MultiTopicsConsumer
+from magnetar.client.partitioned import (
+    HashingScheme,
+    PartitionedProducer,
+    PartitionsRoutingMode,
+    partition_for_key,
+)
 from magnetar.client.policies import (
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
     ConsumerKeySharedPolicy,
-    KeySharedMode,
     MultiplierRedeliveryBackoff,
     RedeliveryBackoff,
     RegexSubscriptionMode,
 )
-from magnetar.client.producer import BatchingType, Producer, ProducerConfig
+from magnetar.client.producer import Producer
+from magnetar.client.reader import Reader
 from magnetar.client.schema import (
     AvroSchema,
     BytesSchema,
@@ -38,7 +38,13 @@ from magnetar.client.schema import (
     StringSchema,
 )
 from magnetar.client.sync import Client
-from magnetar.protocol.enums import CompressionType, InitialPosition, ProducerAccessMode, TopicsMode
+from magnetar.protocol.enums import (
+    CompressionType,
+    InitialPosition,
+    KeySharedMode,
+    ProducerAccessMode,
+    TopicsMode,
+)
 from magnetar.protocol.enums import SubType as ConsumerType
 
 #: the official client's name of the dead letter policy

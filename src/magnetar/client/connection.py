@@ -21,15 +21,10 @@ from typing import Any, Protocol
 from magnetar import __version__
 from magnetar.client.auth import Authentication
 from magnetar.client.errors import AuthenticationError, ConnectError, PulsarError, Timeout, error_for
+from magnetar.net.transport import FramedProtocol
+from magnetar.protocol import commands
 from magnetar.protocol.enums import PROTOCOL_VERSION, CommandType, LookupType, PartitionedMetadataResult
-from magnetar.protocol.framing import (
-    FRAME_HEADROOM,
-    Frame,
-    FrameDecoder,
-    ProtocolError,
-    encode_command,
-    sub_command,
-)
+from magnetar.protocol.framing import FRAME_HEADROOM, Frame, ProtocolError, sub_command
 from magnetar.protocol.schema import BaseCommand
 
 log = logging.getLogger("magnetar.client")
@@ -73,37 +68,32 @@ _RESPONSES = {
 }
 
 
-class ClientConnection(asyncio.Protocol):
+class ClientConnection(FramedProtocol):
     """One TCP connection to a broker, shared by the producers and consumers on it."""
 
     def __init__(
         self, address: tuple[str, int], keepalive_seconds: float = 30.0, authentication: Authentication | None = None
     ) -> None:
+        super().__init__(_DEFAULT_MAX_MESSAGE_SIZE + FRAME_HEADROOM)
         self.address = address
         self.keepalive_seconds = keepalive_seconds
         self.authentication = authentication
-        self.transport: asyncio.Transport | None = None
-        self.decoder = FrameDecoder(_DEFAULT_MAX_MESSAGE_SIZE + FRAME_HEADROOM)
         self.max_message_size = _DEFAULT_MAX_MESSAGE_SIZE
         self.server_version = ""
         self.protocol_version = 0
         self.connected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.closed = False
+        self._released = False
         self._requests: dict[int, asyncio.Future] = {}
         self._request_ids = itertools.count()
         self.producers: dict[int, ProducerHandler] = {}
         self.consumers: dict[int, ConsumerHandler] = {}
-        self._out: list[bytes] = []
-        self._flush_scheduled = False
-        self._last_received = time.monotonic()
         self._keepalive: asyncio.TimerHandle | None = None
-        self.writable = asyncio.Event()
-        self.writable.set()
         self.on_lost: Callable[[ClientConnection], None] | None = None
 
     # -- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        """Send CONNECT (with credentials when configured) and start the keep-alive."""
+        super().connection_made(transport)
         cmd = BaseCommand(type=CommandType.CONNECT)
         cmd.connect.client_version = CLIENT_VERSION
         cmd.connect.protocol_version = PROTOCOL_VERSION
@@ -121,46 +111,15 @@ class ClientConnection(asyncio.Protocol):
         self.send_command(cmd)
         self._arm_keepalive()
 
-    def data_received(self, data: bytes) -> None:
-        self._last_received = time.monotonic()
-        try:
-            frames = self.decoder.feed(data)
-        except ProtocolError as exc:
-            log.warning("closing connection to %s:%d: %s", *self.address, exc)
-            self.close(ConnectError(f"protocol error from broker: {exc}"))
-            return
-        for frame in frames:
-            try:
-                self._handle(frame)
-            except Exception:  # a handler bug must not kill the connection silently
-                log.exception("error handling %s from %s:%d", frame, *self.address)
+    def protocol_error(self, exc: ProtocolError) -> None:
+        """The broker sent malformed bytes: close, failing what is pending."""
+        log.warning("closing connection to %s:%d: %s", *self.address, exc)
+        self.close(ConnectError(f"protocol error from broker: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """Fail pending requests and tell every registered handler."""
+        super().connection_lost(exc)
         self._lost(ConnectError(f"connection to {self.address[0]}:{self.address[1]} lost" + (f": {exc}" if exc else "")))
-
-    def pause_writing(self) -> None:
-        self.writable.clear()
-
-    def resume_writing(self) -> None:
-        self.writable.set()
-
-    # -- output --------------------------------------------------------------------------
-    def write(self, data: bytes) -> None:
-        """Queue bytes; a loop iteration's worth goes out in one call."""
-        self._out.append(data)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        out, self._out = self._out, []
-        if out and self.transport is not None and not self.closed:
-            self.transport.writelines(out)
-
-    def send_command(self, command: BaseCommand) -> None:
-        """Queue a simple command."""
-        self.write(encode_command(command))
 
     def new_request_id(self) -> int:
         """A request id unique on this connection."""
@@ -182,25 +141,29 @@ class ClientConnection(asyncio.Protocol):
 
     def close(self, reason: PulsarError | None = None) -> None:
         """Close the connection; pending requests fail with ``reason``."""
-        if self.transport is not None and not self.closed:
-            self._flush()
-            self.transport.close()
+        super().close()
         self._lost(reason or ConnectError("connection closed"))
 
     # -- incoming ------------------------------------------------------------------------
-    def _handle(self, frame: Frame) -> None:
+    def frame_received(self, frame: Frame) -> None:
+        """Route one frame: MESSAGE and SEND_RECEIPT first (the hot path), then the rest."""
         command = frame.command
         t = command.type
-        if t == CommandType.MESSAGE:
-            handler = self.consumers.get(command.message.consumer_id)
-            if handler is not None:
-                handler.on_message(command.message, frame)
-            return
-        if t == CommandType.SEND_RECEIPT:
-            producer = self.producers.get(command.send_receipt.producer_id)
-            if producer is not None:
-                producer.on_receipt(command.send_receipt)
-            return
+        try:
+            if t == CommandType.MESSAGE:
+                handler = self.consumers.get(command.message.consumer_id)
+                if handler is not None:
+                    handler.on_message(command.message, frame)
+            elif t == CommandType.SEND_RECEIPT:
+                producer = self.producers.get(command.send_receipt.producer_id)
+                if producer is not None:
+                    producer.on_receipt(command.send_receipt)
+            else:
+                self._handle_control(command, t)
+        except Exception:  # a handler bug must not kill the connection silently
+            log.exception("error handling %s from %s:%d", frame, *self.address)
+
+    def _handle_control(self, command: BaseCommand, t: int) -> None:
         if t == CommandType.ERROR and not self.connected.done():
             # the broker refused CONNECT (e.g. bad credentials) and will close the connection
             err = command.error
@@ -214,9 +177,7 @@ class ClientConnection(asyncio.Protocol):
             if producer is not None:
                 producer.on_send_error(command.send_error)
         elif t == CommandType.PING:
-            pong = BaseCommand(type=CommandType.PONG)
-            pong.pong.SetInParent()
-            self.send_command(pong)
+            self.write(commands.PONG_FRAME)
         elif t == CommandType.PONG:
             pass
         elif t == CommandType.CONNECTED:
@@ -294,8 +255,9 @@ class ClientConnection(asyncio.Protocol):
         self.send_command(cmd)
 
     def _lost(self, reason: PulsarError) -> None:
-        if self.closed:
+        if self._released:
             return
+        self._released = True
         self.closed = True
         if self._keepalive is not None:
             self._keepalive.cancel()
@@ -320,13 +282,11 @@ class ClientConnection(asyncio.Protocol):
     def _check_keepalive(self) -> None:
         if self.closed:
             return
-        idle = time.monotonic() - self._last_received
+        idle = time.monotonic() - self.last_received
         if idle >= 2 * self.keepalive_seconds:
             self.close(ConnectError(f"broker {self.address[0]}:{self.address[1]} silent for {idle:.0f} s"))
             return
-        ping = BaseCommand(type=CommandType.PING)
-        ping.ping.SetInParent()
-        self.send_command(ping)
+        self.write(commands.PING_FRAME)
         self._arm_keepalive()
 
 

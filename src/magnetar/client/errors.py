@@ -239,6 +239,10 @@ class ErrorGettingAuthenticationData(AuthenticationError):
     """The authentication plugin could not produce credentials."""
 
 
+class SchemaSerializationError(PulsarError):
+    """A value does not fit its schema, or a payload does not decode with it."""
+
+
 # -- the official client's names for the same conditions ---------------------------------------
 PulsarException = PulsarError
 LookupError = LookupError_  # noqa: A001 - the official client's name; shadows the builtin only here

@@ -7,7 +7,7 @@ import math
 from enum import IntEnum
 
 from magnetar.client.errors import InvalidConfiguration
-from magnetar.protocol.enums import TopicsMode
+from magnetar.protocol.enums import KeySharedMode, TopicsMode
 from magnetar.protocol.hashing import HASH_RANGE_SIZE
 
 #: suffixes of the default dead letter and retry letter topics (as the Java client)
@@ -17,13 +17,8 @@ RETRY_SUFFIX = "-RETRY"
 DEFAULT_MAX_RECONSUME_TIMES = 16
 
 
-class KeySharedMode(IntEnum):
-    """How a Key_Shared consumer gets its hash ranges: split automatically, or fixed (sticky)."""
-
-    AutoSplit = 0
-    Sticky = 1
-    AUTO_SPLIT = 0
-    STICKY = 1
+#: the official Python client's name of each Key_Shared mode
+_MODE_NAMES = {KeySharedMode.AUTO_SPLIT: "AutoSplit", KeySharedMode.STICKY: "Sticky"}
 
 
 class RegexSubscriptionMode(IntEnum):
@@ -113,7 +108,7 @@ class ConsumerKeySharedPolicy:
                 r.end = end
 
     def __repr__(self) -> str:
-        return (f"ConsumerKeySharedPolicy({self.key_shared_mode.name}, allow_out_of_order_delivery="
+        return (f"ConsumerKeySharedPolicy({_MODE_NAMES[self.key_shared_mode]}, allow_out_of_order_delivery="
                 f"{self.allow_out_of_order_delivery}, sticky_ranges={self.sticky_ranges})")
 
 

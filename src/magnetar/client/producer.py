@@ -1,10 +1,9 @@
 """Producers: batching, compression, sequence ids, receipts, send timeouts and reconnection.
 
-The per-message work of a batched send is small and in Python: encode the message's
-SingleMessageMetadata (hand-written varints for the common fields), append it and the payload
-to the open batch, remember the callback. Everything else happens once per batch: the
+Everything but the per-message append (:mod:`.sends`) happens once per batch: the
 MessageMetadata, compression, the checksum and the SEND frame. Frames are kept until their
-receipt arrives, and resent in order on a new connection after a reconnection.
+receipt arrives, and resent in order on a new connection after a reconnection (the
+:class:`~.handler.ConnectionHandler`'s).
 """
 
 from __future__ import annotations
@@ -16,15 +15,13 @@ import struct
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from magnetar.client.config import BatchingType, ProducerConfig
 from magnetar.client.errors import (
     AlreadyClosed,
     ConnectError,
-    InvalidConfiguration,
     MessageTooBig,
-    OperationNotSupported,
     ProducerFenced,
     ProducerQueueIsFull,
     PulsarError,
@@ -32,16 +29,25 @@ from magnetar.client.errors import (
     TopicTerminated,
     error_for,
 )
+from magnetar.client.handler import ClientContext, ConnectionHandler
 from magnetar.client.message import MessageId, _signed, fast_message_id
-from magnetar.client.trackers import Backoff
+from magnetar.client.sends import (
+    PLAIN_HEADS,
+    Batch,
+    PendingSend,
+    SendCallback,
+    callback_adapter,
+    encode_single_metadata,
+    plain_head,
+    resolve,
+    retrieve,
+    seconds,
+)
+from magnetar.protocol import commands
 from magnetar.protocol.compression import compress
 from magnetar.protocol.enums import CommandType, CompressionType, ProducerAccessMode, ServerError
 from magnetar.protocol.framing import crc32c, encode_entry_header
 from magnetar.protocol.schema import BaseCommand, KeyValue, MessageMetadata
-
-if TYPE_CHECKING:
-    from magnetar.client.client import AsyncClient
-    from magnetar.client.connection import ClientConnection
 
 log = logging.getLogger("magnetar.client.producer")
 
@@ -49,163 +55,26 @@ _U32 = struct.Struct(">I")
 #: room left in a chunk (and in the size check of a chunking producer) for the metadata
 _CHUNK_HEADROOM = 1024
 _producer_ids = itertools.count()
-SendCallback = Callable[[PulsarError | None, MessageId | None], None]
 
 
-class BatchingType:
-    """How messages are grouped into batches."""
-
-    Default = 0
-    KeyBased = 1
-
-
-@dataclass
-class ProducerConfig:
-    """Producer options, named and defaulted as in the official Python client."""
-
-    producer_name: str | None = None
-    initial_sequence_id: int | None = None
-    send_timeout_millis: int = 30000
-    compression_type: CompressionType = CompressionType.NONE
-    max_pending_messages: int = 1000
-    max_pending_messages_across_partitions: int = 50000
-    block_if_queue_full: bool = False
-    #: None: on, unless chunking is enabled (the official Python client defaults to off)
-    batching_enabled: bool | None = None
-    batching_max_messages: int = 1000
-    batching_max_allowed_size_in_bytes: int = 128 * 1024
-    batching_max_publish_delay_ms: int = 10
-    batching_type: int = BatchingType.Default
-    chunking_enabled: bool = False
-    properties: dict[str, str] = field(default_factory=dict)
-    access_mode: ProducerAccessMode = ProducerAccessMode.Shared
-    schema: Any = None
-    lazy_start_partitioned_producers: bool = False
-    #: a subscription the broker creates with the producer (dead letter producers use it)
-    initial_subscription_name: str | None = None
-    encryption_key: Any = None
-    crypto_key_reader: Any = None
-
-    def __post_init__(self) -> None:
-        if self.batching_enabled is None:
-            self.batching_enabled = not self.chunking_enabled
-        if self.chunking_enabled and self.batching_enabled:
-            raise InvalidConfiguration("chunking requires batching to be disabled (batching_enabled=False)")
-        if self.encryption_key is not None or self.crypto_key_reader is not None:
-            raise OperationNotSupported("end-to-end encryption is not supported by magnetar's client")
-        if self.batching_max_messages < 1 or self.batching_max_allowed_size_in_bytes < 1:
-            raise InvalidConfiguration("batching_max_messages and batching_max_allowed_size_in_bytes must be positive")
-        if self.batching_max_publish_delay_ms < 0 or self.send_timeout_millis < 0 or self.max_pending_messages < 0:
-            raise InvalidConfiguration("batching_max_publish_delay_ms, send_timeout_millis and max_pending_messages must be >= 0")
-        self.compression_type = CompressionType(int(self.compression_type))
-        self.access_mode = ProducerAccessMode(int(self.access_mode))
-        self.properties = dict(self.properties or {})
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL_VARINTS = [_varint(i) for i in range(16384)]
-
-
-def _len_prefixed(tag: int, data: bytes) -> bytes:
-    n = len(data)
-    return bytes((tag,)) + (_SMALL_VARINTS[n] if n < 16384 else _varint(n)) + data
-
-
-def encode_single_metadata(
-    payload_size: int,
-    properties: dict[str, str] | None,
-    partition_key: str | None,
-    ordering_key: bytes | None,
-    event_time: int,
-    sequence_id: int | None,
-    null_value: bool = False,
-) -> bytes:
-    """SingleMessageMetadata bytes, written by hand: the only per-message encoding of a batch."""
-    parts = []
-    if properties:
-        for k, v in properties.items():
-            parts.append(_len_prefixed(0x0A, _len_prefixed(0x0A, k.encode()) + _len_prefixed(0x12, v.encode())))
-    if partition_key is not None:
-        parts.append(_len_prefixed(0x12, partition_key.encode()))
-    parts.append(b"\x18" + (_SMALL_VARINTS[payload_size] if payload_size < 16384 else _varint(payload_size)))
-    if event_time:
-        parts.append(b"\x28" + _varint(event_time))
-    if ordering_key is not None:
-        parts.append(_len_prefixed(0x3A, ordering_key))
-    if sequence_id is not None:
-        parts.append(b"\x40" + _varint(sequence_id))
-    if null_value:
-        parts.append(b"\x48\x01")
-    return b"".join(parts)
-
-
-class _Batch:
-    """Messages collected for one entry."""
-
-    __slots__ = (
-        "parts", "payload_bytes", "count", "callbacks", "first_sequence_id", "last_sequence_id", "key",
-        "ordering_key", "created",
-    )
-
-    def __init__(self, key: str | None = None, ordering_key: bytes | None = None) -> None:
-        self.parts: list[bytes] = []
-        self.payload_bytes = 0
-        self.count = 0
-        self.callbacks: list[Any] = []
-        self.first_sequence_id = -1
-        self.last_sequence_id = -1
-        self.key = key
-        self.ordering_key = ordering_key
-        self.created = time.monotonic()
-
-
-class _OpSend:
-    """One SEND in flight: its frame (for resends) and who waits for it."""
-
-    __slots__ = (
-        "sequence_id", "highest_sequence_id", "count", "frame", "callbacks", "deadline", "chunk_index", "chunk_ids", "batched",
-    )
-
-    def __init__(self, sequence_id: int, highest: int, count: int, frame: bytes, callbacks: list[Any], deadline: float) -> None:
-        self.sequence_id = sequence_id
-        self.highest_sequence_id = highest
-        self.count = count
-        self.frame = frame
-        self.callbacks = callbacks
-        self.deadline = deadline
-        self.chunk_index = -1
-        #: entries of the chunks of one message received so far (shared by its chunks' sends)
-        self.chunk_ids: list[tuple[int, int]] | None = None
-        #: sent as a batch entry (even of one message): ids carry batch indexes
-        self.batched = False
-
-
-class Producer:
+class Producer(ConnectionHandler):
     """A producer on one topic (or one partition): the asyncio core."""
 
-    def __init__(self, client: AsyncClient, topic: str, config: ProducerConfig, partition: int = -1) -> None:
-        self.client = client
-        self.topic = topic
+    kind = "producer"
+
+    def __init__(self, client: ClientContext, topic: str, config: ProducerConfig, partition: int = -1) -> None:
+        super().__init__(client, topic)
         self.config = config
         self.partition = partition
         self.producer_id = next(_producer_ids)
         self.name = config.producer_name or ""
         self._user_named = bool(config.producer_name)
-        self.conn: ClientConnection | None = None
         self._sequence_id = 0 if config.initial_sequence_id is None else config.initial_sequence_id + 1
         self.last_sequence_id_published = -1 if config.initial_sequence_id is None else config.initial_sequence_id
-        self._batch: _Batch | None = None
-        self._key_batches: dict[tuple[str | None, bytes | None], _Batch] = {}
+        self._batch: Batch | None = None
+        self._key_batches: dict[tuple[str | None, bytes | None], Batch] = {}
         self._batch_timer: asyncio.TimerHandle | None = None
-        self._pending: deque[_OpSend] = deque()
+        self._pending: deque[PendingSend] = deque()
         self._pending_messages = 0
         #: called with the number of messages settled (receipt or failure) by each send
         self.settled_hook: Callable[[int], None] | None = None
@@ -214,9 +83,7 @@ class Producer:
         self._key_based = config.batching_type == BatchingType.KeyBased
         self._space = asyncio.Event()
         self._space.set()
-        self._closed = False
         self._fenced: PulsarError | None = None
-        self._reconnecting = False
         self._topic_epoch: int | None = None
         self._timeout_task: asyncio.Task | None = None
         self.schema_version = b""
@@ -291,18 +158,11 @@ class Producer:
         if conn is not None and not conn.closed:
             conn.producers.pop(self.producer_id, None)
             rid = conn.new_request_id()
-            cmd = BaseCommand(type=CommandType.CLOSE_PRODUCER)
-            cmd.close_producer.producer_id = self.producer_id
-            cmd.close_producer.request_id = rid
             try:
-                await conn.request(cmd, rid, self.client.operation_timeout)
+                await conn.request(commands.close_producer(self.producer_id, rid), rid, self.client.operation_timeout)
             except PulsarError:
                 pass
         self._fail_all(AlreadyClosed(f"producer {self.name} on {self.topic} was closed"))
-
-    def is_connected(self) -> bool:
-        """Whether the producer is registered on a live connection."""
-        return not self._closed and self.conn is not None and not self.conn.closed and not self._reconnecting
 
     # -- sending -------------------------------------------------------------------------
     async def send(self, content: bytes, **options: Any) -> MessageId:
@@ -329,7 +189,7 @@ class Producer:
                 await self._space.wait()
         fut: asyncio.Future[MessageId] = asyncio.get_running_loop().create_future()
         if callback is not None:
-            fut.add_done_callback(_callback_adapter(callback))
+            fut.add_done_callback(callback_adapter(callback))
         self.send_nowait(content, fut, **options)
         return fut
 
@@ -367,7 +227,7 @@ class Producer:
         elif not isinstance(content, (bytes, bytearray, memoryview)):
             raise TypeError(f"message content must be bytes, not {type(content).__name__} (or give the producer a schema)")
         if deliver_after is not None:
-            deliver_at = int(time.time() * 1000 + _seconds(deliver_after) * 1000)
+            deliver_at = int(time.time() * 1000 + seconds(deliver_after) * 1000)
         replicate_to = None
         if disable_replication:
             replicate_to = ["__local__"]
@@ -403,7 +263,7 @@ class Producer:
             self._flush_batch(batch)
             batch = self._open_batch(key, ordering_key)
         if properties is None and key is None and ordering_key is None and not event_time and not null_value:
-            head = _PLAIN_HEADS.get(size) or _plain_head(size)
+            head = PLAIN_HEADS.get(size) or plain_head(size)
         else:
             single = encode_single_metadata(size, properties, key, ordering_key, event_time, None, null_value)
             head = _U32.pack(len(single)) + single
@@ -422,15 +282,15 @@ class Producer:
             delay = self.config.batching_max_publish_delay_ms / 1000.0
             self._batch_timer = asyncio.get_running_loop().call_later(delay, self._on_batch_timer)
 
-    def _open_batch(self, key: str | None, ordering_key: bytes | None) -> _Batch:
+    def _open_batch(self, key: str | None, ordering_key: bytes | None) -> Batch:
         if self._key_based:
             bkey = (key, ordering_key)
             batch = self._key_batches.get(bkey)
             if batch is None:
-                batch = self._key_batches[bkey] = _Batch(key, ordering_key)
+                batch = self._key_batches[bkey] = Batch(key, ordering_key)
             return batch
         if self._batch is None:
-            self._batch = _Batch()
+            self._batch = Batch()
         return self._batch
 
     def _on_batch_timer(self) -> None:
@@ -443,7 +303,7 @@ class Producer:
         for batch in list(self._key_batches.values()):
             self._flush_batch(batch)
 
-    def _flush_batch(self, batch: _Batch) -> None:
+    def _flush_batch(self, batch: Batch) -> None:
         if batch is self._batch:
             self._batch = None
         else:
@@ -514,7 +374,7 @@ class Producer:
                 f" {self.max_message_size} bytes (enable chunking to send it)"
             )
             for cb in callbacks:
-                _resolve(cb, err, None)
+                resolve(cb, err, None)
             return
         cmd = BaseCommand(type=CommandType.SEND)
         s = cmd.send
@@ -526,7 +386,7 @@ class Producer:
             s.highest_sequence_id = last_seq
         frame = encode_entry_header(cmd, len(entry), crc32c(entry)) + entry
         deadline = time.monotonic() + self.config.send_timeout_millis / 1000.0
-        op = _OpSend(first_seq, last_seq, count, frame, callbacks, deadline)
+        op = PendingSend(first_seq, last_seq, count, frame, callbacks, deadline)
         op.batched = batched
         self._pending.append(op)
         self.last_sequence_id_published = max(self.last_sequence_id_published, last_seq)
@@ -553,7 +413,7 @@ class Producer:
             cmd.send.is_chunk = True
             frame = encode_entry_header(cmd, len(entry), crc32c(entry)) + entry
             last = i == len(chunks) - 1
-            op = _OpSend(sequence_id, sequence_id, 1 if last else 0, frame, callbacks if last else [], deadline)
+            op = PendingSend(sequence_id, sequence_id, 1 if last else 0, frame, callbacks if last else [], deadline)
             op.chunk_index = i
             op.chunk_ids = chunk_ids
             self._pending.append(op)
@@ -568,7 +428,7 @@ class Producer:
         if not self._pending:
             return
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        fut.add_done_callback(_retrieve)
+        fut.add_done_callback(retrieve)
         self._pending[-1].callbacks.append(fut)
         try:
             await fut
@@ -616,12 +476,12 @@ class Producer:
             if count:  # the last chunk
                 msg_id._chunk_ids = list(op.chunk_ids)
                 for cb in callbacks:
-                    _resolve(cb, None, msg_id)
+                    resolve(cb, None, msg_id)
             return
         if not op.batched:
             msg_id = MessageId(ledger_id, entry_id, -1, partition, 0, topic)
             for cb in callbacks:
-                _resolve(cb, None, msg_id)
+                resolve(cb, None, msg_id)
             return
         lid, eid = _signed(ledger_id), _signed(entry_id)
         for i, cb in enumerate(callbacks):
@@ -646,7 +506,7 @@ class Producer:
                     self._settled(op.count)
                     exc = error_for(error.error, error.message)
                     for cb in op.callbacks:
-                        _resolve(cb, exc, None)
+                        resolve(cb, exc, None)
                     return
             return
         if error.error == ServerError.TopicTerminatedError:
@@ -656,41 +516,16 @@ class Producer:
         if self.conn is not None:
             self.conn.close(ConnectError(error.message))
 
-    def on_closed_by_broker(self) -> None:
-        """CLOSE_PRODUCER: the broker dropped us (fencing, unload): reconnect."""
-        self._schedule_reconnect()
-
-    def on_connection_lost(self, conn: ClientConnection) -> None:
-        """The connection went away: reconnect and resend what is pending."""
-        if conn is self.conn:
-            self._schedule_reconnect()
-
-    def _schedule_reconnect(self) -> None:
-        if self._closed or self._reconnecting:
-            return
-        self._reconnecting = True
-        asyncio.get_running_loop().create_task(self._reconnect())
-
-    async def _reconnect(self) -> None:
-        backoff = Backoff(0.1, 30.0)
-        try:
-            while not self._closed:
-                try:
-                    await self._connect()
-                    return
-                except ProducerFenced as exc:
-                    self._fenced = exc
-                    self._fail_all(exc)
-                    return
-                except TopicTerminated as exc:
-                    self._fail_all(exc)
-                    return
-                except PulsarError as exc:
-                    delay = backoff.next()
-                    log.info("producer %s: reconnect to %s failed (%s), retrying in %.1f s", self.name, self.topic, exc, delay)
-                await asyncio.sleep(delay)
-        finally:
-            self._reconnecting = False
+    def _gives_up_on(self, exc: PulsarError) -> bool:
+        """Fenced or terminated: every pending send fails, and no reconnection helps."""
+        if isinstance(exc, ProducerFenced):
+            self._fenced = exc
+            self._fail_all(exc)
+            return True
+        if isinstance(exc, TopicTerminated):
+            self._fail_all(exc)
+            return True
+        return False
 
     def _fail_all(self, exc: PulsarError) -> None:
         batches = [b for b in (self._batch, *self._key_batches.values()) if b is not None]
@@ -703,10 +538,10 @@ class Producer:
         self._settled(self._pending_messages)
         for op in pending:
             for cb in op.callbacks:
-                _resolve(cb, exc, None)
+                resolve(cb, exc, None)
         for batch in batches:  # messages not sent yet fail as well
             for cb in batch.callbacks:
-                _resolve(cb, exc, None)
+                resolve(cb, exc, None)
 
     async def _check_timeouts(self) -> None:
         interval = min(1.0, self.config.send_timeout_millis / 1000.0 / 2)
@@ -724,53 +559,4 @@ class Producer:
                 for op in expired:
                     self._settled(op.count)
                     for cb in op.callbacks:
-                        _resolve(cb, exc, None)
-
-
-def _plain_head(size: int) -> bytes:
-    """Size prefix and SingleMessageMetadata of a batched message with nothing but a payload."""
-    head = _PLAIN_HEADS.get(size)
-    if head is None:
-        single = encode_single_metadata(size, None, None, None, 0, None)
-        head = _PLAIN_HEADS[size] = _U32.pack(len(single)) + single
-    return head
-
-
-_PLAIN_HEADS: dict[int, bytes] = {}
-
-
-def _seconds(value: Any) -> float:
-    return value.total_seconds() if hasattr(value, "total_seconds") else float(value)
-
-
-def _retrieve(fut: asyncio.Future) -> None:
-    if not fut.cancelled():
-        fut.exception()
-
-
-def _resolve(waiter: Any, exc: PulsarError | None, msg_id: MessageId | None) -> None:
-    if waiter is None:
-        return
-    if isinstance(waiter, asyncio.Future):
-        if not waiter.done():
-            if exc is not None:
-                waiter.set_exception(exc)
-            else:
-                waiter.set_result(msg_id)
-        return
-    try:
-        waiter(exc, msg_id)
-    except Exception:
-        log.exception("send callback failed")
-
-
-def _callback_adapter(callback: SendCallback) -> Callable[[asyncio.Future], None]:
-    def done(fut: asyncio.Future) -> None:
-        if fut.cancelled():
-            callback(Timeout("send cancelled"), None)
-        elif fut.exception() is not None:
-            callback(fut.exception(), None)  # type: ignore[arg-type]
-        else:
-            callback(None, fut.result())
-
-    return done
+                        resolve(cb, exc, None)

@@ -26,8 +26,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from magnetar.client.client import AsyncClient, MultiTopicsConsumer, PartitionedProducer
-from magnetar.client.client import Reader as AsyncReader
+from magnetar.client.client import AsyncClient
+from magnetar.client.config import DEFAULT_BATCH_RECEIVE_POLICY
 from magnetar.client.consumer import Consumer as AsyncConsumer
 from magnetar.client.errors import (
     AlreadyClosed,
@@ -37,7 +37,10 @@ from magnetar.client.errors import (
     Timeout,
 )
 from magnetar.client.message import Message, MessageId
+from magnetar.client.multi_topic import MultiTopicsConsumer
+from magnetar.client.partitioned import PartitionedProducer
 from magnetar.client.producer import Producer as AsyncProducer
+from magnetar.client.reader import Reader as AsyncReader
 from magnetar.protocol.enums import SubType
 
 ConsumerType = SubType
@@ -255,7 +258,7 @@ class Producer:
     def __init__(self, client: Client, core: AsyncProducer | PartitionedProducer) -> None:
         self._client = client
         self._core = core
-        self._loop = client._thread.loop
+        self._loop = client.loop
         self._queue: collections.deque = collections.deque()
         self._scheduled = False
         self._limit = core.config.max_pending_messages
@@ -418,7 +421,7 @@ class Consumer:
     def __init__(self, client: Client, core: AsyncConsumer | MultiTopicsConsumer) -> None:
         self._client = client
         self._core = core
-        self._loop = client._thread.loop
+        self._loop = client.loop
         self._calls = _Batcher(self._loop, core.acknowledge)
         #: messages taken from the core's queue (and counted as consumed there, so the broker
         #: gets its permits back at once), served by receive() without a round trip
@@ -450,8 +453,7 @@ class Consumer:
         except IndexError:
             pass
         core = self._core
-        if core._listener is not None or core._closed:
-            core._check_receive()  # raises: the listener owns the messages, or closed
+        core.check_receive()  # raises when a listener owns the messages, or when closed
         with self._refill_lock:
             try:
                 return self._buffer.popleft()
@@ -473,18 +475,16 @@ class Consumer:
     def batch_receive(self) -> list[Message]:
         """Messages as the consumer's batch receive policy allows (see ConsumerBatchReceivePolicy)."""
         if self._buffer:
-            from magnetar.client.consumer import _DEFAULT_BATCH_RECEIVE
-
-            policy = self._core.config.batch_receive_policy or _DEFAULT_BATCH_RECEIVE
+            policy = self._core.config.batch_receive_policy or DEFAULT_BATCH_RECEIVE_POLICY
             out: list[Message] = []
             size = 0
-            while self._buffer and policy.can_add(len(out), size, len(self._buffer[0]._payload)):
+            while self._buffer and policy.can_add(len(out), size, self._buffer[0].size()):
                 try:
                     msg = self._buffer.popleft()
                 except IndexError:
                     break
                 out.append(msg)
-                size += len(msg._payload)
+                size += msg.size()
             if out:
                 return out
         return self._client._run(self._core.batch_receive(), None)

@@ -179,10 +179,13 @@ class ProducerAccessMode(IntEnum):
 
 
 class KeySharedMode(IntEnum):
-    """Key_Shared hash-range assignment modes."""
+    """Key_Shared hash-range assignment modes: split automatically, or fixed (sticky) ranges."""
 
     AUTO_SPLIT = 0
     STICKY = 1
+    #: the official Python client's names of the same modes
+    AutoSplit = 0
+    Sticky = 1
 
 
 class LookupType(IntEnum):

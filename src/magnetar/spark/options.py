@@ -288,10 +288,7 @@ def _offsets(option: str, value: str, allow: tuple[str, ...]) -> Any:
     return out
 
 
-def source_options(options: Mapping[str, str], streaming: bool | None) -> SourceOptions:
-    """Check the options of a read: batch (False), streaming (True), or either (None: the checks
-    that do not depend on it, when the schema is derived)."""
-    plain, passed = _split_options(options, _SOURCE, "source")
+def _check_service_url(plain: dict[str, str]) -> str:
     url = plain.get("service.url")
     if not url:
         raise PulsarOptionError("option service.url is required (e.g. pulsar://localhost:6650)")
@@ -301,6 +298,11 @@ def source_options(options: Mapping[str, str], streaming: bool | None) -> Source
         ServiceUrl.parse(url)
     except Exception as exc:  # noqa: BLE001 - InvalidConfiguration, reported as an option error
         raise PulsarOptionError(f"option service.url: {exc}") from None
+    return url
+
+
+def _source_topics(plain: dict[str, str]) -> tuple[list[str], str | None]:
+    """(topics, pattern) of a read: one of topic (or the load() path), topics, topicsPattern."""
     if "path" in plain and "topic" not in plain:
         plain["topic"] = plain.pop("path")
     elif "path" in plain:
@@ -311,31 +313,32 @@ def source_options(options: Mapping[str, str], streaming: bool | None) -> Source
             "exactly one of the options topic, topics, topicsPattern is required"
             + (f" (got {', '.join(given)})" if given else "")
         )
-    topics: list[str] = []
-    pattern = None
     if "topic" in given:
-        topics = [_topic_name("topic", plain["topic"], True)]
-    elif "topics" in given:
+        return [_topic_name("topic", plain["topic"], True)], None
+    if "topics" in given:
         names = [t for t in plain["topics"].split(",") if t.strip()]
         if not names:
             raise PulsarOptionError("option topics is empty")
-        topics = list(dict.fromkeys(_topic_name("topics", t, True) for t in names))
-    else:
-        pattern = plain["topicsPattern"].strip()
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise PulsarOptionError(f"option topicsPattern is not a valid regular expression: {exc}") from None
-        if pattern.startswith("non-persistent://"):
-            raise PulsarOptionError("option topicsPattern: only persistent topics can be read")
+        return list(dict.fromkeys(_topic_name("topics", t, True) for t in names)), None
+    pattern = plain["topicsPattern"].strip()
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise PulsarOptionError(f"option topicsPattern is not a valid regular expression: {exc}") from None
+    if pattern.startswith("non-persistent://"):
+        raise PulsarOptionError("option topicsPattern: only persistent topics can be read")
+    return [], pattern
 
+
+def _check_query_kind(plain: dict[str, str], streaming: bool | None) -> None:
+    """Options that conflict, or that belong to the other kind of query."""
     if "startingOffsets" in plain and "startingTime" in plain:
         raise PulsarOptionError("options startingOffsets and startingTime conflict: give one of them")
     if "endingOffsets" in plain and "endingTime" in plain:
         raise PulsarOptionError("options endingOffsets and endingTime conflict: give one of them")
     if streaming is None:
-        pass
-    elif streaming:
+        return
+    if streaming:
         for name in ("endingOffsets", "endingTime"):
             if name in plain:
                 raise PulsarOptionError(f"option {name} is for batch queries; a streaming query has no end")
@@ -344,6 +347,11 @@ def source_options(options: Mapping[str, str], streaming: bool | None) -> Source
             if name in plain:
                 raise PulsarOptionError(f"option {name} is for streaming queries, not batch reads")
 
+
+def _source_bounds(
+    plain: dict[str, str], streaming: bool | None, topics: list[str], pattern: str | None
+) -> tuple[Any, Any, int | None, int | None]:
+    """(starting, ending, starting time, ending time) of a read, checked against its topics."""
     starting: Any = "latest" if streaming else "earliest"
     if "startingOffsets" in plain:
         allowed = ("earliest",) if streaming is False else ("earliest", "latest")
@@ -355,18 +363,26 @@ def source_options(options: Mapping[str, str], streaming: bool | None) -> Source
     ending_time = _int("endingTime", 0)(plain["endingTime"]) if "endingTime" in plain else None
     if starting_time is not None and ending_time is not None and ending_time < starting_time:
         raise PulsarOptionError(f"option endingTime ({ending_time}) is before startingTime ({starting_time})")
-    if pattern is not None:
-        for name, value in (("startingOffsets", starting), ("endingOffsets", ending)):
-            if isinstance(value, dict):
-                raise PulsarOptionError(f"option {name} as JSON needs explicit topics (topic or topics), not topicsPattern")
-    else:
-        for name, value in (("startingOffsets", starting), ("endingOffsets", ending)):
-            if isinstance(value, dict):
-                for key in value:
-                    parent = str(TopicName.parse(key).partitioned_parent)
-                    if key not in topics and parent not in topics:
-                        raise PulsarOptionError(f"option {name} names {key}, which is not one of the topics read ({', '.join(topics)})")
+    for name, value in (("startingOffsets", starting), ("endingOffsets", ending)):
+        if not isinstance(value, dict):
+            continue
+        if pattern is not None:
+            raise PulsarOptionError(f"option {name} as JSON needs explicit topics (topic or topics), not topicsPattern")
+        for key in value:
+            parent = str(TopicName.parse(key).partitioned_parent)
+            if key not in topics and parent not in topics:
+                raise PulsarOptionError(f"option {name} names {key}, which is not one of the topics read ({', '.join(topics)})")
+    return starting, ending, starting_time, ending_time
 
+
+def source_options(options: Mapping[str, str], streaming: bool | None) -> SourceOptions:
+    """Check the options of a read: batch (False), streaming (True), or either (None: the checks
+    that do not depend on it, when the schema is derived)."""
+    plain, passed = _split_options(options, _SOURCE, "source")
+    url = _check_service_url(plain)
+    topics, pattern = _source_topics(plain)
+    _check_query_kind(plain, streaming)
+    starting, ending, starting_time, ending_time = _source_bounds(plain, streaming, topics, pattern)
     admin = plain.get("admin.url")
     if admin is not None and not re.match(r"^https?://", admin):
         raise PulsarOptionError(f"option admin.url must be an http:// or https:// URL, not {admin!r}")

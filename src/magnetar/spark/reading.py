@@ -24,6 +24,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
+from magnetar.protocol.varint import encode_varint
 from magnetar.spark.options import ClientSettings
 from magnetar.spark.positions import Position, parse
 from magnetar.spark.schemas import META_NAMES, ValueDecoder, ValueFormat
@@ -94,39 +95,15 @@ def ranges(topic: str, start: Position, end: Position, check_loss: bool, split_e
 
 # -- message ids as MessageId.serialize() writes them ------------------------------------------------
 
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    if value < 16384:
-        return _SMALL[value]
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _slow_varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL = [_slow_varint(i) for i in range(16384)]
-
-
 def message_id_bytes(ledger: int, entry: int, batch: int, partition: int, batch_size: int) -> bytes:
     """``MessageId(ledger, entry, batch, partition, batch_size).serialize()``, without protobuf."""
     return _id_prefix(ledger, entry, partition) + _id_suffix(batch, batch_size)
 
 
 def _id_prefix(ledger: int, entry: int, partition: int) -> bytes:
-    out = b"\x08" + _varint(ledger) + b"\x10" + _varint(entry)
+    out = b"\x08" + encode_varint(ledger) + b"\x10" + encode_varint(entry)
     if partition >= 0:
-        out += b"\x18" + _varint(partition)
+        out += b"\x18" + encode_varint(partition)
     return out
 
 
@@ -152,9 +129,9 @@ def _id_suffix(batch: int, batch_size: int) -> bytes:
     if out is None:
         out = b""
         if batch >= 0:
-            out += b"\x20" + _varint(batch)
+            out += b"\x20" + encode_varint(batch)
         if batch_size:
-            out += b"\x30" + _varint(batch_size)
+            out += b"\x30" + encode_varint(batch_size)
         if len(_SUFFIXES) < 100_000:
             _SUFFIXES[key] = out
     return out
@@ -316,36 +293,10 @@ def read_range(plan: ReadPlan, part: PulsarPartition) -> Iterator[Any]:
                     f"no message from {topic} within pollTimeoutMs={wait_ms} ms while reading {where} up to {end}"
                 ) from None
             mids = [m.message_id() for m in msgs]
-            cut = len(mids)
-            last = mids[-1]
-            if (last.ledger_id, last.entry_id, last.batch_index) >= end_key or _after(last) >= end_key:
-                done = True
-                for i, mid in enumerate(mids):
-                    if (mid.ledger_id, mid.entry_id, mid.batch_index) >= end_key:
-                        cut = i
-                        break
-                    if _after(mid) >= end_key:
-                        cut = i + 1
-                        break
+            cut, done = _cut_at_end(mids, end_key)
             if expect is not None:
                 # every new entry must follow the previous one (the first: the range's start)
-                seen = mids[: max(cut, 1)]
-                entries = [mid.entry_id for mid in seen]
-                first_id, last_id = seen[0], seen[-1]
-                if (first_id.ledger_id == last_id.ledger_id == expect[0] and entries[0] <= expect[1]
-                        and entries[-1] - entries[0] + 1 == len(set(entries))):
-                    # one ledger, no entry missing (the common case, checked without a loop)
-                    expect = (expect[0], max(expect[1], entries[-1] + 1))
-                    entries = []
-                for ledger, entry in sorted({(mid.ledger_id, mid.entry_id) for mid in seen}) if entries else ():
-                    if (ledger, entry) < expect:
-                        continue
-                    if (ledger, entry) > expect:
-                        mid = next(x for x in seen if (x.ledger_id, x.entry_id) == (ledger, entry))
-                        first = mid.first_chunk_message_id() if mid.is_chunked() else mid
-                        if (first.ledger_id, first.entry_id) > expect:
-                            _lost(plan, topic, expect, (first.ledger_id, first.entry_id), end)
-                    expect = (ledger, entry + 1)
+                expect = _check_continuity(plan, topic, mids[: max(cut, 1)], expect, end)
             if cut:
                 pending.extend(msgs[:cut])
                 pending_ids.extend(mids[:cut])
@@ -357,6 +308,39 @@ def read_range(plan: ReadPlan, part: PulsarPartition) -> Iterator[Any]:
                 pending_ids = []
     finally:
         client.close()
+
+
+def _cut_at_end(mids: list[Any], end_key: tuple[int, int, int]) -> tuple[int, bool]:
+    """(how many of these messages are before the range's end, whether the end is reached)."""
+    last = mids[-1]
+    if (last.ledger_id, last.entry_id, last.batch_index) < end_key and _after(last) < end_key:
+        return len(mids), False
+    for i, mid in enumerate(mids):
+        if (mid.ledger_id, mid.entry_id, mid.batch_index) >= end_key:
+            return i, True
+        if _after(mid) >= end_key:
+            return i + 1, True
+    return len(mids), True
+
+
+def _check_continuity(plan: ReadPlan, topic: str, seen: list[Any], expect: tuple[int, int], end: Position) -> tuple[int, int]:
+    """Check that the entries of ``seen`` follow ``expect`` with none missing; the next expected entry."""
+    entries = [mid.entry_id for mid in seen]
+    first_id, last_id = seen[0], seen[-1]
+    if (first_id.ledger_id == last_id.ledger_id == expect[0] and entries[0] <= expect[1]
+            and entries[-1] - entries[0] + 1 == len(set(entries))):
+        # one ledger, no entry missing (the common case, checked without a loop)
+        return (expect[0], max(expect[1], entries[-1] + 1))
+    for ledger, entry in sorted({(mid.ledger_id, mid.entry_id) for mid in seen}):
+        if (ledger, entry) < expect:
+            continue
+        if (ledger, entry) > expect:
+            mid = next(x for x in seen if (x.ledger_id, x.entry_id) == (ledger, entry))
+            first = mid.first_chunk_message_id() if mid.is_chunked() else mid
+            if (first.ledger_id, first.entry_id) > expect:
+                _lost(plan, topic, expect, (first.ledger_id, first.entry_id), end)
+        expect = (ledger, entry + 1)
+    return expect
 
 
 def _after(mid: Any) -> tuple[int, int, int]:

@@ -1,6 +1,6 @@
 """The schema registry: versioned schemas per topic, compatibility strategies, Avro resolution.
 
-- :mod:`.avro`: Avro schema parsing and the reader/writer resolution check;
+- Avro schema parsing and the reader/writer resolution check live in :mod:`magnetar.protocol.avro`;
 - :mod:`.compatibility`: strategies and the per-type compatibility checks;
 - :mod:`.registry`: schema histories by schema id, persisted in the metadata store;
 - :mod:`.topics`: the rules producers, consumers and the admin API follow on a topic.

@@ -9,7 +9,7 @@ The rules follow Pulsar's broker:
   every version since the last delete instead of the latest only. ALWAYS_INCOMPATIBLE refuses
   every change.
 - AVRO, JSON (whose schema_data is an Avro record definition too) and the components of a
-  KEY_VALUE schema are checked with Avro's resolution rules (:mod:`.avro`); PROTOBUF_NATIVE
+  KEY_VALUE schema are checked with Avro's resolution rules (:mod:`magnetar.protocol.avro`); PROTOBUF_NATIVE
   schemas must keep their root message type; other types (STRING, the primitives, PROTOBUF,
   ...) are compatible whenever the type is equal.
 """
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from magnetar.broker.schemas import avro
+from magnetar.protocol import avro
 
 __all__ = [
     "TRANSITIVE",

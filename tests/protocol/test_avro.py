@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from magnetar.broker.schemas.avro import (
+from magnetar.protocol.avro import (
     AvroArray,
     AvroEnum,
     AvroRecord,
@@ -258,3 +258,12 @@ def test_arrays_of_records_nested_in_unions() -> None:
     assert reads(r, w)
     assert not reads(w, r)
     assert isinstance(parse(json.dumps(r)).fields[0].type.branches[1], AvroArray)
+
+
+def test_parsed_fields_keep_their_defaults_and_enums_their_symbol_index() -> None:
+    schema = parse(record("R", f("a", "long", default=7), f("b", "string"), f("c", {"type": "enum", "name": "E", "symbols": ["X", "Y"]})))
+    assert isinstance(schema, AvroRecord)
+    a, b, c = schema.fields
+    assert (a.has_default, a.default) == (True, 7)
+    assert (b.has_default, b.default) == (False, None)
+    assert isinstance(c.type, AvroEnum) and c.type.index == {"X": 0, "Y": 1}

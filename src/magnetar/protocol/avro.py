@@ -1,5 +1,6 @@
 """Avro schema definitions and the schema-resolution check behind compatibility strategies.
 
+Pure and sans-IO, shared by the broker (schema compatibility) and the client (its Avro codec).
 :func:`parse` turns the JSON text of an Avro schema (what AVRO and JSON schemas carry in their
 ``schema_data``) into a small tree of types; named types are resolved, so recursive records
 become cycles. :func:`resolution_errors` answers the one question every compatibility strategy
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 __all__ = [
@@ -82,6 +84,8 @@ class AvroField:
     type: AvroType
     has_default: bool = False
     aliases: tuple[str, ...] = ()
+    #: the default value as the JSON text gives it (meaningful when has_default)
+    default: Any = None
 
 
 @dataclass(eq=False)
@@ -115,6 +119,11 @@ class AvroEnum:
 
     def describe(self) -> str:
         return f"enum {self.fullname}"
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Each symbol's position (what the binary encoding writes)."""
+        return {symbol: i for i, symbol in enumerate(self.symbols)}
 
 
 @dataclass(eq=False)
@@ -277,7 +286,9 @@ class _Parser:
             if not isinstance(raw_aliases, list | tuple) or not all(isinstance(a, str) for a in raw_aliases):
                 raise AvroSchemaError(f"aliases of field {f['name']!r} must be a list of strings")
             record.fields.append(
-                AvroField(f["name"], self.parse(f["type"], namespace), "default" in f, tuple(raw_aliases))
+                AvroField(
+                    f["name"], self.parse(f["type"], namespace), "default" in f, tuple(raw_aliases), f.get("default")
+                )
             )
         return record
 

@@ -1,0 +1,131 @@
+"""Splitting a delivered batch entry into Message objects: the consumer's hot loop.
+
+The batch is split here rather than with :func:`magnetar.protocol.batch.decode_batch`: this runs
+once per message received, so it is kept to the bare minimum (sizes are still checked), and a
+SingleMessageMetadata holding nothing but the payload size, the usual case, is read without the
+protobuf parser.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from magnetar.client.message import _UNSET, Message, MessageId
+from magnetar.protocol.framing import ProtocolError
+from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
+
+_U64 = (1 << 64) - 1
+_U32 = struct.Struct(">I")
+#: the metadata of a batched message that has nothing but a payload size (shared, never modified)
+_NO_SINGLE_FIELDS = SingleMessageMetadata()
+_new_message_id = object.__new__
+_new_message = object.__new__
+
+
+def before_start(msg_id: MessageId, start: MessageId, inclusive: bool) -> bool:
+    """Whether a message precedes a reader's start id (and must be skipped)."""
+    if start.ledger_id < 0 or start == MessageId.latest:
+        return False
+    a = (msg_id.ledger_id, msg_id.entry_id)
+    if start._chunk_ids and msg_id._chunk_ids:
+        a = msg_id._chunk_ids[0]
+        b = start._chunk_ids[0]
+    else:
+        b = (start.ledger_id, start.entry_id)
+    if a != b:
+        return a < b
+    if start.batch_index < 0 or msg_id.batch_index < 0:
+        return not inclusive
+    return msg_id.batch_index < start.batch_index if inclusive else msg_id.batch_index <= start.batch_index
+
+
+def ack_set_mask(ack_set: Any) -> int | None:
+    """The bit mask of the messages a MESSAGE frame's ack set leaves to deliver (None: all)."""
+    if not ack_set:
+        return None
+    mask = 0
+    for i, word in enumerate(ack_set):
+        mask |= (word & _U64) << (64 * i)
+    return mask
+
+
+def split_batch(
+    payload: bytes,
+    meta: MessageMetadata,
+    mask: int | None,
+    entry: tuple[int, int],
+    redelivery: int,
+    consumer: Any,
+    start: MessageId | None,
+    inclusive: bool,
+) -> list[Message]:
+    """The messages of a batch entry that are still to deliver, in order, owned by ``consumer``.
+
+    ``entry`` is (ledger id, entry id), signed; messages outside ``mask`` (acknowledged by
+    batch index), compacted out, or before ``start`` are left out. Raises ProtocolError on a
+    malformed batch.
+    """
+    count = meta.num_messages_in_batch
+    ledger_id, entry_id = entry
+    topic, partition, schema = consumer.topic, consumer.partition, consumer.config.schema
+    # only messages of the start entry itself (or before it) can precede the start position
+    check_start = start is not None and entry <= (start.ledger_id, start.entry_id)
+    parse = SingleMessageMetadata.FromString
+    unpack = _U32.unpack_from
+    new_id = _new_message_id
+    new_message = _new_message
+    out = []
+    end = len(payload)
+    pos = 0
+    try:
+        for index in range(count):
+            (n,) = unpack(payload, pos)
+            pos += 4
+            # a metadata holding nothing but payload_size (field 3, a one or two byte varint)
+            b0 = payload[pos]
+            if n == 2 and b0 == 0x18 and payload[pos + 1] < 0x80:
+                single = _NO_SINGLE_FIELDS
+                size = payload[pos + 1]
+            elif n == 3 and b0 == 0x18 and payload[pos + 2] < 0x80:
+                single = _NO_SINGLE_FIELDS
+                size = (payload[pos + 1] & 0x7F) | (payload[pos + 2] << 7)
+            else:
+                single = parse(payload[pos : pos + n])
+                size = single.payload_size
+            pos += n
+            body = payload[pos : pos + size]
+            pos += size
+            if pos > end or size < 0:
+                raise ProtocolError(f"message {index} of a batch of {count} overruns its {end} bytes")
+            if (mask is not None and not (mask >> index) & 1) or single.compacted_out:
+                continue
+            msg_id = new_id(MessageId)
+            msg_id.ledger_id = ledger_id
+            msg_id.entry_id = entry_id
+            msg_id.batch_index = index
+            msg_id.partition = partition
+            msg_id.batch_size = count
+            msg_id.topic = topic
+            msg_id._chunk_ids = None
+            if check_start and before_start(msg_id, start, inclusive):  # type: ignore[arg-type]
+                continue
+            msg = new_message(Message)
+            msg._payload = body
+            msg._meta = meta
+            msg._single = single
+            msg._id = msg_id
+            msg._topic = topic
+            msg._redelivery_count = redelivery
+            msg._schema = schema
+            msg._value = _UNSET
+            msg._props = None
+            msg._consumer = consumer
+            out.append(msg)
+    except (struct.error, DecodeError, IndexError) as exc:
+        raise ProtocolError(f"malformed batch of {count} messages: {exc}") from None
+    if pos != end:
+        raise ProtocolError(f"{end - pos} bytes left over after the {count} messages of a batch")
+    return out

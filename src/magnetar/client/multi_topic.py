@@ -1,0 +1,261 @@
+"""One subscription over several topics: a list, the partitions of one, or a pattern.
+
+A child :class:`~.consumer.Consumer` per topic (partition) delivers into this consumer's queue;
+acknowledgements go back to the child a message came from. Patterns are matched against the
+namespace's topics at start and every ``discovery_period`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+import re
+from collections.abc import Iterable
+
+from magnetar.client.config import ConsumerConfig
+from magnetar.client.consumer import Consumer
+from magnetar.client.dead_letter import DeadLetterHandler
+from magnetar.client.errors import AlreadyClosed, OperationNotSupported, PulsarError
+from magnetar.client.handler import ClientContext
+from magnetar.client.message import Message, MessageId
+from magnetar.client.receiver import ReceiverBase
+from magnetar.protocol.enums import TopicsMode
+from magnetar.protocol.topic_name import TopicName
+
+log = logging.getLogger("magnetar.client")
+
+_multi_ids = itertools.count()
+
+
+class MultiTopicsConsumer(ReceiverBase):
+    """One subscription over several topics: a list, the partitions of one, or a pattern."""
+
+    def __init__(
+        self,
+        client: ClientContext,
+        topics: list[str],
+        subscription: str,
+        config: ConsumerConfig,
+        *,
+        pattern: re.Pattern | None = None,
+        discovery_period: float = 60,
+        mode: TopicsMode = TopicsMode.PERSISTENT,
+        durable: bool = True,
+        start_message_id: MessageId | None = None,
+    ) -> None:
+        self.client = client
+        self.subscription = subscription
+        self.pattern = pattern
+        self.discovery_period = discovery_period
+        self.mode = mode
+        self.durable = durable
+        self.start_message_id = start_message_id
+        self._topics = list(topics)
+        self.name = config.consumer_name or f"magnetar-multi-{next(_multi_ids)}"
+        self.config = config
+        # children share the name (dead letter producers are named after it) and have no listener
+        self._child_config = dataclasses.replace(config, consumer_name=self.name, message_listener=None)
+        self.consumers: dict[str, Consumer] = {}
+        self._handlers: dict[str, DeadLetterHandler] = {}
+        self._closed = False
+        self._discovery: asyncio.Task | None = None
+        self._init_receiver()
+
+    @property
+    def topic(self) -> str:
+        """The topics (or pattern) subscribed."""
+        return self.pattern.pattern if self.pattern is not None else ",".join(self._topics)
+
+    async def start(self) -> None:
+        """Subscribe to every topic (and start discovery for a pattern)."""
+        if self.pattern is not None:
+            await self._discover()
+            self._discovery = asyncio.get_running_loop().create_task(self._discover_loop())
+        else:
+            for topic in self._topics:
+                await self._add_topic(topic)
+        self._start_listener()
+
+    def _handler_for(self, topic: str) -> DeadLetterHandler | None:
+        policy = self.config.dead_letter_policy
+        if policy is None:
+            return None
+        key = str(TopicName.parse(topic).partitioned_parent)
+        if self.config.retry_enable and self._handlers:
+            return next(iter(self._handlers.values()))  # one topic and its retry topic: one handler
+        handler = self._handlers.get(key)
+        if handler is None:
+            handler = self._handlers[key] = DeadLetterHandler(self.client, policy, key, self.subscription, self.name)
+            handler.schema = self.config.schema
+        return handler
+
+    def _new_child(self, name: str, partition: int) -> Consumer:
+        child = Consumer(
+            self.client, name, self.subscription, self._child_config, partition=partition,
+            durable=self.durable, start_message_id=self.start_message_id, dead_letter=self._handler_for(name),
+        )
+        child.sink = self._on_messages
+        return child
+
+    async def _add_topic(self, topic: str) -> None:
+        n = await self.client.lookup.partitions(topic)
+        base = TopicName.parse(topic)
+        names = [str(base.partition(i)) for i in range(n)] if n else [topic]
+        new = [self._new_child(name, i if n else -1) for i, name in enumerate(names) if name not in self.consumers]
+        for child in new:
+            self.consumers[child.topic] = child
+        results = await asyncio.gather(*(c.start() for c in new), return_exceptions=True)
+        for child, result in zip(new, results, strict=True):
+            if isinstance(result, BaseException):
+                del self.consumers[child.topic]
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise errors[0]
+
+    def _matches(self, topic: str) -> bool:
+        assert self.pattern is not None
+        name = TopicName.parse(topic)
+        candidates = [topic, str(name.partitioned_parent)]
+        if "://" not in self.pattern.pattern:
+            candidates += [name.local_name, name.partitioned_parent.local_name]
+        return any(self.pattern.fullmatch(c) for c in candidates)
+
+    async def _discover(self) -> None:
+        assert self.pattern is not None
+        source = self.pattern.pattern
+        namespace = "public/default"
+        m = re.match(r"^(?:persistent|non-persistent)://([^/]+)/([^/]+)/", source)
+        if m:
+            namespace = f"{m.group(1)}/{m.group(2)}"
+        topics = await self.client.lookup.topics_of_namespace(namespace, self.mode)
+        for topic in topics:
+            if self._matches(topic) and topic not in self.consumers:
+                name = TopicName.parse(topic)
+                child = self._new_child(topic, name.partition_index)
+                self.consumers[topic] = child
+                try:
+                    await child.start()
+                except PulsarError:
+                    del self.consumers[topic]
+                    raise
+                parent = str(name.partitioned_parent)
+                if parent not in self._topics:
+                    self._topics.append(parent)
+
+    async def _discover_loop(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(self.discovery_period)
+            try:
+                await self._discover()
+            except PulsarError as exc:
+                log.info("topic discovery for %s failed: %s", self.topic, exc)
+
+    def _on_messages(self, child: Consumer, messages: list[Message]) -> None:
+        self._deliver(messages)
+
+    def _dequeued_many(self, messages: Iterable[Message]) -> None:
+        batch: list[Message] = []
+        owner = None
+        for msg in messages:
+            if msg._consumer is not owner and batch:
+                owner._dequeued_many(batch)
+                batch = []
+            owner = msg._consumer
+            batch.append(msg)
+        if batch:
+            owner._dequeued_many(batch)
+
+    def _taken(self, messages: list[Message]) -> None:
+        for msg in messages:
+            msg._consumer._last_dequeued = msg._id
+
+    def _want_one(self) -> None:
+        if self.config.receiver_queue_size == 0:
+            for child in self.consumers.values():
+                child._want_one()
+
+    def dequeued(self, msg: Message) -> None:
+        """A message was handed to the application."""
+        msg._consumer.dequeued(msg)
+
+    def _child(self, message: Message | MessageId) -> Consumer:
+        if isinstance(message, Message) and message._consumer is not None:
+            return message._consumer
+        mid = message.message_id() if isinstance(message, Message) else message
+        child = self.consumers.get(mid.topic or "")
+        if child is None:
+            raise OperationNotSupported(f"message id {mid} does not say which of the topics {sorted(self.consumers)} it belongs to")
+        return child
+
+    def acknowledge(self, message: Message | MessageId) -> None:
+        """Acknowledge one message on the topic it came from."""
+        self._child(message).acknowledge(message)
+
+    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+        """Cumulative acknowledgement on the message's topic."""
+        self._child(message).acknowledge_cumulative(message)
+
+    def negative_acknowledge(self, message: Message | MessageId) -> None:
+        """Negative acknowledgement on the message's topic."""
+        self._child(message).negative_acknowledge(message)
+
+    async def reconsume_later(self, message: Message, delay: float = 0, properties: dict[str, str] | None = None) -> None:
+        """Send the message to the retry letter topic (see Consumer.reconsume_later)."""
+        await self._child(message).reconsume_later(message, delay, properties)
+
+    def redeliver_unacknowledged_messages(self) -> None:
+        """Redeliver everything unacknowledged on every topic."""
+        self._queue.clear()
+        for child in self.consumers.values():
+            child.redeliver_unacknowledged_messages()
+
+    async def seek(self, target: MessageId | int) -> None:
+        """Seek every topic (to a publish time or the earliest/latest id), or the topic of a message id."""
+        self._queue.clear()
+        if isinstance(target, MessageId) and target.topic and target.topic in self.consumers:
+            await self.consumers[target.topic].seek(target)
+            return
+        if isinstance(target, MessageId) and target not in (MessageId.earliest, MessageId.latest):
+            raise OperationNotSupported("seek on several topics needs a publish time, MessageId.earliest/latest, or an id from one of them")
+        await asyncio.gather(*(c.seek(target) for c in self.consumers.values()))
+
+    async def has_message_available(self) -> bool:
+        """Whether any of the topics has a message after the last one received."""
+        if self._queue:
+            return True
+        results = await asyncio.gather(*(c.has_message_available() for c in self.consumers.values()))
+        return any(results)
+
+    async def get_last_message_id(self) -> tuple[MessageId, MessageId | None]:
+        """Not defined over several topics."""
+        raise OperationNotSupported("get_last_message_id is for single-topic consumers")
+
+    async def unsubscribe(self) -> None:
+        """Unsubscribe on every topic."""
+        await asyncio.gather(*(c.unsubscribe() for c in self.consumers.values()))
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every child consumer."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._discovery is not None:
+            self._discovery.cancel()
+        await asyncio.gather(*(c.close() for c in self.consumers.values()), return_exceptions=True)
+        for handler in self._handlers.values():
+            try:
+                await handler.close()
+            except PulsarError:
+                pass
+        self._stop_receiver(AlreadyClosed(f"consumer on {self.topic} was closed"))
+
+    def is_connected(self) -> bool:
+        """Whether every child consumer is connected."""
+        return all(c.is_connected() for c in self.consumers.values())
+
+    def topics(self) -> list[str]:
+        """Topic names this consumer reads."""
+        return sorted(self.consumers)

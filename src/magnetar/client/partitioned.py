@@ -1,0 +1,193 @@
+"""A producer over every partition of a partitioned topic, and how it picks a partition.
+
+Keyed messages go to ``hash(key) % partitions`` as the Java client computes it; others follow
+the routing mode (round robin at batch boundaries by default, one partition, or a custom router).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from magnetar.client.config import ProducerConfig
+from magnetar.client.errors import InvalidConfiguration
+from magnetar.client.handler import ClientContext
+from magnetar.client.message import MessageId
+from magnetar.client.producer import Producer
+from magnetar.protocol.hashing import java_string_hash, murmur3_32
+from magnetar.protocol.topic_name import TopicName
+
+
+class PartitionsRoutingMode:
+    """How a partitioned producer picks a partition for messages without a key."""
+
+    RoundRobinDistribution = 0
+    UseSinglePartition = 1
+    CustomPartition = 2
+
+
+class HashingScheme:
+    """Hash of a message key used to pick its partition (as the Java client)."""
+
+    JavaStringHash = 0
+    Murmur3_32Hash = 1
+
+
+def partition_for_key(key: str, partitions: int, scheme: int = HashingScheme.JavaStringHash) -> int:
+    """The partition of a keyed message, bit for bit as the Java client computes it:
+    ``signSafeMod(hash(key) & Integer.MAX_VALUE, partitions)`` where the hash is
+    ``String.hashCode()`` (JavaStringHash) or MurmurHash3 x86_32 of the UTF-8 bytes, seed 0."""
+    if scheme == HashingScheme.Murmur3_32Hash:
+        h = murmur3_32(key.encode("utf-8", "surrogatepass")) & 0x7FFFFFFF
+    else:
+        h = java_string_hash(key) & 0x7FFFFFFF
+    return h % partitions
+
+
+class PartitionedProducer:
+    """A producer over every partition of a partitioned topic, with a router."""
+
+    def __init__(
+        self,
+        client: ClientContext,
+        topic: str,
+        partitions: int,
+        config: ProducerConfig,
+        routing_mode: int,
+        router: Callable[[Any, int], int] | None,
+        hashing_scheme: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.topic = topic
+        self.config = config
+        self.routing_mode = routing_mode
+        self.router = router
+        self.hashing_scheme = hashing_scheme
+        self.clock = clock
+        base = TopicName.parse(topic)
+        per_partition = config
+        if config.max_pending_messages > 0 and config.max_pending_messages_across_partitions > 0:
+            limit = max(1, min(config.max_pending_messages, config.max_pending_messages_across_partitions // partitions))
+            per_partition = dataclasses.replace(config, max_pending_messages=limit)
+        self.producers = [Producer(client, str(base.partition(i)), per_partition, partition=i) for i in range(partitions)]
+        seed = time.time_ns()
+        self._single = seed % partitions
+        # round robin at batch boundaries: stay on a partition for one batch's worth of messages
+        self._cursor = seed // 7 % partitions
+        self._batch_count = 0
+        self._batch_bytes = 0
+        self._last_switch = clock()
+
+    @property
+    def name(self) -> str:
+        """Producer name (that of the first partition's producer)."""
+        return self.producers[0].name
+
+    @property
+    def last_sequence_id_published(self) -> int:
+        """Highest sequence id published over the partitions."""
+        return max(p.last_sequence_id_published for p in self.producers)
+
+    async def start(self) -> None:
+        """Connect every partition's producer."""
+        results = await asyncio.gather(*(p.start() for p in self.producers), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await asyncio.gather(*(p.close() for p in self.producers), return_exceptions=True)
+            raise errors[0]
+
+    def partition_for(self, content: bytes, options: dict) -> int:
+        """The partition a message goes to."""
+        n = len(self.producers)
+        if self.router is not None:
+            index = self.router(_RoutedMessage(content, options), n)
+            if not isinstance(index, int) or not 0 <= index < n:
+                raise InvalidConfiguration(f"the message router returned {index!r}: not a partition in [0, {n})")
+            return index
+        if self.routing_mode == PartitionsRoutingMode.CustomPartition:
+            raise InvalidConfiguration("CustomPartition routing needs a message_router")
+        key = options.get("partition_key")
+        if key:
+            return partition_for_key(key, n, self.hashing_scheme)
+        if self.routing_mode == PartitionsRoutingMode.UseSinglePartition:
+            return self._single
+        if not self.config.batching_enabled:
+            self._cursor += 1
+            return self._cursor % n
+        size = len(content) if content is not None else 0
+        now = self.clock()
+        cfg = self.config
+        if (
+            self._batch_count >= cfg.batching_max_messages
+            or size >= cfg.batching_max_allowed_size_in_bytes - self._batch_bytes
+            or (now - self._last_switch) * 1000 >= cfg.batching_max_publish_delay_ms
+        ):
+            self._cursor += 1
+            self._last_switch = now
+            self._batch_count = 1
+            self._batch_bytes = size
+        else:
+            self._batch_count += 1
+            self._batch_bytes += size
+        return self._cursor % n
+
+    def _choose(self, content: bytes, options: dict) -> Producer:
+        return self.producers[self.partition_for(content, options)]
+
+    async def send(self, content: Any, **options: Any) -> MessageId:
+        """Publish one message to the partition its router picks and wait for the receipt."""
+        return await self._choose(content, options).send(content, **options)
+
+    async def send_async(self, content: Any, callback: Any = None, **options: Any) -> asyncio.Future[MessageId]:
+        """Queue one message on the partition its router picks."""
+        return await self._choose(content, options).send_async(content, callback, **options)
+
+    def send_nowait(self, content: Any, waiter: Any = None, **options: Any) -> None:
+        """Queue a message without waiting."""
+        self._choose(content, options).send_nowait(content, waiter, **options)
+
+    async def flush(self) -> None:
+        """Flush every partition."""
+        await asyncio.gather(*(p.flush() for p in self.producers))
+
+    async def close(self) -> None:
+        """Close every partition's producer."""
+        await asyncio.gather(*(p.close() for p in self.producers), return_exceptions=True)
+
+    def is_connected(self) -> bool:
+        """Whether every partition's producer is connected."""
+        return all(p.is_connected() for p in self.producers)
+
+
+class _RoutedMessage:
+    """What a custom router sees of a message."""
+
+    __slots__ = ("_content", "_options")
+
+    def __init__(self, content: bytes, options: dict) -> None:
+        self._content = content
+        self._options = options
+
+    def data(self) -> bytes:
+        """The payload (before schema encoding)."""
+        return self._content
+
+    def partition_key(self) -> str:
+        """The key ('' when none)."""
+        return self._options.get("partition_key") or ""
+
+    def ordering_key(self) -> bytes:
+        """The ordering key (b'' when none)."""
+        return self._options.get("ordering_key") or b""
+
+    def properties(self) -> dict[str, str]:
+        """The properties."""
+        return self._options.get("properties") or {}
+
+    def event_timestamp(self) -> int:
+        """The event time (0 when none)."""
+        return self._options.get("event_timestamp") or 0

@@ -1,0 +1,70 @@
+"""Protocol-buffers base-128 varints, for the few places that write or read protobuf by hand.
+
+Values are unsigned 64-bit: a negative value is written as its two's complement, as protobuf
+writes an ``int64``/``uint64`` field. :data:`SMALL_VARINTS` holds the encodings of 0..16383 so
+that hot paths can index it instead of calling (``SMALL_VARINTS[n] if n < 16384 else
+encode_varint(n)``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+_U64: Final = (1 << 64) - 1
+#: values below this have a precomputed encoding in SMALL_VARINTS
+SMALL_VARINT_LIMIT: Final = 16384
+
+
+def write_varint(value: int, out: bytearray) -> None:
+    """Append the varint of ``value`` (taken modulo 2**64) to ``out``."""
+    value &= _U64
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _encode(value: int) -> bytes:
+    out = bytearray()
+    write_varint(value, out)
+    return bytes(out)
+
+
+#: the encodings of 0 .. SMALL_VARINT_LIMIT - 1
+SMALL_VARINTS: Final[list[bytes]] = [_encode(i) for i in range(SMALL_VARINT_LIMIT)]
+
+
+def encode_varint(value: int) -> bytes:
+    """The varint bytes of ``value`` (taken modulo 2**64)."""
+    if 0 <= value < SMALL_VARINT_LIMIT:
+        return SMALL_VARINTS[value]
+    return _encode(value)
+
+
+def read_varint(data: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int]:
+    """Decode the varint at ``data[pos:]``: (value, position after it).
+
+    Raises ValueError when the data ends inside the varint or it is longer than ten bytes.
+    """
+    value = shift = 0
+    end = len(data)
+    while pos < end:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than ten bytes")
+    raise ValueError("data ends inside a varint")
+
+
+def zigzag(value: int) -> int:
+    """The zig-zag mapping of a signed 64-bit value (Avro ``long``, protobuf ``sint64``)."""
+    return ((value << 1) ^ (value >> 63)) & _U64
+
+
+def unzigzag(value: int) -> int:
+    """The signed value of a zig-zag mapped one."""
+    return (value >> 1) ^ -(value & 1)

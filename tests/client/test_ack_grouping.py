@@ -1,0 +1,82 @@
+"""The acknowledgement grouping tracker on its own: what reaches the wire, and when."""
+
+from __future__ import annotations
+
+import asyncio
+
+from magnetar.client.acks import AckGroupingTracker
+from magnetar.client.message import MessageId
+from magnetar.protocol.enums import AckType
+from magnetar.protocol.schema import MessageIdData
+
+from .conftest import run
+
+
+class Recorder:
+    """The tracker's callbacks, recorded."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[AckType, list[tuple[int, int, list[int]]]]] = []
+        self.connected = True
+        self.acked: list[tuple[int, int]] = []
+        self.through: list[tuple[int, int]] = []
+
+    def send(self, ids: list[MessageIdData], ack_type: AckType) -> None:
+        self.sent.append((ack_type, [(m.ledger_id, m.entry_id, list(m.ack_set)) for m in ids]))
+
+    def tracker(self, group_ms: int = 0, batch_index_acks: bool = False) -> AckGroupingTracker:
+        return AckGroupingTracker(
+            group_ms, batch_index_acks, self.send, lambda: self.connected, self.acked.append, self.through.append
+        )
+
+
+def test_a_batch_entry_is_acknowledged_once_all_its_messages_are() -> None:
+    async def main() -> None:
+        rec = Recorder()
+        acks = rec.tracker()
+        acks.track_batch((1, 5), {0, 1})
+        acks.acknowledge(MessageId(1, 5, 0, -1, 2))
+        assert rec.sent == []
+        acks.acknowledge(MessageId(1, 5, 1, -1, 2))
+        assert rec.sent == [(AckType.Individual, [(1, 5, [])])] and rec.acked == [(1, 5)]
+
+    run(main())
+
+
+def test_acks_wait_for_the_group_time_and_for_a_connection() -> None:
+    async def main() -> None:
+        rec = Recorder()
+        acks = rec.tracker(group_ms=20)
+        rec.connected = False
+        acks.acknowledge(MessageId(1, 1))
+        acks.acknowledge(MessageId(1, 2))
+        await asyncio.sleep(0.05)
+        assert rec.sent == [] and acks.has_pending()
+        rec.connected = True
+        acks.schedule_flush()
+        await asyncio.sleep(0.05)
+        assert rec.sent == [(AckType.Individual, [(1, 1, []), (1, 2, [])])] and not acks.has_pending()
+
+    run(main())
+
+
+def test_cumulative_ack_inside_a_batch_stops_before_its_entry() -> None:
+    async def main() -> None:
+        rec = Recorder()
+        acks = rec.tracker()
+        acks.track_batch((1, 7), {0, 1, 2})
+        acks.acknowledge_cumulative(MessageId(1, 7, 1, -1, 3))
+        assert rec.sent == [(AckType.Cumulative, [(1, 6, [])])] and rec.through == [(1, 6)]
+        assert acks.batch_remaining == {(1, 7): {2}}
+
+    run(main())
+
+
+def test_batch_index_acks_send_the_remaining_ack_set() -> None:
+    async def main() -> None:
+        rec = Recorder()
+        acks = rec.tracker(batch_index_acks=True)
+        acks.acknowledge(MessageId(2, 3, 1, -1, 4))
+        assert rec.sent == [(AckType.Individual, [(2, 3, [0b1101])])] and rec.acked == []
+
+    run(main())

@@ -1,4 +1,5 @@
-"""Helpers to run a magnetar broker from tests: as a child process or in a background thread."""
+"""Helpers to run a magnetar broker from tests: as a child process (``magnetar standalone``) or in a
+background thread (the same composition of broker and HTTP server, in process)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magnetar.broker.config import BrokerConfig
+
+if TYPE_CHECKING:
+    from magnetar.admin.standalone import StandaloneServer
 
 
 def free_port() -> int:
@@ -124,13 +129,14 @@ class BrokerProcess:
 
 
 class BrokerThread:
-    """A broker on its own event loop in a background thread of this process."""
+    """A broker (with its HTTP server, as ``magnetar standalone`` runs it) on its own event loop in a
+    background thread of this process."""
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="magnetar-broker", daemon=True)
-        self.server = None
+        self.server: StandaloneServer | None = None
 
     @property
     def service_url(self) -> str:
@@ -139,10 +145,10 @@ class BrokerThread:
 
     def start(self) -> BrokerThread:
         """Start the loop thread and the broker on it."""
-        from magnetar.broker.server import BrokerServer
+        from magnetar.admin.standalone import StandaloneServer
 
         self._thread.start()
-        self.server = BrokerServer(self.config)
+        self.server = StandaloneServer(self.config)
         asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(15)
         return self
 

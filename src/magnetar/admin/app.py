@@ -1,8 +1,8 @@
 """The HTTP side of the broker (FastAPI): pulsar-admin v2 REST API, HTTP lookup, health, /metrics.
 
-Routes are thin: each calls a method of :class:`magnetar.broker.admin.BrokerAdmin`, which raises
-:class:`~magnetar.broker.admin.AdminError` to refuse; the handlers in :mod:`.errors` turn every
-refusal into Pulsar's ``{"reason": "..."}`` body. Every route is ``async``: it runs on the
+Routes are thin: each calls a method of a resource of
+:class:`magnetar.broker.resources.admin.BrokerAdmin`, which raises broker errors to refuse; the
+handlers in :mod:`.errors` give each refusal its HTTP status and Pulsar's ``{"reason": "..."}`` body. Every route is ``async``: it runs on the
 broker's own event loop, which owns all broker state.
 """
 
@@ -25,8 +25,9 @@ from magnetar.admin import (
     routes_tenants,
     routes_topics,
 )
+from magnetar.admin.console import mount_console
 from magnetar.admin.errors import install_error_handlers
-from magnetar.broker.admin import admin_for
+from magnetar.broker.resources.admin import admin_for
 
 if TYPE_CHECKING:
     from magnetar.broker.service import BrokerService
@@ -71,4 +72,5 @@ def create_app(service: BrokerService) -> FastAPI:
     app.include_router(routes_schemas.router(admin))
     for domain in ("persistent", "non-persistent"):
         app.include_router(routes_topics.router(admin, domain))
+    mount_console(app, admin)
     return app

@@ -1,5 +1,10 @@
 """Error bodies as Pulsar sends them: ``{"reason": "..."}`` with the right status, never a 500 for
-a caller's mistake."""
+a caller's mistake.
+
+The broker refuses with its own errors (:mod:`magnetar.broker.resources.errors` for admin
+operations, :class:`~magnetar.broker.errors.BrokerError` with a ServerError code from the
+broker core); this module alone decides which HTTP status each one gets.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,71 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from magnetar.broker.admin import AdminError, from_broker_error
 from magnetar.broker.errors import BrokerError
+from magnetar.broker.resources.errors import (
+    BadRequestError,
+    ConflictError,
+    InvalidChangeError,
+    NotAllowedError,
+    NotFoundError,
+    NotReadyError,
+    OutOfRangeError,
+    PreconditionFailedError,
+    ResourceError,
+)
+from magnetar.protocol.enums import ServerError
 
 log = logging.getLogger("magnetar.admin")
+
+
+class HttpError(Exception):
+    """A refusal decided by the HTTP layer itself (a malformed path or body): status and reason."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"HttpError({self.status}, {self.reason!r})"
+
+
+_RESOURCE_ERROR_STATUS: dict[type[ResourceError], int] = {
+    BadRequestError: 400,
+    NotFoundError: 404,
+    NotAllowedError: 405,
+    OutOfRangeError: 406,
+    ConflictError: 409,
+    PreconditionFailedError: 412,
+    InvalidChangeError: 422,
+    NotReadyError: 503,
+}
+
+_BROKER_ERROR_STATUS = {
+    ServerError.TopicNotFound: 404,
+    ServerError.SubscriptionNotFound: 404,
+    ServerError.NotAllowedError: 405,
+    ServerError.InvalidTopicName: 412,
+    ServerError.ConsumerBusy: 412,
+    ServerError.ProducerBusy: 412,
+    ServerError.ServiceNotReady: 503,
+    ServerError.PersistenceError: 500,
+    ServerError.MetadataError: 500,
+}
+
+
+def resource_error_status(exc: ResourceError) -> int:
+    """The HTTP status of a refused admin operation."""
+    for kind in type(exc).__mro__:
+        status = _RESOURCE_ERROR_STATUS.get(kind)  # type: ignore[call-overload]
+        if status is not None:
+            return status
+    return 500
+
+
+def broker_error_status(exc: BrokerError) -> int:
+    """The HTTP status of a refusal of the broker core (by its ServerError code)."""
+    return _BROKER_ERROR_STATUS.get(exc.code, 412)
 
 
 def reason(status: int, text: str) -> JSONResponse:
@@ -41,16 +107,19 @@ def _describe(errors: list[dict]) -> tuple[bool, str]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Map admin errors, validation errors, unknown routes and bugs to ``{"reason": ...}``."""
+    """Map broker refusals, HTTP refusals, validation errors, unknown routes and bugs to ``{"reason": ...}``."""
 
-    @app.exception_handler(AdminError)
-    async def _admin_error(request: Request, exc: AdminError) -> JSONResponse:
+    @app.exception_handler(HttpError)
+    async def _http_refusal(request: Request, exc: HttpError) -> JSONResponse:
         return reason(exc.status, exc.reason)
+
+    @app.exception_handler(ResourceError)
+    async def _resource_error(request: Request, exc: ResourceError) -> JSONResponse:
+        return reason(resource_error_status(exc), exc.reason)
 
     @app.exception_handler(BrokerError)
     async def _broker_error(request: Request, exc: BrokerError) -> JSONResponse:
-        err = from_broker_error(exc)
-        return reason(err.status, err.reason)
+        return reason(broker_error_status(exc), exc.message)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

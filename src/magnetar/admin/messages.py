@@ -11,8 +11,9 @@ from urllib.parse import quote
 
 from fastapi.responses import Response
 
-from magnetar.broker.admin import AdminError, PeekedEntry
-from magnetar.broker.admin_stats import iso_time
+from magnetar.admin.errors import HttpError
+from magnetar.broker.resources.messages import PeekedEntry
+from magnetar.broker.resources.stats import iso_time
 from magnetar.protocol.compression import CompressionError, decompress
 from magnetar.protocol.enums import CompressionType
 from magnetar.protocol.framing import ProtocolError, parse_entry_metadata, split_entry
@@ -33,7 +34,7 @@ def entry_response(peeked: PeekedEntry) -> Response:
         meta = parse_entry_metadata(data)
         _, payload = split_entry(data)
     except ProtocolError as exc:
-        raise AdminError(500, f"Stored entry {peeked.ledger_id}:{peeked.entry.entry_id} is unreadable: {exc}") from None
+        raise HttpError(500, f"Stored entry {peeked.ledger_id}:{peeked.entry.entry_id} is unreadable: {exc}") from None
     headers: list[tuple[str, str]] = [("X-Pulsar-Message-ID", f"{peeked.ledger_id}:{peeked.entry.entry_id}")]
     properties = {kv.key: kv.value for kv in meta.properties}
     for key, value in properties.items():
@@ -72,7 +73,7 @@ def entry_response(peeked: PeekedEntry) -> Response:
             try:
                 body = decompress(meta.compression, body, meta.uncompressed_size)
             except CompressionError as exc:
-                raise AdminError(500, f"Stored entry {peeked.ledger_id}:{peeked.entry.entry_id} does not decompress: {exc}") from None
+                raise HttpError(500, f"Stored entry {peeked.ledger_id}:{peeked.entry.entry_id} does not decompress: {exc}") from None
     response = Response(content=body, media_type="application/octet-stream")
     for name, value in headers:
         response.headers.append(name, value)

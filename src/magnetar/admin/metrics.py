@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from magnetar.broker.admin import BrokerAdmin
+from magnetar.broker.resources.admin import BrokerAdmin
 
 CLUSTER = "standalone"
 
@@ -42,6 +42,7 @@ class BrokerCollector:
         self.admin = admin
 
     def collect(self) -> Iterator[Metric]:
+        """Every topic, subscription and process metric, read now."""
         admin = self.admin
         service = admin.service
         labels = ["cluster", "namespace", "topic"]
@@ -62,7 +63,7 @@ class BrokerCollector:
         sub_consumers = GaugeMetricFamily("pulsar_subscription_consumers_count", "Consumers of the subscription", labels=sub_labels)
         for topic in list(service.topics.values()):
             values = [CLUSTER, topic.topic_name.namespace, topic.name]
-            numbers = admin.stats.topic_numbers(topic)
+            numbers = admin.tracker.topic_numbers(topic)
             for name, _, field in _TOPIC_GAUGES:
                 gauges[name].add_metric(values, numbers[field])
             storage.add_metric(values, topic.stats_storage_size())
@@ -78,7 +79,7 @@ class BrokerCollector:
             for sub in subs:
                 sv = [*values, sub.name]
                 sub_backlog.add_metric(sv, sub.backlog())
-                sub_rate.add_metric(sv, admin.stats.subscription_numbers(topic, sub)["msgRateOut"])
+                sub_rate.add_metric(sv, admin.tracker.subscription_numbers(topic, sub)["msgRateOut"])
                 sub_unacked.add_metric(sv, sub.unacked_messages())
                 sub_consumers.add_metric(sv, len(sub.consumers))
         yield from gauges.values()

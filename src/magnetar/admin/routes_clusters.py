@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Response
 
 from magnetar.admin.models import ClusterData, dump
-from magnetar.broker.admin import BrokerAdmin
+from magnetar.broker.resources.admin import BrokerAdmin
 
 
 def router(admin: BrokerAdmin) -> APIRouter:
@@ -14,15 +14,15 @@ def router(admin: BrokerAdmin) -> APIRouter:
 
     @r.get("", summary="List clusters")
     async def list_clusters() -> list[str]:
-        return admin.list_clusters()
+        return admin.clusters.list_clusters()
 
     @r.get("/{cluster}", summary="Get a cluster's URLs")
     async def get_cluster(cluster: str) -> dict:
-        return admin.get_cluster(cluster)
+        return admin.clusters.get_cluster(cluster)
 
     @r.put("/{cluster}", status_code=204, summary="Create a cluster")
     async def create_cluster(cluster: str, data: Annotated[ClusterData | None, Body()] = None) -> Response:
-        admin.create_cluster(cluster, dump(data))
+        admin.clusters.create_cluster(cluster, dump(data))
         return Response(status_code=204)
 
     return r

@@ -2,7 +2,8 @@
 
 from fastapi import APIRouter, Request
 
-from magnetar.broker.admin import AdminError, BrokerAdmin
+from magnetar.admin.errors import HttpError
+from magnetar.broker.resources.admin import BrokerAdmin
 
 DOMAINS = ("persistent", "non-persistent")
 
@@ -14,8 +15,8 @@ def router(admin: BrokerAdmin) -> APIRouter:
     @r.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", summary="Which broker serves a topic")
     async def lookup(domain: str, tenant: str, namespace: str, topic: str, request: Request) -> dict:
         if domain not in DOMAINS:
-            raise AdminError(412, f"Invalid topic domain {domain!r}")
-        tn = admin.topic_name(domain, tenant, namespace, topic)
-        return admin.lookup(tn, request.url.port)
+            raise HttpError(412, f"Invalid topic domain {domain!r}")
+        tn = admin.ctx.topic_name(domain, tenant, namespace, topic)
+        return admin.topics.lookup(tn, request.url.port)
 
     return r

@@ -6,7 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter, Body
 
-from magnetar.broker.admin import AdminError, BrokerAdmin
+from magnetar.admin.errors import HttpError
+from magnetar.broker.resources.admin import BrokerAdmin
 from magnetar.broker.schemas import SchemaData
 from magnetar.broker.schemas.compatibility import IncompatibleSchemaError
 
@@ -17,16 +18,16 @@ _PAYLOAD = Body(..., description='PostSchemaPayload: {"type": "AVRO", "schema": 
 def _schema_from_body(body: Any) -> SchemaData:
     """A PostSchemaPayload ``{"type", "schema", "properties"}`` as registry input."""
     if not isinstance(body, dict):
-        raise AdminError(400, "Schema payload must be an object with type, schema and properties")
+        raise HttpError(400, "Schema payload must be an object with type, schema and properties")
     kind = body.get("type")
     definition = body.get("schema", "")
     properties = body.get("properties") or {}
     if not isinstance(kind, str) or not kind:
-        raise AdminError(400, "Schema payload needs a type (e.g. AVRO, JSON, STRING)")
+        raise HttpError(400, "Schema payload needs a type (e.g. AVRO, JSON, STRING)")
     if not isinstance(definition, str):
-        raise AdminError(400, "Schema payload's schema must be a string")
+        raise HttpError(400, "Schema payload's schema must be a string")
     if not isinstance(properties, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
-        raise AdminError(400, "Schema payload's properties must map strings to strings")
+        raise HttpError(400, "Schema payload's properties must map strings to strings")
     return SchemaData(kind.upper(), definition.encode(), properties)
 
 
@@ -36,13 +37,13 @@ def router(admin: BrokerAdmin) -> APIRouter:
     registry = admin.service.schemas
 
     def _tn(tenant: str, namespace: str, name: str):  # noqa: ANN202 - TopicName
-        return admin.topic_name("persistent", tenant, namespace, name)
+        return admin.ctx.topic_name("persistent", tenant, namespace, name)
 
     @r.get(_BASE + "/schema", summary="Latest schema of a topic")
     async def latest(tenant: str, namespace: str, topic: str) -> dict:
         stored = registry.latest(_tn(tenant, namespace, topic))
         if stored is None:
-            raise AdminError(404, "Schema not found")
+            raise HttpError(404, "Schema not found")
         return stored.to_rest()
 
     @r.get(_BASE + "/schema/{version}", summary="One version of a topic's schema")
@@ -50,17 +51,17 @@ def router(admin: BrokerAdmin) -> APIRouter:
         try:
             number = int(version)
         except ValueError:
-            raise AdminError(412, f"Invalid schema version {version!r}") from None
+            raise HttpError(412, f"Invalid schema version {version!r}") from None
         stored = registry.version(_tn(tenant, namespace, topic), number)
         if stored is None:
-            raise AdminError(404, "Schema not found")
+            raise HttpError(404, "Schema not found")
         return stored.to_rest()
 
     @r.get(_BASE + "/schemas", summary="Every version of a topic's schema")
     async def all_versions(tenant: str, namespace: str, topic: str) -> dict:
         versions = registry.all_versions(_tn(tenant, namespace, topic))
         if not versions:
-            raise AdminError(404, "Schema not found")
+            raise HttpError(404, "Schema not found")
         return {"getSchemaResponses": [s.to_rest() for s in versions]}
 
     @r.post(_BASE + "/schema", summary="Upload a new schema version")
@@ -69,14 +70,14 @@ def router(admin: BrokerAdmin) -> APIRouter:
         try:
             version = registry.post(tn, _schema_from_body(body))
         except IncompatibleSchemaError as exc:
-            raise AdminError(409, str(exc)) from None
+            raise HttpError(409, str(exc)) from None
         return {"version": {"version": version}}
 
     @r.delete(_BASE + "/schema", summary="Delete a topic's schema (a new one starts a fresh history)")
     async def delete(tenant: str, namespace: str, topic: str, force: bool = False) -> dict:
         version = registry.delete(_tn(tenant, namespace, topic), force=force)
         if version is None:
-            raise AdminError(404, "Schema not found")
+            raise HttpError(404, "Schema not found")
         return {"version": {"version": version}}
 
     @r.post(_BASE + "/compatibility", summary="Test a schema against the topic's compatibility strategy")
@@ -88,7 +89,7 @@ def router(admin: BrokerAdmin) -> APIRouter:
     async def version_of(tenant: str, namespace: str, topic: str, body: Any = _PAYLOAD) -> dict:
         version = registry.version_of(_tn(tenant, namespace, topic), _schema_from_body(body))
         if version is None:
-            raise AdminError(404, "Schema not found")
+            raise HttpError(404, "Schema not found")
         return {"version": version}
 
     return r

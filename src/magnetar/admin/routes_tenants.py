@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Response
 
 from magnetar.admin.models import TenantInfo, dump
-from magnetar.broker.admin import BrokerAdmin
+from magnetar.broker.resources.admin import BrokerAdmin
 
 
 def router(admin: BrokerAdmin) -> APIRouter:
@@ -14,25 +14,25 @@ def router(admin: BrokerAdmin) -> APIRouter:
 
     @r.get("", summary="List tenants")
     async def list_tenants() -> list[str]:
-        return admin.list_tenants()
+        return admin.tenants.list_tenants()
 
     @r.get("/{tenant}", summary="Get a tenant's admin roles and allowed clusters")
     async def get_tenant(tenant: str) -> dict:
-        return admin.get_tenant(tenant)
+        return admin.tenants.get_tenant(tenant)
 
     @r.put("/{tenant}", status_code=204, summary="Create a tenant")
     async def create_tenant(tenant: str, info: Annotated[TenantInfo | None, Body()] = None) -> Response:
-        admin.create_tenant(tenant, dump(info))
+        admin.tenants.create_tenant(tenant, dump(info))
         return Response(status_code=204)
 
     @r.post("/{tenant}", status_code=204, summary="Update a tenant")
     async def update_tenant(tenant: str, info: Annotated[TenantInfo | None, Body()] = None) -> Response:
-        admin.update_tenant(tenant, dump(info))
+        admin.tenants.update_tenant(tenant, dump(info))
         return Response(status_code=204)
 
     @r.delete("/{tenant}", status_code=204, summary="Delete a tenant without namespaces (or all of it with force)")
     async def delete_tenant(tenant: str, force: bool = False) -> Response:
-        await admin.delete_tenant(tenant, force)
+        await admin.tenants.delete_tenant(tenant, force)
         return Response(status_code=204)
 
     return r

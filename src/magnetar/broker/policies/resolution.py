@@ -14,6 +14,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.policies.registry import (
+    BACKLOG_QUOTAS,
+    COMPACTION_THRESHOLD,
+    DEDUPLICATION,
+    DELAYED_DELIVERY,
+    MAX_CONSUMERS_PER_SUBSCRIPTION,
+    MAX_PRODUCERS,
+    MAX_UNACKED_PER_CONSUMER,
+    MESSAGE_TTL,
+    RETENTION,
+    SUBSCRIPTION_EXPIRATION,
+    Policy,
+)
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import MetadataStore
 
@@ -73,8 +86,9 @@ def stored_topic_policies(metadata: MetadataStore, topic_name: TopicName) -> dic
     return value if isinstance(value, dict) else {}
 
 
-def effective(metadata: MetadataStore, topic_name: TopicName, key: str) -> Any:
-    """The topic's value for ``key``, else its namespace's; None when neither sets it."""
+def effective(metadata: MetadataStore, topic_name: TopicName, policy: Policy | str) -> Any:
+    """The topic's value for a policy, else its namespace's; None when neither sets it."""
+    key = policy if isinstance(policy, str) else policy.name
     for source in (topic_policies(metadata, topic_name), metadata.get_namespace(topic_name.namespace) or {}):
         value = source.get(key)
         if value is not None and value != {}:
@@ -84,30 +98,33 @@ def effective(metadata: MetadataStore, topic_name: TopicName, key: str) -> Any:
 
 def resolve(metadata: MetadataStore, config: BrokerConfig, topic_name: TopicName) -> TopicPolicies:
     """Every policy of a topic, with broker defaults filled in."""
-    retention = effective(metadata, topic_name, "retention_policies") or {}
-    ttl = effective(metadata, topic_name, "message_ttl_in_seconds")
-    dedup = effective(metadata, topic_name, "deduplicationEnabled")
-    quotas = effective(metadata, topic_name, "backlog_quota_map") or {}
-    delayed = effective(metadata, topic_name, "delayed_delivery_policies") or {}
-    unacked = effective(metadata, topic_name, "max_unacked_messages_per_consumer")
+
+    def of(policy: Policy) -> Any:
+        return effective(metadata, topic_name, policy)
+
+    retention = of(RETENTION) or {}
+    dedup = of(DEDUPLICATION)
+    quotas = of(BACKLOG_QUOTAS) or {}
+    delayed = of(DELAYED_DELIVERY) or {}
+    unacked = of(MAX_UNACKED_PER_CONSUMER)
     return TopicPolicies(
         retention_minutes=_int(retention.get("retentionTimeInMinutes"), config.default_retention_minutes),
         retention_mb=_int(retention.get("retentionSizeInMB"), config.default_retention_mb),
-        message_ttl_seconds=_int(ttl, config.default_message_ttl_seconds),
-        deduplication=bool(dedup) if dedup is not None else config.deduplication_enabled,
+        message_ttl_seconds=_int(of(MESSAGE_TTL), MESSAGE_TTL.default(config)),
+        deduplication=bool(dedup) if dedup is not None else DEDUPLICATION.default(config),
         size_quota=_quota(quotas.get("destination_storage"), "limitSize"),
         time_quota=_quota(quotas.get("message_age"), "limitTime"),
-        max_producers=_int(effective(metadata, topic_name, "max_producers_per_topic"), config.max_producers_per_topic),
+        max_producers=_int(of(MAX_PRODUCERS), MAX_PRODUCERS.default(config)),
         max_consumers_per_subscription=_int(
-            effective(metadata, topic_name, "max_consumers_per_subscription"), config.max_consumers_per_subscription
+            of(MAX_CONSUMERS_PER_SUBSCRIPTION), MAX_CONSUMERS_PER_SUBSCRIPTION.default(config)
         ),
+        # None: the consumer applies the broker setting itself
         max_unacked_per_consumer=_int(unacked, None) if unacked is not None else None,
         delayed_delivery_active=bool(delayed.get("active", True)),
         subscription_expiration_minutes=float(
-            _int(effective(metadata, topic_name, "subscription_expiration_time_minutes"), None)
-            or config.subscription_expiration_minutes
+            _int(of(SUBSCRIPTION_EXPIRATION), None) or config.subscription_expiration_minutes
         ),
-        compaction_threshold=_int(effective(metadata, topic_name, "compaction_threshold"), config.compaction_threshold_bytes),
+        compaction_threshold=_int(of(COMPACTION_THRESHOLD), COMPACTION_THRESHOLD.default(config)),
     )
 
 

@@ -1,4 +1,4 @@
-"""Topic statistics for the admin API and /metrics: counters, and rates over a sliding window.
+"""Rates of topics, subscriptions, producers and consumers for the admin API and /metrics.
 
 Producers, consumers and topics only count (messages and bytes). :class:`StatsTracker` samples
 those counters about once a second and computes each rate as the counter's growth since the
@@ -13,13 +13,13 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from magnetar.broker.service import BrokerService
     from magnetar.broker.subscriptions.consumer import Consumer
     from magnetar.broker.subscriptions.subscription import Subscription
-    from magnetar.broker.topics.persistent import Topic
+    from magnetar.broker.topics.base import Topic
     from magnetar.broker.topics.producer import Producer
 
 log = logging.getLogger("magnetar.broker.stats")
@@ -40,12 +40,14 @@ class _Series:
         self.samples: deque[tuple[float, tuple[int, ...]]] = deque([(now - SAMPLE_INTERVAL, (0,) * width)])
 
     def add(self, now: float, values: tuple[int, ...], window: float) -> None:
+        """Record a sample, dropping those older than the window (keeping at least two)."""
         samples = self.samples
         samples.append((now, values))
         while len(samples) > 2 and now - samples[1][0] > window:
             samples.popleft()
 
     def rates(self, now: float, current: tuple[int, ...], window: float) -> tuple[float, ...]:
+        """Per-second growth of each counter since the oldest sample inside the window."""
         base = None
         for t, values in self.samples:
             if now - t <= window:
@@ -95,6 +97,7 @@ class _TopicTrack:
         self.producer_series: dict[int, _Series] = {}
 
     def out_counters(self) -> tuple[int, int]:
+        """Messages and bytes delivered from the topic, subscriptions gone included."""
         msgs, nbytes = self.retired
         subs = self.topic.subscriptions
         for name, track in self.subs.items():
@@ -114,6 +117,7 @@ class _TopicTrack:
         return msgs, nbytes
 
     def counters(self) -> tuple[int, int, int, int]:
+        """Messages and bytes in, messages and bytes out."""
         out_msgs, out_bytes = self.out_counters()
         return self.topic.msg_in_counter, self.topic.bytes_in_counter, out_msgs, out_bytes
 
@@ -246,36 +250,3 @@ class StatsTracker:
         series = track.producer_series.get(id(producer)) if track is not None else None
         rate, tput = series.rates(now, counters, self.window) if series is not None else (0.0, 0.0)
         return {"msgInCounter": counters[0], "bytesInCounter": counters[1], "msgRateIn": rate, "msgThroughputIn": tput}
-
-
-def iso_time(seconds: float) -> str:
-    """An ISO 8601 UTC timestamp with milliseconds, as Pulsar prints dates in stats."""
-    ms = int(round(seconds * 1000))
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
-
-
-def empty_stats() -> dict[str, Any]:
-    """The numeric fields of a TopicStats, all zero."""
-    return {
-        "msgRateIn": 0.0,
-        "msgThroughputIn": 0.0,
-        "msgRateOut": 0.0,
-        "msgThroughputOut": 0.0,
-        "bytesInCounter": 0,
-        "msgInCounter": 0,
-        "bytesOutCounter": 0,
-        "msgOutCounter": 0,
-        "averageMsgSize": 0.0,
-        "msgChunkPublished": False,
-        "storageSize": 0,
-        "backlogSize": 0,
-        "earliestMsgPublishTimeInBacklogs": 0,
-        "offloadedStorageSize": 0,
-        "publishers": [],
-        "waitingPublishers": 0,
-        "subscriptions": {},
-        "replication": {},
-        "deduplicationStatus": "Disabled",
-        "nonContiguousDeletedMessagesRanges": 0,
-        "nonContiguousDeletedMessagesRangesSerializedSize": 0,
-    }

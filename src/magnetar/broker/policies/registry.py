@@ -1,0 +1,235 @@
+"""Every namespace and topic policy, once: adding a policy is one entry of :data:`POLICIES`.
+
+An entry names the policy as Pulsar's ``Policies`` JSON field (how it is stored and returned),
+the REST path segment and CLI command stem of each scope it may be set on (namespace, topic), the
+shape of its value (which the REST layer maps to a body model and the CLI to its flags), its
+validator and its default (from the broker setting where one exists: the registry reads
+:class:`BrokerConfig`, which stays free of policy knowledge at the bottom of the broker). Policy
+resolution (:mod:`magnetar.broker.policies.resolution`), the admin core, the REST routes and the
+CLI read this table; none of them spells a policy name of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.policies.validation import (
+    non_negative,
+    validate_auto_topic_creation,
+    validate_backlog_quotas,
+    validate_bool,
+    validate_delayed_delivery,
+    validate_retention,
+    validate_strategy,
+)
+
+NAMESPACE = "namespace"
+TOPIC = "topic"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """How a policy appears on one scope: its REST path segment and its CLI commands."""
+
+    #: path segment after /namespaces/{tenant}/{namespace}/ or after the topic
+    path: str
+    #: CLI command stem (``get-<cli>``, ``set-<cli>``, ``remove-<cli>``); None: no CLI commands
+    cli: str | None = None
+    #: what the policy is, for the CLI's help ("the message TTL (seconds)")
+    help: str = ""
+    #: the CLI set command's help
+    set_help: str = ""
+    #: the CLI option that takes the value: (long flag, short flag, help)
+    option: tuple[str, str, str] | None = None
+    #: the CLI sends the value as this query parameter instead of the body
+    query: str | None = None
+    #: GET / POST / DELETE routes are generated from this entry (False: hand-written routes)
+    generic_routes: bool = True
+    #: which CLI commands are generated: any of "get", "set", "remove"
+    commands: tuple[str, ...] = ("get", "set", "remove")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One policy: Pulsar field name, value shape, validator, default and the scopes it is set on."""
+
+    #: the field of Pulsar's Policies object (storage key and JSON field)
+    name: str
+    #: value shape: int, bool, seconds, str, retention, backlog_quotas, delayed_delivery, auto_topic_creation
+    shape: str
+    #: (value, the other policies of the same scope) -> the value normalized; raises a broker error
+    validate: Callable[[Any, Mapping[str, Any]], Any]
+    #: the value in force when neither the topic nor its namespace sets it
+    default: Callable[[BrokerConfig], Any]
+    namespace: Scope | None = None
+    topic: Scope | None = None
+
+    def scope(self, scope: str) -> Scope | None:
+        """This policy on ``scope`` (NAMESPACE or TOPIC), None when it cannot be set there."""
+        return self.namespace if scope == NAMESPACE else self.topic
+
+
+RETENTION = Policy(
+    "retention_policies",
+    "retention",
+    lambda value, current: validate_retention(value, current.get(BACKLOG_QUOTAS.name)),
+    lambda c: {"retentionTimeInMinutes": c.default_retention_minutes, "retentionSizeInMB": c.default_retention_mb},
+    namespace=Scope(
+        "retention", "retention", "the retention policy",
+        "Set the retention policy (time in minutes, size in MB; -1 for no limit).",
+    ),
+    topic=Scope("retention", "retention", "the topic's retention policy", "Set the topic's retention policy."),
+)
+MESSAGE_TTL = Policy(
+    "message_ttl_in_seconds",
+    "seconds",
+    non_negative("message TTL", "Invalid value for message TTL, message TTL must >= 0"),
+    lambda c: c.default_message_ttl_seconds,
+    namespace=Scope(
+        "messageTTL", "message-ttl", "the message TTL (seconds)", "Set the message TTL.",
+        option=("--ttl", "-t", "TTL: seconds, or 10m, 3h, 2d"),
+    ),
+    topic=Scope(
+        "messageTTL", "message-ttl", "the topic's message TTL (seconds)", "Set the topic's message TTL.",
+        option=("--ttl", "-t", "TTL: seconds, or 10m, 3h"), query="messageTTL", generic_routes=False,
+    ),
+)
+DEDUPLICATION = Policy(
+    "deduplicationEnabled",
+    "bool",
+    validate_bool("deduplication"),
+    lambda c: c.deduplication_enabled,
+    namespace=Scope("deduplication", "deduplication", "whether deduplication is enabled", "Enable or disable deduplication."),
+    topic=Scope(
+        "deduplicationEnabled", "deduplication", "whether deduplication is enabled on the topic",
+        "Enable or disable deduplication on the topic.",
+    ),
+)
+BACKLOG_QUOTAS = Policy(
+    "backlog_quota_map",
+    "backlog_quotas",
+    validate_backlog_quotas,
+    lambda c: {},
+    namespace=Scope("backlogQuotaMap", "backlog-quotas", "the backlog quotas", generic_routes=False, commands=("get",)),
+    topic=Scope("backlogQuotaMap", generic_routes=False),
+)
+SCHEMA_COMPATIBILITY = Policy(
+    "schema_compatibility_strategy",
+    "str",
+    validate_strategy,
+    lambda c: c.schema_compatibility_strategy,
+    namespace=Scope(
+        "schemaCompatibilityStrategy", "schema-compatibility-strategy", "the schema compatibility strategy",
+        "Set the schema compatibility strategy.",
+        option=("--compatibility", "-c", "e.g. FULL, BACKWARD, ALWAYS_COMPATIBLE"),
+        generic_routes=False, commands=("get", "set"),
+    ),
+    topic=Scope("schemaCompatibilityStrategy", generic_routes=False),
+)
+MAX_PRODUCERS = Policy(
+    "max_producers_per_topic",
+    "int",
+    non_negative("maxProducersPerTopic", "maxProducersPerTopic must be 0 or more"),
+    lambda c: c.max_producers_per_topic,
+    namespace=Scope(
+        "maxProducersPerTopic", "max-producers-per-topic", "the maximum producers per topic",
+        "Set the maximum producers per topic.",
+        option=("--max-producers-per-topic", "-p", "Maximum producers per topic"),
+    ),
+    topic=Scope(
+        "maxProducers", "max-producers", "the topic's maximum producers", "Set the topic's maximum producers.",
+        option=("--max-producers", "-p", "Maximum producers"),
+    ),
+)
+MAX_CONSUMERS_PER_SUBSCRIPTION = Policy(
+    "max_consumers_per_subscription",
+    "int",
+    non_negative("maxConsumersPerSubscription", "maxConsumersPerSubscription must be 0 or more"),
+    lambda c: c.max_consumers_per_subscription,
+    namespace=Scope(
+        "maxConsumersPerSubscription", "max-consumers-per-subscription", "the maximum consumers per subscription",
+        "Set the maximum consumers per subscription.",
+        option=("--max-consumers-per-subscription", "-c", "Maximum consumers per subscription"),
+    ),
+    topic=Scope("maxConsumersPerSubscription"),
+)
+MAX_UNACKED_PER_CONSUMER = Policy(
+    "max_unacked_messages_per_consumer",
+    "int",
+    non_negative("maxUnackedMessagesPerConsumer", "maxUnackedMessagesPerConsumer must be 0 or more"),
+    lambda c: c.max_unacked_messages_per_consumer,
+    namespace=Scope(
+        "maxUnackedMessagesPerConsumer", "max-unacked-messages-per-consumer", "the maximum unacked messages per consumer",
+        "Set the maximum unacknowledged messages per consumer.",
+        option=("--max-unacked-messages-per-consumer", "-c", "Maximum unacked messages"),
+    ),
+    topic=Scope("maxUnackedMessagesOnConsumer"),
+)
+SUBSCRIPTION_EXPIRATION = Policy(
+    "subscription_expiration_time_minutes",
+    "int",
+    non_negative("subscription expiration time", "Invalid value for subscription expiration time"),
+    lambda c: 0,
+    namespace=Scope(
+        "subscriptionExpirationTime", "subscription-expiration-time", "the subscription expiration time (minutes)",
+        "Set the subscription expiration time (minutes).",
+        option=("--time", "-t", "Minutes without consumers before a subscription expires"),
+    ),
+)
+DELAYED_DELIVERY = Policy(
+    "delayed_delivery_policies",
+    "delayed_delivery",
+    validate_delayed_delivery,
+    lambda c: {"active": True, "tickTime": 1000, "maxDeliveryDelayInMillis": 0},
+    namespace=Scope("delayedDelivery", "delayed-delivery", "the delayed delivery policy", "Enable or disable delayed delivery."),
+    topic=Scope("delayedDelivery"),
+)
+AUTO_TOPIC_CREATION = Policy(
+    "autoTopicCreationOverride",
+    "auto_topic_creation",
+    validate_auto_topic_creation,
+    lambda c: {"allowAutoTopicCreation": c.allow_auto_topic_creation, "topicType": "non-partitioned"},
+    namespace=Scope(
+        "autoTopicCreation", "auto-topic-creation", "the auto topic creation policy",
+        "Set whether (and how) topics are created on first use.",
+    ),
+)
+COMPACTION_THRESHOLD = Policy(
+    "compaction_threshold",
+    "int",
+    non_negative("compaction threshold", "compactionThreshold must be 0 or more"),
+    lambda c: c.compaction_threshold_bytes,
+    namespace=Scope("compactionThreshold"),
+    topic=Scope("compactionThreshold"),
+)
+
+#: every policy; the CLI lists its commands in this order
+POLICIES: tuple[Policy, ...] = (
+    RETENTION,
+    MESSAGE_TTL,
+    DEDUPLICATION,
+    MAX_PRODUCERS,
+    MAX_CONSUMERS_PER_SUBSCRIPTION,
+    MAX_UNACKED_PER_CONSUMER,
+    SUBSCRIPTION_EXPIRATION,
+    DELAYED_DELIVERY,
+    AUTO_TOPIC_CREATION,
+    BACKLOG_QUOTAS,
+    SCHEMA_COMPATIBILITY,
+    COMPACTION_THRESHOLD,
+)
+BY_NAME: dict[str, Policy] = {p.name: p for p in POLICIES}
+
+
+def on_scope(scope: str) -> tuple[Policy, ...]:
+    """The policies that can be set on ``scope`` (NAMESPACE or TOPIC)."""
+    return tuple(p for p in POLICIES if p.scope(scope) is not None)
+
+
+def broker_default(name: str, config: BrokerConfig) -> Any:
+    """The value of policy ``name`` when neither the topic nor its namespace sets it (None: unknown)."""
+    policy = BY_NAME.get(name)
+    return policy.default(config) if policy is not None else None

@@ -1,0 +1,179 @@
+"""Checks of policy values (Pulsar's ``Policies`` field shapes): each returns the value normalized
+or raises a broker error with the reason Pulsar gives."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from magnetar.broker.resources.errors import OutOfRangeError, PreconditionFailedError
+
+#: the most partitions a partitioned topic may have (Pulsar's maxNumPartitionsPerPartitionedTopic)
+MAX_PARTITIONS = 10_000
+
+SCHEMA_STRATEGIES = (
+    "UNDEFINED",
+    "ALWAYS_INCOMPATIBLE",
+    "ALWAYS_COMPATIBLE",
+    "BACKWARD",
+    "FORWARD",
+    "FULL",
+    "BACKWARD_TRANSITIVE",
+    "FORWARD_TRANSITIVE",
+    "FULL_TRANSITIVE",
+)
+BACKLOG_QUOTA_TYPES = ("destination_storage", "message_age")
+BACKLOG_QUOTA_POLICIES = ("producer_request_hold", "producer_exception", "consumer_backlog_eviction")
+
+Current = Mapping[str, Any]
+
+
+def check_int(value: Any, what: str) -> int:
+    """``value`` when it is an integer (not a bool); 412 otherwise."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise PreconditionFailedError(f"Invalid value for {what}: {value!r} is not an integer")
+    return value
+
+
+def non_negative(what: str, message: str) -> Any:
+    """A validator of integers that must be 0 or more: ``message`` is the reason for a negative one."""
+
+    def validate(value: Any, current: Current) -> int:
+        if check_int(value, what) < 0:
+            raise PreconditionFailedError(message)
+        return value
+
+    return validate
+
+
+def validate_bool(what: str) -> Any:
+    """A validator of true / false values."""
+
+    def validate(value: Any, current: Current) -> bool:
+        if not isinstance(value, bool):
+            raise PreconditionFailedError(f"Invalid value for {what}: {value!r} is not true or false")
+        return value
+
+    return validate
+
+
+def validate_retention(value: Any, quotas: Any) -> dict[str, int]:
+    """A RetentionPolicies object; it must exceed the backlog size quota in ``quotas`` (if any)."""
+    if not isinstance(value, dict):
+        raise PreconditionFailedError("Invalid retention policy: expected retentionTimeInMinutes and retentionSizeInMB")
+    minutes = value.get("retentionTimeInMinutes", 0)
+    size = value.get("retentionSizeInMB", 0)
+    for v in (minutes, size):
+        if not isinstance(v, int) or isinstance(v, bool) or v < -1:
+            raise PreconditionFailedError("Invalid retention policy: size and time must be -1 (infinite), 0 or positive")
+    out = {"retentionTimeInMinutes": minutes, "retentionSizeInMB": size}
+    check_retention_vs_quota(out, quotas)
+    return out
+
+
+def check_retention_vs_quota(retention: Any, quotas: Any) -> None:
+    """412 when a retention size is not above the backlog size quota."""
+    if not retention or not quotas:
+        return
+    quota = quotas.get("destination_storage") or {}
+    limit = quota.get("limitSize", -1)
+    size_mb = retention.get("retentionSizeInMB", 0)
+    if limit > 0 and size_mb != -1 and size_mb * 1024 * 1024 <= limit and size_mb != 0:
+        raise PreconditionFailedError("Retention Quota must exceed configured backlog quota for namespace.")
+
+
+def quota_type(value: str | None) -> str:
+    """A backlog quota type (destination_storage when not given)."""
+    value = value or "destination_storage"
+    if value not in BACKLOG_QUOTA_TYPES:
+        raise PreconditionFailedError(f"Invalid backlogQuotaType {value!r}: expected destination_storage or message_age")
+    return value
+
+
+def backlog_quota(value: Any) -> dict[str, Any]:
+    """One BacklogQuota object: limitSize, limitTime and policy."""
+    if not isinstance(value, dict):
+        raise PreconditionFailedError("Invalid backlog quota: expected an object with limitSize, limitTime and policy")
+    limit_size = value.get("limitSize", value.get("limit", -1))
+    limit_time = value.get("limitTime", -1)
+    for v in (limit_size, limit_time):
+        if not isinstance(v, int) or isinstance(v, bool) or v < -1:
+            raise PreconditionFailedError("Invalid backlog quota: limitSize and limitTime must be -1 or more")
+    policy = value.get("policy") or "producer_request_hold"
+    if policy not in BACKLOG_QUOTA_POLICIES:
+        raise PreconditionFailedError(
+            f"Invalid backlog quota policy {policy!r}: expected one of {', '.join(BACKLOG_QUOTA_POLICIES)}"
+        )
+    return {"limitSize": limit_size, "limitTime": limit_time, "policy": policy}
+
+
+def validate_backlog_quotas(value: Any, current: Current) -> dict[str, Any]:
+    """A whole backlog_quota_map."""
+    if not isinstance(value, dict):
+        raise PreconditionFailedError("backlog_quota_map must be an object")
+    return {quota_type(k): backlog_quota(v) for k, v in value.items()}
+
+
+def validate_strategy(value: Any, current: Current) -> str:
+    """A schema compatibility strategy name, upper case."""
+    if not isinstance(value, str) or value.upper() not in SCHEMA_STRATEGIES:
+        raise PreconditionFailedError(
+            f"Invalid schema compatibility strategy {value!r}: expected one of {', '.join(SCHEMA_STRATEGIES)}"
+        )
+    return value.upper()
+
+
+def validate_delayed_delivery(value: Any, current: Current) -> dict[str, Any]:
+    """A DelayedDeliveryPolicies object."""
+    if not isinstance(value, dict):
+        raise PreconditionFailedError("Invalid delayed delivery policies: expected active, tickTime, maxDeliveryDelayInMillis")
+    active = value.get("active", True)
+    tick = value.get("tickTime", 1000)
+    max_delay = value.get("maxDeliveryDelayInMillis", 0)
+    if not isinstance(active, bool):
+        raise PreconditionFailedError("Invalid delayed delivery policies: active must be true or false")
+    for v in (tick, max_delay):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise PreconditionFailedError(
+                "Invalid delayed delivery policies: tickTime and maxDeliveryDelayInMillis must be 0 or more"
+            )
+    return {"active": active, "tickTime": tick, "maxDeliveryDelayInMillis": max_delay}
+
+
+_AUTO_PREFIX = "Invalid configuration for autoTopicCreationOverride. the detail is "
+
+
+def check_partition_limit(partitions: int) -> None:
+    """406 past :data:`MAX_PARTITIONS`."""
+    if partitions > MAX_PARTITIONS:
+        raise OutOfRangeError(f"Number of partitions should be less than or equal to {MAX_PARTITIONS}")
+
+
+def validate_auto_topic_creation(value: Any, current: Current) -> dict[str, Any]:
+    """An AutoTopicCreationOverride object."""
+    if not isinstance(value, dict):
+        raise PreconditionFailedError(_AUTO_PREFIX + "[body] must be an object.")
+    allow = value.get("allowAutoTopicCreation")
+    if not isinstance(allow, bool):
+        raise PreconditionFailedError(_AUTO_PREFIX + "[allowAutoTopicCreation] must be true or false.")
+    out: dict[str, Any] = {"allowAutoTopicCreation": allow}
+    topic_type = value.get("topicType")
+    partitions = value.get("defaultNumPartitions")
+    if allow:
+        if topic_type not in ("partitioned", "non-partitioned"):
+            raise PreconditionFailedError(_AUTO_PREFIX + "[topicType] is invalid.")
+        out["topicType"] = topic_type
+        if topic_type == "partitioned":
+            if partitions is None:
+                raise PreconditionFailedError(_AUTO_PREFIX + "[defaultNumPartitions] cannot be null when the type is partitioned.")
+            if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+                raise PreconditionFailedError(_AUTO_PREFIX + "[defaultNumPartitions] cannot be less than 1 for partition type.")
+            check_partition_limit(partitions)
+            out["defaultNumPartitions"] = partitions
+        elif partitions is not None:
+            raise PreconditionFailedError(
+                _AUTO_PREFIX + "[defaultNumPartitions] is not allowed to be set when the type is non-partition."
+            )
+    elif topic_type is not None:
+        out["topicType"] = topic_type
+    return out

@@ -1,0 +1,58 @@
+"""The admin core of one broker: every pulsar-admin operation, grouped by resource.
+
+``admin_for(service)`` returns the one :class:`BrokerAdmin` of a service; its attributes are the
+resources (``admin.tenants.create_tenant(...)``, ``admin.topics.delete_topic(...)``). The REST
+routes in ``magnetar.admin`` are thin wrappers around these methods; a refused operation raises a
+:mod:`magnetar.broker.resources.errors` error and changes nothing.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+from magnetar.broker.resources.base import ResourceContext
+from magnetar.broker.resources.messages import MessageResources
+from magnetar.broker.resources.namespaces import NamespaceResources
+from magnetar.broker.resources.policies import PolicyResources
+from magnetar.broker.resources.stats import StatsResources
+from magnetar.broker.resources.stats_tracker import StatsTracker
+from magnetar.broker.resources.subscriptions import SubscriptionResources
+from magnetar.broker.resources.tenants import ClusterResources, TenantResources
+from magnetar.broker.resources.topics import TopicResources
+
+if TYPE_CHECKING:
+    from magnetar.broker.service import BrokerService
+
+
+class BrokerAdmin:
+    """Every admin operation on one BrokerService, by resource."""
+
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        self.ctx = ResourceContext(service)
+        #: rates of topics, subscriptions, producers and consumers (sampled once started)
+        self.tracker = StatsTracker(service)
+        self.policies = PolicyResources(self.ctx)
+        self.topics = TopicResources(self.ctx, self.policies)
+        self.namespaces = NamespaceResources(self.ctx, self.topics)
+        self.clusters = ClusterResources(self.ctx)
+        self.tenants = TenantResources(self.ctx, self.namespaces)
+        self.subscriptions = SubscriptionResources(self.ctx)
+        self.messages = MessageResources(self.ctx)
+        self.stats = StatsResources(self.ctx, self.policies, self.tracker)
+
+    def start(self) -> None:
+        """Start background sampling of statistics (needs a running loop)."""
+        self.tracker.start()
+
+
+_ADMINS: weakref.WeakKeyDictionary[BrokerService, BrokerAdmin] = weakref.WeakKeyDictionary()
+
+
+def admin_for(service: BrokerService) -> BrokerAdmin:
+    """The one BrokerAdmin of a service (created on first use)."""
+    admin = _ADMINS.get(service)
+    if admin is None:
+        admin = _ADMINS[service] = BrokerAdmin(service)
+    return admin

@@ -1,0 +1,161 @@
+"""What every admin resource shares: the service, names, existence checks and topic loading.
+
+Every method runs on the broker's event loop (the HTTP server shares it), so broker state is read
+and changed without locks.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.resources.errors import (
+    NotAllowedError,
+    NotFoundError,
+    NotReadyError,
+    PreconditionFailedError,
+)
+from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
+from magnetar.storage import MetadataStore
+
+if TYPE_CHECKING:
+    from magnetar.broker.service import BrokerService
+    from magnetar.broker.subscriptions.subscription import Subscription
+    from magnetar.broker.topics.base import Topic
+
+NAME = re.compile(r"^[-=:.\w]+$")
+U64 = (1 << 64) - 1
+#: MessageId.latest of the Java client: (Long.MAX_VALUE, Long.MAX_VALUE)
+LATEST_LEDGER = (1 << 63) - 1
+
+COMPACTION_PREFIX = "compaction/"
+COMPACTION_STATUS_PREFIX = "compaction-status/"
+
+
+class ResourceContext:
+    """One broker service as the admin resources see it."""
+
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        #: messages expired by expire-messages, per (topic, subscription): (count, last time)
+        self.expired: dict[tuple[str, str], tuple[int, float]] = {}
+
+    @property
+    def metadata(self) -> MetadataStore:
+        """The metadata store; NotReadyError before the service has opened it."""
+        meta = self.service.metadata
+        if meta is None:
+            raise NotReadyError("Broker is not ready")
+        return meta
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The broker's settings."""
+        return self.service.config
+
+    def policies_changed(self, ns: str | None) -> None:
+        """Let the broker apply changed policies to its loaded topics (when it knows how)."""
+        hook = getattr(self.service, "policies_changed", None)
+        if hook is not None:
+            hook(ns)
+
+    # -- names -----------------------------------------------------------------------------
+    @staticmethod
+    def namespace_name(tenant: str, namespace: str) -> str:
+        """``tenant/namespace`` after checking both parts are valid names."""
+        if not NAME.match(tenant or "") or not NAME.match(namespace or ""):
+            raise PreconditionFailedError("Namespace name is not valid")
+        return f"{tenant}/{namespace}"
+
+    @staticmethod
+    def topic_name(domain: str, tenant: str, namespace: str, topic: str) -> TopicName:
+        """The topic of an admin path, after checking the name is valid."""
+        if not NAME.match(tenant or "") or not NAME.match(namespace or ""):
+            raise PreconditionFailedError("Namespace name is not valid")
+        try:
+            return TopicName.parse(f"{domain}://{tenant}/{namespace}/{topic}")
+        except InvalidTopicNameError as exc:
+            raise PreconditionFailedError(f"Topic name is not valid: {exc}") from None
+
+    @staticmethod
+    def parse_topic(name: str) -> TopicName:
+        """A full or short topic name, parsed."""
+        try:
+            return TopicName.parse(name)
+        except InvalidTopicNameError as exc:
+            raise PreconditionFailedError(f"Topic name is not valid: {exc}") from None
+
+    # -- existence -------------------------------------------------------------------------
+    def check_namespace(self, ns: str) -> dict:
+        """The stored policies of an existing namespace; NotFoundError for an unknown tenant or namespace."""
+        policies = self.metadata.get_namespace(ns)
+        if policies is None:
+            tenant = ns.split("/", 1)[0]
+            if self.metadata.get_tenant(tenant) is None:
+                raise NotFoundError("Tenant does not exist")
+            raise NotFoundError("Namespace does not exist")
+        return policies
+
+    def topic_exists(self, tn: TopicName) -> bool:
+        """Whether a non-partitioned topic (or a partition) exists."""
+        name = str(tn)
+        return name in self.service.topics or (tn.persistent and self.metadata.get_topic(name) is not None)
+
+    def partitions_of(self, tn: TopicName) -> int:
+        """The partitions of a partitioned topic; 0 when ``tn`` is not one."""
+        return self.metadata.get_partitioned_topic(str(tn)) or 0
+
+    def partitions(self, tn: TopicName) -> list[TopicName]:
+        """The names of every partition of a partitioned topic."""
+        return [tn.partition(i) for i in range(self.partitions_of(tn))]
+
+    def existing(self, tn: TopicName) -> None:
+        """NotFoundError unless the namespace and the (partitioned or not) topic exist."""
+        self.check_namespace(tn.namespace)
+        if not self.topic_exists(tn) and self.partitions_of(tn) == 0:
+            raise NotFoundError(f"Topic {tn} not found")
+
+    @staticmethod
+    def persistent_only(tn: TopicName, what: str) -> None:
+        """NotAllowedError for a non-persistent topic: ``what`` needs stored messages."""
+        if not tn.persistent:
+            raise NotAllowedError(f"{what} is not supported on non-persistent topics: nothing is stored")
+
+    # -- loaded topics ---------------------------------------------------------------------
+    def load_topic(self, tn: TopicName) -> Topic:
+        """The loaded non-partitioned topic (or partition); NotFoundError when it does not exist."""
+        self.check_namespace(tn.namespace)
+        if self.partitions_of(tn) > 0:
+            raise NotFoundError(f"Topic {tn} not found: it is a partitioned topic, use its partitions")
+        if not self.topic_exists(tn):
+            raise NotFoundError(f"Topic {tn} not found")
+        return self.service.get_topic(tn, create=False)
+
+    def load_or_create(self, tn: TopicName) -> Topic:
+        """The topic, created when it does not exist and auto topic creation is on."""
+        if not self.topic_exists(tn) and not self.config.allow_auto_topic_creation:
+            raise NotFoundError(f"Topic {tn} not found")
+        return self.service.get_topic(tn, create=True)
+
+    def targets(self, tn: TopicName) -> list[Topic]:
+        """The loaded topics an operation on ``tn`` applies to: itself, or its existing partitions."""
+        if self.partitions_of(tn) == 0:
+            return [self.load_topic(tn)]
+        self.check_namespace(tn.namespace)
+        return [self.load_topic(p) for p in self.partitions(tn) if self.topic_exists(p)]
+
+    @staticmethod
+    def subscription(topic: Topic, sub: str) -> Subscription:
+        """A subscription of a loaded topic; NotFoundError when it has none of that name."""
+        subscription = topic.subscriptions.get(sub)
+        if subscription is None:
+            raise NotFoundError(f"Subscription {sub} not found for topic {topic.name}")
+        return subscription
+
+    def subscriptions_named(self, tn: TopicName, sub: str) -> list[tuple[Topic, Subscription]]:
+        """Every (topic, subscription) named ``sub`` on ``tn`` or its partitions; NotFoundError when none."""
+        found = [(t, t.subscriptions[sub]) for t in self.targets(tn) if sub in t.subscriptions]
+        if not found:
+            raise NotFoundError(f"Subscription {sub} not found for topic {tn}")
+        return found

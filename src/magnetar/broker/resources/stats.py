@@ -1,0 +1,302 @@
+"""Topic statistics in the shape of Pulsar's TopicStats, PartitionedTopicStats and
+PersistentTopicInternalStats (camelCase field names), as plain dicts.
+
+The broker builds them, as Pulsar's broker builds its stats objects: they read topics,
+subscriptions, cursors and the rate tracker, which the HTTP layer has no business reaching into.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from magnetar.broker.policies.registry import DEDUPLICATION
+from magnetar.broker.resources.base import ResourceContext
+from magnetar.broker.resources.errors import NotFoundError
+from magnetar.broker.resources.policies import PolicyResources
+from magnetar.broker.resources.stats_tracker import StatsTracker
+from magnetar.protocol.topic_name import TopicName
+
+if TYPE_CHECKING:
+    from magnetar.broker.subscriptions.consumer import Consumer
+    from magnetar.broker.subscriptions.subscription import Subscription
+    from magnetar.broker.topics.base import Topic
+    from magnetar.broker.topics.producer import Producer
+
+_TOPIC_SUMS = (
+    "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "bytesInCounter", "msgInCounter",
+    "bytesOutCounter", "msgOutCounter", "storageSize", "backlogSize", "nonContiguousDeletedMessagesRanges",
+)
+_SUBSCRIPTION_SUMS = (
+    "msgRateOut", "msgThroughputOut", "bytesOutCounter", "msgOutCounter", "msgBacklog", "backlogSize",
+    "msgBacklogNoDelayed", "unackedMessages", "totalMsgExpired", "nonContiguousDeletedMessagesRanges",
+)
+
+
+def iso_time(seconds: float) -> str:
+    """An ISO 8601 UTC timestamp with milliseconds, as Pulsar prints dates in stats."""
+    ms = int(round(seconds * 1000))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+
+
+def empty_stats() -> dict[str, Any]:
+    """The numeric fields of a TopicStats, all zero."""
+    return {
+        "msgRateIn": 0.0,
+        "msgThroughputIn": 0.0,
+        "msgRateOut": 0.0,
+        "msgThroughputOut": 0.0,
+        "bytesInCounter": 0,
+        "msgInCounter": 0,
+        "bytesOutCounter": 0,
+        "msgOutCounter": 0,
+        "averageMsgSize": 0.0,
+        "msgChunkPublished": False,
+        "storageSize": 0,
+        "backlogSize": 0,
+        "earliestMsgPublishTimeInBacklogs": 0,
+        "offloadedStorageSize": 0,
+        "publishers": [],
+        "waitingPublishers": 0,
+        "subscriptions": {},
+        "replication": {},
+        "deduplicationStatus": "Disabled",
+        "nonContiguousDeletedMessagesRanges": 0,
+        "nonContiguousDeletedMessagesRangesSerializedSize": 0,
+    }
+
+
+class StatsResources:
+    """Statistics of topics, partitioned topics and their storage."""
+
+    def __init__(self, ctx: ResourceContext, policies: PolicyResources, tracker: StatsTracker) -> None:
+        self.ctx = ctx
+        self.policies = policies
+        self.tracker = tracker
+
+    def topic_stats(self, tn: TopicName) -> dict[str, Any]:
+        """A topic's TopicStats."""
+        return self._stats_of(self.ctx.load_topic(tn))
+
+    def _stats_of(self, topic: Topic) -> dict[str, Any]:
+        numbers = self.tracker.topic_numbers(topic)
+        out = empty_stats()
+        out.update(numbers)
+        entries = max(0, topic.last_entry_id - topic.first_entry_id + 1)
+        storage = topic.stats_storage_size()
+        avg_entry = storage / entries if entries else 0.0
+        out["storageSize"] = storage
+        out["averageMsgSize"] = numbers["msgThroughputIn"] / numbers["msgRateIn"] if numbers["msgRateIn"] else 0.0
+        out["publishers"] = [self._publisher_stats(topic, producer) for producer in topic.producers.values()]
+        subs: dict[str, Any] = {}
+        backlog_total = 0
+        ranges_total = 0
+        for sub in topic.subscriptions.values():
+            s = self._subscription_stats(topic, sub, avg_entry)
+            subs[sub.name] = s
+            backlog_total = max(backlog_total, s["backlogSize"])
+            ranges_total += s["nonContiguousDeletedMessagesRanges"]
+        out["subscriptions"] = subs
+        out["backlogSize"] = backlog_total
+        out["nonContiguousDeletedMessagesRanges"] = ranges_total
+        dedup = self.policies.effective_policy(topic.topic_name, DEDUPLICATION.name)
+        out["deduplicationStatus"] = "Enabled" if dedup else "Disabled"
+        out["topicEpoch"] = None
+        config = self.ctx.config
+        out["ownerBroker"] = f"{config.service_host}:{config.http_port}"
+        out["compaction"] = {
+            "lastCompactionRemovedEventCount": 0,
+            "lastCompactionSucceedTimestamp": 0,
+            "lastCompactionFailedTimestamp": 0,
+            "lastCompactionDurationTimeInMills": 0,
+            **self.ctx.service.compactor.stats.get(topic.name, {}),
+        }
+        return out
+
+    def _publisher_stats(self, topic: Topic, producer: Producer) -> dict[str, Any]:
+        p = self.tracker.producer_numbers(topic, producer)
+        return {
+            "accessMode": producer.access_mode.name,
+            "msgRateIn": p["msgRateIn"],
+            "msgThroughputIn": p["msgThroughputIn"],
+            "averageMsgSize": p["msgThroughputIn"] / p["msgRateIn"] if p["msgRateIn"] else 0.0,
+            "chunkedMessageRate": 0.0,
+            "producerId": producer.producer_id,
+            "supportsPartialProducer": False,
+            "producerName": producer.name,
+            "address": producer.connection.peer,
+            "connectedSince": iso_time(producer.connected_since),
+            "clientVersion": producer.connection.client_version,
+            "msgInCounter": p["msgInCounter"],
+            "bytesInCounter": p["bytesInCounter"],
+            "metadata": dict(producer.metadata),
+        }
+
+    def _consumer_stats(self, topic: Topic, sub: Subscription, c: Consumer) -> dict[str, Any]:
+        cn = self.tracker.consumer_numbers(topic, sub, c)
+        return {
+            "msgRateOut": cn["msgRateOut"],
+            "msgThroughputOut": cn["msgThroughputOut"],
+            "bytesOutCounter": cn["bytesOutCounter"],
+            "msgOutCounter": cn["msgOutCounter"],
+            "msgRateRedeliver": 0.0,
+            "chunkedMessageRate": 0.0,
+            "consumerName": c.name,
+            "availablePermits": max(0, c.permits),
+            "unackedMessages": c.unacked_messages,
+            "avgMessagesPerEntry": 0,
+            "blockedConsumerOnUnackedMsgs": c.blocked,
+            "address": c.connection.peer,
+            "connectedSince": iso_time(c.connected_since),
+            "clientVersion": c.connection.client_version,
+            "lastAckedTimestamp": 0,
+            "lastConsumedTimestamp": 0,
+            "metadata": dict(c.metadata),
+        }
+
+    def _subscription_stats(self, topic: Topic, sub: Subscription, avg_entry: float) -> dict[str, Any]:
+        numbers = self.tracker.subscription_numbers(topic, sub)
+        backlog = sub.backlog()
+        active = getattr(sub.dispatcher, "active", None)
+        if active is None and sub.consumers:
+            active = sub.consumers[0]
+        expired, last_expire = self.ctx.expired.get((topic.name, sub.name), (0, 0.0))
+        return {
+            "msgRateOut": numbers["msgRateOut"],
+            "msgThroughputOut": numbers["msgThroughputOut"],
+            "bytesOutCounter": numbers["bytesOutCounter"],
+            "msgOutCounter": numbers["msgOutCounter"],
+            "msgRateRedeliver": 0.0,
+            "messageAckRate": 0.0,
+            "chunkedMessageRate": 0,
+            "msgBacklog": backlog,
+            "backlogSize": int(backlog * avg_entry),
+            "earliestMsgPublishTimeInBacklog": 0,
+            "msgBacklogNoDelayed": backlog,
+            "blockedSubscriptionOnUnackedMsgs": sub.blocked_on_unacked(),
+            "msgDelayed": 0,
+            "unackedMessages": sub.unacked_messages(),
+            "type": sub.sub_type.name if sub.sub_type is not None else "Exclusive",
+            "activeConsumerName": active.name if active is not None else None,
+            "msgRateExpired": 0.0,
+            "totalMsgExpired": expired,
+            "lastExpireTimestamp": int(last_expire * 1000),
+            "lastConsumedFlowTimestamp": 0,
+            "lastConsumedTimestamp": 0,
+            "lastAckedTimestamp": 0,
+            "lastMarkDeleteAdvancedTimestamp": 0,
+            "consumers": [self._consumer_stats(topic, sub, c) for c in sub.consumers],
+            "isDurable": sub.durable,
+            "isReplicated": False,
+            "allowOutOfOrderDelivery": False,
+            "consumersAfterMarkDeletePosition": {},
+            "nonContiguousDeletedMessagesRanges": sub.cursor.individually_acked.range_count(),
+            "nonContiguousDeletedMessagesRangesSerializedSize": 0,
+            "subscriptionProperties": {},
+        }
+
+    def partitioned_stats(self, tn: TopicName, per_partition: bool = True) -> dict[str, Any]:
+        """A partitioned topic's stats: its partitions' summed (and each, with ``per_partition``)."""
+        ctx = self.ctx
+        ctx.check_namespace(tn.namespace)
+        n = ctx.partitions_of(tn)
+        if n <= 0:
+            raise NotFoundError(f"Partitioned Topic {tn} not found")
+        out = empty_stats()
+        out["metadata"] = {"partitions": n}
+        out["partitions"] = {}
+        for p in ctx.partitions(tn):
+            if not ctx.topic_exists(p):
+                continue
+            stats = self._stats_of(ctx.load_topic(p))
+            _add_partition(out, stats)
+            if per_partition:
+                out["partitions"][str(p)] = stats
+        out["averageMsgSize"] = out["msgThroughputIn"] / out["msgRateIn"] if out["msgRateIn"] else 0.0
+        return out
+
+    def internal_stats(self, tn: TopicName) -> dict[str, Any]:
+        """A topic's PersistentTopicInternalStats: its ledger and cursors."""
+        self.ctx.persistent_only(tn, "internalStats")
+        topic = self.ctx.load_topic(tn)
+        ledger = topic.ledger
+        lid = topic.ledger_id
+        entries = max(0, topic.last_entry_id - topic.first_entry_id + 1)
+        size = topic.stats_storage_size()
+        return {
+            "entriesAddedCounter": ledger.next_entry_id,
+            "numberOfEntries": entries,
+            "totalSize": size,
+            "currentLedgerEntries": entries,
+            "currentLedgerSize": size,
+            "lastLedgerCreatedTimestamp": "",
+            "waitingCursorsCount": 0,
+            "pendingAddEntriesCount": max(0, ledger.last_entry_id - topic.last_entry_id),
+            "lastConfirmedEntry": f"{lid}:{topic.last_entry_id}",
+            "state": "LedgerOpened",
+            "ledgers": [{"ledgerId": lid, "entries": entries, "size": size, "offloaded": False, "underReplicated": False}],
+            "cursors": {sub.name: _cursor_stats(topic, sub) for sub in topic.subscriptions.values()},
+            "schemaLedgers": [],
+            "compactedLedger": _compacted_ledger(topic),
+        }
+
+    def last_message_id(self, tn: TopicName) -> dict[str, Any]:
+        """The id of a topic's last message."""
+        topic = self.ctx.load_topic(tn)
+        ledger_id, entry_id, batch_index = topic.last_message_id()
+        out: dict[str, Any] = {"ledgerId": ledger_id, "entryId": entry_id, "partitionIndex": tn.partition_index}
+        if batch_index >= 0:
+            out["batchIndex"] = batch_index
+        return out
+
+
+def _add_partition(out: dict[str, Any], stats: dict[str, Any]) -> None:
+    """Add one partition's stats to the partitioned topic's sums."""
+    for key in _TOPIC_SUMS:
+        out[key] += stats[key]
+    out["publishers"].extend(stats["publishers"])
+    for name, s in stats["subscriptions"].items():
+        agg = out["subscriptions"].get(name)
+        if agg is None:
+            out["subscriptions"][name] = json.loads(json.dumps(s))
+            continue
+        for key in _SUBSCRIPTION_SUMS:
+            agg[key] += s[key]
+        agg["consumers"].extend(s["consumers"])
+        agg["blockedSubscriptionOnUnackedMsgs"] |= s["blockedSubscriptionOnUnackedMsgs"]
+
+
+def _cursor_stats(topic: Topic, sub: Subscription) -> dict[str, Any]:
+    """internal-stats of one cursor."""
+    lid = topic.ledger_id
+    cursor = sub.cursor
+    ranges = cursor.individually_acked.ranges()
+    deleted = ",".join(f"({lid}:{lo - 1}..{lid}:{hi}]" for lo, hi in ranges)
+    return {
+        "markDeletePosition": f"{lid}:{cursor.mark_delete}",
+        "readPosition": f"{lid}:{sub.read_position}",
+        "waitingReadOp": False,
+        "pendingReadOps": 0,
+        "messagesConsumedCounter": max(0, cursor.mark_delete - topic.first_entry_id + 1),
+        "cursorLedger": -1,
+        "cursorLedgerLastEntry": -1,
+        "individuallyDeletedMessages": f"[{deleted}]",
+        "lastLedgerSwitchTimestamp": "",
+        "state": "Open",
+        "active": bool(sub.consumers),
+        "numberOfEntriesSinceFirstNotAckedMessage": max(0, sub.read_position - cursor.mark_delete - 1),
+        "totalNonContiguousDeletedMessagesRange": len(ranges),
+        "subscriptionHavePendingRead": False,
+        "subscriptionHavePendingReplayRead": False,
+        "properties": {},
+    }
+
+
+def _compacted_ledger(topic: Topic) -> dict[str, Any]:
+    """internal-stats ``compactedLedger``: the compacted view (its number stands for a ledger id)."""
+    view = topic.compacted
+    if view is None:
+        return {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False, "underReplicated": False}
+    size = view.ledger.size_bytes if not view.ledger.closed else 0
+    return {"ledgerId": int(view.name), "entries": len(view), "size": size, "offloaded": False, "underReplicated": False}

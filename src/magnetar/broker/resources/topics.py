@@ -1,0 +1,238 @@
+"""Topics: create, list, delete, partitions, termination, compaction and lookup."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from magnetar.broker.policies import TOPIC_POLICIES_PREFIX
+from magnetar.broker.policies.validation import MAX_PARTITIONS
+from magnetar.broker.resources.base import COMPACTION_PREFIX, COMPACTION_STATUS_PREFIX, ResourceContext
+from magnetar.broker.resources.errors import (
+    ConflictError,
+    InvalidChangeError,
+    NotAllowedError,
+    NotFoundError,
+    OutOfRangeError,
+    PreconditionFailedError,
+)
+from magnetar.broker.resources.policies import PolicyResources
+from magnetar.protocol.enums import InitialPosition, TopicsMode
+from magnetar.protocol.topic_name import PARTITION_SUFFIX, TopicName
+
+if TYPE_CHECKING:
+    from magnetar.broker.topics.base import Topic
+
+_TOPIC_KEY_PREFIXES = (TOPIC_POLICIES_PREFIX, COMPACTION_PREFIX, COMPACTION_STATUS_PREFIX)
+
+
+def is_busy(topic: Topic) -> bool:
+    """Whether a topic has producers or consumers."""
+    return bool(topic.producers) or any(s.consumers for s in topic.subscriptions.values())
+
+
+def check_partition_count(partitions: int) -> None:
+    """406 unless 0 < partitions <= MAX_PARTITIONS."""
+    if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions <= 0:
+        raise OutOfRangeError("Number of partitions should be more than 0")
+    if partitions > MAX_PARTITIONS:
+        raise OutOfRangeError(f"Number of partitions should be less than or equal to {MAX_PARTITIONS}")
+
+
+class TopicResources:
+    """Topics and partitioned topics of namespaces."""
+
+    def __init__(self, ctx: ResourceContext, policies: PolicyResources) -> None:
+        self.ctx = ctx
+        self.policies = policies
+
+    # -- listing, creation, deletion -------------------------------------------------------
+    def list_topics(self, domain: str, ns: str) -> list[str]:
+        """The topics of one domain in a namespace (partitions individually)."""
+        self.ctx.check_namespace(ns)
+        mode = TopicsMode.PERSISTENT if domain == "persistent" else TopicsMode.NON_PERSISTENT
+        return self.ctx.service.topics_of_namespace(ns, mode)
+
+    def list_partitioned_topics(self, domain: str, ns: str) -> list[str]:
+        """The partitioned topics of one domain in a namespace."""
+        self.ctx.check_namespace(ns)
+        return [t for t in self.ctx.metadata.list_partitioned_topics(ns) if t.startswith(domain + "://")]
+
+    def create_topic(self, tn: TopicName, properties: dict[str, str] | None = None) -> None:
+        """Create a non-partitioned topic; ConflictError when it (or a partitioned topic of that name) exists."""
+        ctx = self.ctx
+        ctx.check_namespace(tn.namespace)
+        if ctx.partitions_of(tn) > 0 or ctx.topic_exists(tn):
+            raise ConflictError("This topic already exists")
+        if tn.persistent:
+            max_topics = ctx.config.max_topics_per_namespace
+            if max_topics > 0 and len(ctx.metadata.list_topics(tn.namespace)) >= max_topics:
+                raise PreconditionFailedError("Exceed maximum number of topics in namespace.")
+            ctx.metadata.get_or_create_topic(str(tn), properties or {})
+            return
+        ctx.service.get_topic(tn, create=True)
+
+    async def delete_topic(self, tn: TopicName, force: bool = False) -> None:
+        """Delete a non-partitioned topic; refused while it has producers or consumers, unless forced."""
+        ctx = self.ctx
+        ctx.check_namespace(tn.namespace)
+        if ctx.partitions_of(tn) > 0:
+            raise ConflictError(
+                f"{tn} is a partitioned topic. Instead of calling delete please call delete-partitioned-topic."
+            )
+        if not ctx.topic_exists(tn):
+            raise NotFoundError(f"Topic {tn} not found")
+        topic = ctx.service.topics.get(str(tn))
+        if topic is not None and not force and is_busy(topic):
+            raise PreconditionFailedError("Topic has active producers/subscriptions")
+        await self.delete_topic_now(str(tn))
+
+    async def delete_topic_now(self, name: str) -> None:
+        """Delete a topic's storage and everything stored about it, without any check."""
+        await self.ctx.service.delete_topic_storage(name)
+        for prefix in _TOPIC_KEY_PREFIXES:
+            self.ctx.metadata.delete_kv(prefix + name)
+        for key in [k for k in self.ctx.expired if k[0] == name]:
+            del self.ctx.expired[key]
+
+    # -- partitioned topics ----------------------------------------------------------------
+    def create_partitioned_topic(self, tn: TopicName, partitions: int) -> None:
+        """Create a partitioned topic and its partitions."""
+        ctx = self.ctx
+        ctx.check_namespace(tn.namespace)
+        check_partition_count(partitions)
+        if tn.partition_index >= 0:
+            raise PreconditionFailedError(f"Partitioned topic name should not contain '{PARTITION_SUFFIX}': {tn}")
+        if ctx.partitions_of(tn) > 0 or ctx.topic_exists(tn):
+            raise ConflictError("This topic already exists")
+        ctx.metadata.set_partitioned_topic(str(tn), partitions)
+        self._create_partitions(tn, 0, partitions)
+
+    def _create_partitions(self, tn: TopicName, first: int, count: int) -> None:
+        if not tn.persistent:
+            return
+        for i in range(first, count):
+            self.ctx.metadata.get_or_create_topic(str(tn.partition(i)))
+
+    def update_partitioned_topic(self, tn: TopicName, partitions: int) -> None:
+        """Add partitions (never remove); new partitions get partition 0's durable subscriptions."""
+        ctx = self.ctx
+        ctx.check_namespace(tn.namespace)
+        check_partition_count(partitions)
+        current = ctx.partitions_of(tn)
+        if current <= 0:
+            raise ConflictError(f"Topic {tn} is not the partitioned topic.")
+        if partitions < current:
+            raise InvalidChangeError(f"Expect partitions {partitions} can't less than current partitions {current}.")
+        if partitions == current:
+            return
+        ctx.metadata.set_partitioned_topic(str(tn), partitions)
+        self._create_partitions(tn, current, partitions)
+        first = tn.partition(0)
+        if not ctx.topic_exists(first):
+            return
+        subs = [s.name for s in ctx.load_topic(first).subscriptions.values() if s.durable]
+        for i in range(current, partitions):
+            topic = ctx.load_topic(tn.partition(i))
+            for name in subs:
+                if name not in topic.subscriptions:
+                    topic.subscribe(name, durable=True, initial_position=InitialPosition.Earliest, start_message_id=None)
+
+    def get_partitioned_metadata(self, tn: TopicName, check_auto_creation: bool = False) -> dict[str, Any]:
+        """``{"partitions": N}`` (0 for a non-partitioned topic).
+
+        With ``check_auto_creation`` (what clients ask before producing), a topic that does not
+        exist yet is reported as it would be auto-created: a partitioned topic is created now
+        when the namespace's auto-topic-creation policy says "partitioned".
+        """
+        ctx = self.ctx
+        ctx.check_namespace(tn.namespace)
+        n = ctx.partitions_of(tn)
+        if n > 0 or tn.partition_index >= 0:
+            return {"partitions": n}
+        if ctx.topic_exists(tn):
+            return {"partitions": 0}
+        if check_auto_creation:
+            auto = self.policies.auto_topic_creation(tn.namespace)
+            if auto.get("allowAutoTopicCreation") and auto.get("topicType") == "partitioned":
+                n = int(auto.get("defaultNumPartitions") or 1)
+                ctx.metadata.set_partitioned_topic(str(tn), n)
+                self._create_partitions(tn, 0, n)
+                return {"partitions": n}
+            if auto.get("allowAutoTopicCreation"):
+                return {"partitions": 0}
+        raise NotFoundError(f"Topic {tn} not found")
+
+    async def delete_partitioned_topic(self, tn: TopicName, force: bool = False) -> None:
+        """Delete a partitioned topic and its partitions; refused while they have clients, unless forced."""
+        ctx = self.ctx
+        ctx.check_namespace(tn.namespace)
+        if ctx.partitions_of(tn) <= 0:
+            if ctx.topic_exists(tn):
+                raise ConflictError(
+                    f"{tn} is a non-partitioned topic. Instead of calling delete-partitioned-topic please call delete."
+                )
+            raise NotFoundError(f"Partitioned Topic {tn} not found")
+        partitions = [str(p) for p in ctx.partitions(tn)]
+        if not force:
+            for name in partitions:
+                topic = ctx.service.topics.get(name)
+                if topic is not None and is_busy(topic):
+                    raise PreconditionFailedError("Topic has active producers/subscriptions")
+        for name in partitions:
+            if name in ctx.service.topics or ctx.metadata.get_topic(name) is not None:
+                await self.delete_topic_now(name)
+        ctx.metadata.delete_partitioned_topic(str(tn))
+        for prefix in _TOPIC_KEY_PREFIXES:
+            ctx.metadata.delete_kv(prefix + str(tn))
+
+    # -- terminate, compaction, lookup -----------------------------------------------------
+    def terminate(self, tn: TopicName) -> dict[str, Any]:
+        """Terminate a topic: no more messages are accepted. Returns the last message id."""
+        ctx = self.ctx
+        ctx.persistent_only(tn, "Termination")
+        ctx.existing(tn)
+        if ctx.partitions_of(tn):
+            raise NotAllowedError("Termination of a partitioned topic is not allowed: terminate its partitions")
+        ledger_id, entry_id = ctx.service.terminate_topic(tn)
+        return {"ledgerId": ledger_id, "entryId": entry_id, "partitionIndex": -1}
+
+    def trigger_compaction(self, tn: TopicName) -> None:
+        """Start compacting a topic in the background; its progress shows in compaction_status."""
+        ctx = self.ctx
+        ctx.persistent_only(tn, "Compaction")
+        ctx.existing(tn)
+        # a partitioned topic: each existing partition is compacted (and reports its own status)
+        targets = [p for p in ctx.partitions(tn) if ctx.topic_exists(p)] if ctx.partitions_of(tn) else [tn]
+        if any(str(t) in ctx.service.compactor.running for t in targets):
+            raise ConflictError("Compaction already in progress")
+        ctx.metadata.put_kv(COMPACTION_PREFIX + str(tn), json.dumps({"requestedAt": time.time()}).encode())
+        for target in targets:
+            ctx.service.trigger_compaction(target)
+
+    def compaction_status(self, tn: TopicName) -> dict[str, Any]:
+        """What a compactor recorded under ``compaction-status/<topic>``; NOT_RUN until one exists."""
+        self.ctx.existing(tn)
+        raw = self.ctx.metadata.get_kv(COMPACTION_STATUS_PREFIX + str(tn))
+        if raw:
+            try:
+                status = json.loads(raw)
+                return {"status": status.get("status", "NOT_RUN"), "lastError": status.get("lastError", "")}
+            except ValueError:
+                pass
+        return {"status": "NOT_RUN", "lastError": ""}
+
+    def lookup(self, tn: TopicName, http_port: int | None = None) -> dict[str, Any]:
+        """Where clients find the topic: always this broker."""
+        self.ctx.check_namespace(tn.namespace)
+        config = self.ctx.config
+        broker_url = config.broker_service_url
+        http_url = f"http://{config.service_host}:{config.http_port or http_port or 0}"
+        return {
+            "brokerUrl": broker_url,
+            "brokerUrlTls": broker_url,
+            "httpUrl": http_url,
+            "httpUrlTls": http_url,
+            "nativeUrl": broker_url,
+        }

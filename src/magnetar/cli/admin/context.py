@@ -1,0 +1,115 @@
+"""What every ``magnetar admin`` command shares: the Typer apps, the client of the broker, output
+(rich tables or JSON) and the one-line errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from magnetar.cli.admin.client import DEFAULT_ADMIN_URL, AdminClient, AdminCliError
+
+admin_app = typer.Typer(
+    name="admin",
+    help="Administer a broker over its REST API, like pulsar-admin.",
+    no_args_is_help=True,
+)
+clusters_app = typer.Typer(help="Clusters.", no_args_is_help=True)
+tenants_app = typer.Typer(help="Tenants.", no_args_is_help=True)
+namespaces_app = typer.Typer(help="Namespaces and their policies.", no_args_is_help=True)
+topics_app = typer.Typer(help="Topics, subscriptions, messages and topic policies.", no_args_is_help=True)
+admin_app.add_typer(clusters_app, name="clusters")
+admin_app.add_typer(tenants_app, name="tenants")
+admin_app.add_typer(namespaces_app, name="namespaces")
+admin_app.add_typer(topics_app, name="topics")
+
+Name = Annotated[str, typer.Argument(help="Name")]
+TopicArg = Annotated[str, typer.Argument(help="Topic: persistent://tenant/namespace/topic or a short name")]
+NsArg = Annotated[str, typer.Argument(help="Namespace: tenant/namespace")]
+SubOpt = Annotated[str, typer.Option("--subscription", "-s", help="Subscription name")]
+ForceOpt = Annotated[bool, typer.Option("--force", "-f", help="Also when clients are connected / not empty")]
+
+
+@dataclass
+class State:
+    """The broker client and output settings of one ``magnetar admin`` invocation."""
+
+    client: AdminClient
+    json: bool
+    console: Console
+
+
+@admin_app.callback()
+def _admin(
+    ctx: typer.Context,
+    admin_url: Annotated[
+        str, typer.Option("--admin-url", envvar="MAGNETAR_ADMIN_URL", help="Broker HTTP URL")
+    ] = DEFAULT_ADMIN_URL,
+    json_output: Annotated[bool, typer.Option("--json", help="Print answers as JSON")] = False,
+) -> None:
+    """Administer a broker over its REST API, like pulsar-admin."""
+    ctx.obj = State(AdminClient(admin_url), json_output, Console(soft_wrap=False))
+
+
+def state(ctx: typer.Context) -> State:
+    """The invocation's state (set by the admin callback)."""
+    found = ctx.find_object(State)
+    if found is None:  # pragma: no cover - the callback always sets it
+        found = State(AdminClient(DEFAULT_ADMIN_URL), False, Console())
+    return found
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``error: message`` and exit with status 1."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a client method; a failed request ends the command with its one-line error."""
+    try:
+        return fn(*args, **kwargs)
+    except AdminCliError as exc:
+        fail(exc.message)
+
+
+def cell(value: Any) -> str:
+    """A value as a table cell."""
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "" if value is None else str(value)
+
+
+def show(ctx: typer.Context, data: Any, title: str | None = None) -> None:
+    """Print an answer: JSON with --json, else a table (lists, objects) or the plain value."""
+    st = state(ctx)
+    if st.json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    if isinstance(data, list):
+        table = Table(title=title, show_header=bool(title))
+        table.add_column(title or "value")
+        for item in data:
+            table.add_row(cell(item))
+        if title:
+            st.console.print(table)
+        else:
+            for item in data:
+                st.console.print(cell(item), highlight=False, markup=False)
+        return
+    if isinstance(data, dict):
+        table = Table(title=title)
+        table.add_column("key", style="bold")
+        table.add_column("value", overflow="fold")
+        for key, value in data.items():
+            table.add_row(str(key), cell(value))
+        st.console.print(table)
+        return
+    typer.echo("null" if data is None else (json.dumps(data) if isinstance(data, bool) else str(data)))

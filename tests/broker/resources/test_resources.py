@@ -1,0 +1,129 @@
+"""The admin core by resource, without HTTP: each refusal is a broker error of the right kind."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.resources.admin import BrokerAdmin, admin_for
+from magnetar.broker.resources.errors import (
+    ConflictError,
+    InvalidChangeError,
+    NotAllowedError,
+    NotFoundError,
+    NotReadyError,
+    OutOfRangeError,
+    PreconditionFailedError,
+)
+from magnetar.broker.service import BrokerService
+
+
+def run_with_admin(tmp_path: Path, body: Callable[[BrokerAdmin], Awaitable[None]], **settings: object) -> None:
+    """Start a service on a data dir in ``tmp_path``, run ``body`` with its admin, stop it."""
+
+    async def main() -> None:
+        service = BrokerService(BrokerConfig(data_dir=tmp_path / "data", fsync="never", **settings))
+        await service.start()
+        try:
+            await body(admin_for(service))
+        finally:
+            await service.stop()
+
+    asyncio.run(main())
+
+
+def test_admin_is_one_per_service(tmp_path: Path) -> None:
+    service = BrokerService(BrokerConfig(data_dir=tmp_path))
+    assert admin_for(service) is admin_for(service)
+    with pytest.raises(NotReadyError, match="Broker is not ready"):
+        admin_for(service).tenants.list_tenants()
+
+
+def test_tenants_and_namespaces(tmp_path: Path) -> None:
+    async def body(admin: BrokerAdmin) -> None:
+        admin.tenants.create_tenant("acme", {"allowedClusters": ["standalone"]})
+        with pytest.raises(ConflictError, match="Tenant already exists"):
+            admin.tenants.create_tenant("acme", {"allowedClusters": ["standalone"]})
+        with pytest.raises(PreconditionFailedError, match="Clusters do not exist"):
+            admin.tenants.create_tenant("other", {"allowedClusters": ["nowhere"]})
+        admin.namespaces.create_namespace("acme/ns", {"message_ttl_in_seconds": 30, "unknown": 1})
+        assert admin.policies.get_namespace_policy("acme/ns", "message_ttl_in_seconds") == 30
+        with pytest.raises(NotFoundError, match="Namespace does not exist"):
+            admin.policies.get_namespace_policy("acme/none", "message_ttl_in_seconds")
+        with pytest.raises(PreconditionFailedError, match="Namespace name is not valid"):
+            admin.ctx.namespace_name("acme", "bad/name")
+        admin.topics.create_topic(admin.ctx.parse_topic("persistent://acme/ns/t"))
+        with pytest.raises(ConflictError, match="Cannot delete non empty namespace"):
+            await admin.namespaces.delete_namespace("acme/ns")
+        with pytest.raises(ConflictError, match="The tenant still has active namespaces"):
+            await admin.tenants.delete_tenant("acme")
+        await admin.tenants.delete_tenant("acme", force=True)
+        assert "acme" not in admin.tenants.list_tenants()
+
+    run_with_admin(tmp_path, body)
+
+
+def test_partitioned_topics(tmp_path: Path) -> None:
+    async def body(admin: BrokerAdmin) -> None:
+        tn = admin.ctx.parse_topic("persistent://public/default/p")
+        with pytest.raises(OutOfRangeError, match="more than 0"):
+            admin.topics.create_partitioned_topic(tn, 0)
+        admin.topics.create_partitioned_topic(tn, 3)
+        assert admin.topics.get_partitioned_metadata(tn) == {"partitions": 3}
+        with pytest.raises(InvalidChangeError, match="can't less than current partitions 3"):
+            admin.topics.update_partitioned_topic(tn, 2)
+        with pytest.raises(NotAllowedError, match="partitioned topic is not allowed"):
+            admin.messages.examine(tn, "latest", 1)
+        with pytest.raises(ConflictError, match="is a partitioned topic"):
+            await admin.topics.delete_topic(tn)
+        await admin.topics.delete_partitioned_topic(tn)
+        with pytest.raises(NotFoundError, match="Partitioned Topic"):
+            admin.stats.partitioned_stats(tn)
+
+    run_with_admin(tmp_path, body)
+
+
+def test_topic_policy_falls_back_to_namespace_then_broker_setting(tmp_path: Path) -> None:
+    async def body(admin: BrokerAdmin) -> None:
+        tn = admin.ctx.parse_topic("persistent://public/default/pol")
+        admin.topics.create_topic(tn)
+        policies = admin.policies
+        assert policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 17
+        policies.set_namespace_policy("public/default", "message_ttl_in_seconds", 20)
+        assert policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 20
+        policies.set_topic_policy(tn, "message_ttl_in_seconds", 5)
+        assert policies.get_topic_policy(tn, "message_ttl_in_seconds") == 5
+        with pytest.raises(PreconditionFailedError, match="must >= 0"):
+            policies.set_topic_policy(tn, "message_ttl_in_seconds", -3)
+        policies.remove_topic_policy(tn, "message_ttl_in_seconds")
+        assert policies.get_topic_policy(tn, "message_ttl_in_seconds") is None
+        with pytest.raises(NotFoundError, match="not found"):
+            policies.get_topic_policy(admin.ctx.parse_topic("persistent://public/default/none"), "retention_policies")
+
+    run_with_admin(tmp_path, body, default_message_ttl_seconds=17)
+
+
+def test_subscriptions_and_stats(tmp_path: Path) -> None:
+    async def body(admin: BrokerAdmin) -> None:
+        tn = admin.ctx.parse_topic("persistent://public/default/s")
+        admin.topics.create_topic(tn)
+        admin.subscriptions.create_subscription(tn, "sub", None)
+        with pytest.raises(ConflictError, match="Subscription already exists"):
+            admin.subscriptions.create_subscription(tn, "sub", None)
+        assert admin.subscriptions.list_subscriptions(tn) == ["sub"]
+        stats = admin.stats.topic_stats(tn)
+        assert stats["subscriptions"]["sub"]["msgBacklog"] == 0
+        assert stats["deduplicationStatus"] == "Disabled"
+        with pytest.raises(NotFoundError, match="Subscription nope not found"):
+            admin.subscriptions.skip_all(tn, "nope")
+        non_persistent = admin.ctx.parse_topic("non-persistent://public/default/np")
+        with pytest.raises(NotAllowedError, match="non-persistent"):
+            admin.stats.internal_stats(non_persistent)
+        admin.subscriptions.delete_subscription(tn, "sub")
+        assert admin.subscriptions.list_subscriptions(tn) == []
+
+    run_with_admin(tmp_path, body)

@@ -1,14 +1,27 @@
-"""Tests of cursor acknowledgement state (Pulsar semantics)."""
+"""Tests of cursor acknowledgement state (Pulsar semantics) and of the managed cursor over a ledger."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnetar.storage import CursorState, RangeSet, longs_to_mask, mask_to_longs
+from magnetar.storage import (
+    CompactedView,
+    CompactedWriter,
+    CursorState,
+    CursorStore,
+    ManagedCursor,
+    ManagedLedger,
+    MetadataStore,
+    NoEntries,
+    RangeSet,
+    longs_to_mask,
+    mask_to_longs,
+)
 
 MIN_LONG = -(1 << 63)
 
@@ -235,3 +248,181 @@ def test_serialization_round_trip(start: int, ops: list[tuple[str, int, int, int
     assert cursor.mark_delete + 1 not in cursor.individually_acked
     for entry_id in cursor.batch_ack_sets:
         assert entry_id > cursor.mark_delete and entry_id not in cursor.individually_acked
+
+
+# -- the managed cursor --------------------------------------------------------------------------
+TOPIC = "persistent://public/default/t"
+
+
+def _ledger(tmp_path: Path, count: int) -> ManagedLedger:
+    ledger = ManagedLedger.open(tmp_path / "ledger", 1, segment_max_bytes=256)
+    for i in range(count):
+        assert ledger.append(b"m%03d" % i + bytes(40)) == i
+    return ledger
+
+
+def _ids(entries: list) -> list[int]:
+    return [e.entry_id for e in entries]
+
+
+def test_read_position_starts_at_the_first_unacked_entry_and_moves_past_reads(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, 10)
+    state = CursorState(2)
+    state.ack(4)
+    cursor = ManagedCursor(ledger, TOPIC, "s", state)
+    assert cursor.read_position == 3
+    assert not cursor.durable
+    assert _ids(cursor.read_entries(2, last_readable=9)) == [3, 4]
+    assert cursor.read_position == 5
+    assert _ids(cursor.read_entries(100, last_readable=6)) == [5, 6], "never beyond the last readable entry"
+    assert cursor.read_entries(5, last_readable=6) == []
+    assert cursor.read_position == 7
+    cursor.rewind_to(6)  # entry 6 was read but not dispatched
+    assert _ids(cursor.read_entries(5, last_readable=9)) == [6, 7, 8, 9]
+    cursor.rewind_to(12)  # never forward
+    assert cursor.read_position == 10
+    # redelivery reads by id and leaves the read position alone
+    assert _ids(cursor.read_ids([8, 3, 42])) == [8, 3]
+    assert cursor.read_position == 10
+    ledger.close()
+
+
+def test_seek_and_skip_acknowledged(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, 10)
+    cursor = ManagedCursor(ledger, TOPIC, "s")
+    cursor.read_entries(3, last_readable=9)
+    cursor.ack(7)
+    cursor.seek(5)
+    assert cursor.mark_delete == 4 and cursor.read_position == 5
+    assert not cursor.is_acked(7), "a seek forgets acknowledgements after it"
+    cursor.seek(1)
+    assert cursor.read_position == 1
+    cursor.ack_cumulative(3)
+    assert cursor.read_position == 1, "acknowledging does not move the read position by itself"
+    cursor.skip_acknowledged()
+    assert cursor.read_position == 4
+    cursor.skip_acknowledged()
+    assert cursor.read_position == 4
+    ledger.close()
+
+
+def test_reads_skip_trimmed_entries(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, 30)
+    cursor = ManagedCursor(ledger, TOPIC, "s")
+    freed = ledger.trim_before(12)
+    assert freed > 0 and ledger.first_entry_id > 0
+    entries = cursor.read_entries(3, last_readable=29)
+    assert _ids(entries) == list(range(ledger.first_entry_id, ledger.first_entry_id + 3))
+    assert _ids(cursor.read_ids([0, ledger.first_entry_id])) == [ledger.first_entry_id]
+    ledger.close()
+
+
+class _NoBatches:
+    def batch_size(self, data: bytes) -> int | None:
+        return None
+
+    def survivors(self, data: bytes) -> list[int] | None:
+        return None
+
+
+def test_reads_through_a_compacted_view_then_the_ledger(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, 10)
+    writer = CompactedWriter(tmp_path / "compacted" / "1", 1, 1 << 20)
+    for entry_id in (1, 4, 5):
+        writer.add(entry_id, b"c%d" % entry_id, None)
+    writer.finish(6)
+    view = CompactedView.open(tmp_path / "compacted" / "1", 1, 6, _NoBatches())
+    cursor = ManagedCursor(ledger, TOPIC, "s")
+    assert [(e.entry_id, e.data) for e in cursor.read_entries(2, 9, view)] == [(1, b"c1"), (4, b"c4")]
+    assert cursor.read_position == 5
+    assert _ids(cursor.read_entries(5, 9, view)) == [5]
+    assert _ids(cursor.read_entries(2, 9, view)) == [7, 8], "after the horizon: the ledger"
+    assert [(e.entry_id, e.data[:2]) for e in cursor.read_ids([4, 6, 8], view)] == [(4, b"c4"), (8, b"m0")]
+    view.close()
+    ledger.close()
+
+
+def test_backlog_and_trim_position(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, 10)
+    cursor = ManagedCursor(ledger, TOPIC, "s", CursorState(1))
+    assert cursor.trim_position == 2
+    assert cursor.backlog(9) == 8
+    assert cursor.backlog_bytes() == ledger.bytes_from(2)
+    assert cursor.is_behind(5) and not cursor.is_behind(2)
+    cursor.ack(3)
+    assert cursor.trim_position == 2, "an individual ack above a gap does not move the trim point"
+    assert cursor.first_unacked() == 2
+    cursor.ack(2)
+    assert cursor.trim_position == 4 and cursor.first_unacked() == 4
+    assert cursor.backlog(9) == 6
+    ledger.close()
+
+
+def test_durable_cursor_persists_itself_through_the_metadata_store(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, 10)
+    with MetadataStore(tmp_path / "meta") as metadata:
+        store = CursorStore(metadata)
+        assert not store.pending
+        cursor = store.open(ledger, TOPIC, "s", 1)
+        assert cursor.durable and cursor.dirty and store.pending, "a new durable cursor is persisted soon"
+        batch = store.take_batch()
+        assert batch.topics == {TOPIC} and not cursor.dirty and not store.pending
+        batch.write(metadata)
+        assert metadata.load_cursors(TOPIC) == {"s": CursorState(1).to_bytes()}
+
+        assert not cursor.ack(1)
+        assert not store.pending, "no change, nothing to persist"
+        cursor.ack(3)
+        cursor.ack_batch_indexes(5, _ack_set(4, {2}), 4)
+        assert cursor.dirty
+        expected = cursor.state.to_bytes()
+        store.take_batch().write(metadata)
+        assert metadata.load_cursors(TOPIC)["s"] == expected, "the persisted bytes are CursorState's"
+
+        restored = store.load(ledger, TOPIC)
+        assert [(c.name, c.mark_delete, c.read_position, c.dirty) for c in restored] == [("s", 1, 2, False)]
+        assert restored[0].state == cursor.state
+        assert restored[0].unacked_batch_mask(5) == [0b1011]
+
+        cursor.delete()
+        cursor.ack(2)
+        assert not cursor.durable and not cursor.dirty
+        batch = store.take_batch()
+        assert batch.saved == [] and batch.deleted == [(TOPIC, "s")]
+        batch.write(metadata)
+        assert metadata.load_cursors(TOPIC) == {}
+    ledger.close()
+
+
+def test_one_batch_holds_every_changed_cursor_and_a_deleted_topic_drops_out(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path, 4)
+    with MetadataStore(tmp_path / "meta") as metadata:
+        store = CursorStore(metadata)
+        a = store.open(ledger, TOPIC, "a", -1)
+        b = store.open(ledger, TOPIC, "b", -1)
+        other = store.open(ledger, TOPIC + "2", "a", -1)
+        store.take_batch().write(metadata)
+        a.ack(0)
+        b.ack_cumulative(2)
+        other.ack(1)
+        a.ack(1)
+        store.forget_topic(TOPIC + "2")
+        batch = store.take_batch()
+        assert sorted((t, n) for t, n, _ in batch.saved) == [(TOPIC, "a"), (TOPIC, "b")]
+        batch.write(metadata)
+        assert {n: CursorState.from_bytes(d).mark_delete for n, d in metadata.load_cursors(TOPIC).items()} == {
+            "a": 1,
+            "b": 2,
+        }
+        a.mark_dirty()
+        assert [n for _, n, _ in store.take_batch().saved] == ["a"], "forced persistence (closing)"
+    ledger.close()
+
+
+def test_a_cursor_over_nothing() -> None:
+    cursor = ManagedCursor(NoEntries(), "non-persistent://public/default/t", "s")
+    assert cursor.read_entries(10, last_readable=5) == []
+    assert cursor.read_ids([0, 1]) == []
+    assert cursor.backlog_bytes() == 0
+    cursor.mark_dirty()
+    assert not cursor.dirty, "a non-durable cursor is never persisted"

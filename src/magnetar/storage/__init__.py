@@ -1,7 +1,9 @@
-"""Storage layer of magnetar: managed ledgers, cursor state and broker metadata."""
+"""Storage layer of magnetar: managed ledgers, managed cursors, compacted ledgers and broker metadata."""
 
+from magnetar.storage.compacted import CompactedEntry, CompactedView, CompactedWriter, compacted_root
 from magnetar.storage.cursor import CursorState, longs_to_mask, mask_to_longs
 from magnetar.storage.ledger import CacheBudget, Entry, ManagedLedger
+from magnetar.storage.managed_cursor import CursorBatch, CursorStore, EntrySource, ManagedCursor, NoEntries
 from magnetar.storage.metadata import (
     MetadataConflictError,
     MetadataError,
@@ -14,18 +16,27 @@ from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError, Segm
 
 __all__ = [
     "CacheBudget",
+    "CompactedEntry",
+    "CompactedView",
+    "CompactedWriter",
     "CorruptEntryError",
+    "CursorBatch",
     "CursorState",
+    "CursorStore",
     "Entry",
     "EntryNotFoundError",
+    "EntrySource",
+    "ManagedCursor",
     "ManagedLedger",
     "MetadataConflictError",
     "MetadataError",
     "MetadataNotFoundError",
     "MetadataStore",
+    "NoEntries",
     "RangeSet",
     "Segment",
     "StorageError",
+    "compacted_root",
     "longs_to_mask",
     "mask_to_longs",
     "topic_namespace",

@@ -1,0 +1,359 @@
+"""A subscription's cursor over a ledger (Pulsar's ManagedCursor), and the persistence of cursors.
+
+:class:`ManagedCursor` is the one owner of a cursor's state: what is acknowledged (a
+:class:`~magnetar.storage.cursor.CursorState`), the read position (the next entry never read for
+dispatch), whether the state changed since it was last persisted, and the position below which the
+ledger may be trimmed. Dispatchers read entries through it.
+
+:class:`CursorStore` persists durable cursors in the metadata store: a cursor that changes registers
+itself there, and one flush takes a snapshot of every changed cursor (and the deletions) on the
+event loop and writes them in one SQLite transaction in a worker thread. The persisted bytes are
+:meth:`CursorState.to_bytes`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from magnetar.storage.compacted import CompactedView
+from magnetar.storage.cursor import CursorState
+from magnetar.storage.ledger import Entry
+from magnetar.storage.metadata import MetadataStore
+from magnetar.storage.rangeset import RangeSet
+from magnetar.storage.segment import EntryNotFoundError
+
+#: a cursor's key in the metadata store: (topic name, subscription name)
+CursorKey = tuple[str, str]
+
+
+class EntrySource(Protocol):
+    """What a cursor reads from: a :class:`~magnetar.storage.ledger.ManagedLedger`, or nothing."""
+
+    @property
+    def first_entry_id(self) -> int:
+        """Oldest entry still stored."""
+        ...
+
+    def read(self, entry_id: int) -> Entry:
+        """One entry; EntryNotFoundError when it is not stored."""
+        ...
+
+    def read_range(self, first: int, last: int, max_bytes: int | None = None) -> list[Entry]:
+        """Entries ``first..last`` (all stored)."""
+        ...
+
+    def bytes_from(self, entry_id: int) -> int:
+        """Bytes stored from ``entry_id`` on."""
+        ...
+
+
+class NoEntries:
+    """The entry source of a cursor on a topic that stores nothing (non-persistent topics)."""
+
+    first_entry_id = 0
+
+    def read(self, entry_id: int) -> Entry:
+        """Nothing is stored."""
+        raise EntryNotFoundError(f"entry {entry_id} is not stored")
+
+    def read_range(self, first: int, last: int, max_bytes: int | None = None) -> list[Entry]:
+        """Nothing is stored."""
+        return []
+
+    def bytes_from(self, entry_id: int) -> int:
+        """Nothing is stored."""
+        return 0
+
+
+class ManagedCursor:
+    """One subscription's acknowledgements and read position over one ledger.
+
+    ``store`` is where a durable cursor persists itself (None: a non-durable cursor, never
+    persisted). The read position only moves through :meth:`read_entries` (past what it returned),
+    :meth:`rewind_to` (entries read but not dispatched), :meth:`seek` and :meth:`skip_acknowledged`.
+    """
+
+    __slots__ = ("topic", "name", "_source", "_state", "_read_position", "_store", "_dirty")
+
+    def __init__(
+        self,
+        source: EntrySource,
+        topic: str,
+        name: str,
+        state: CursorState | None = None,
+        *,
+        store: CursorStore | None = None,
+    ) -> None:
+        """A cursor of subscription ``name`` of ``topic``, reading ``source`` from its first unacked entry."""
+        self.topic = topic
+        self.name = name
+        self._source = source
+        self._state = state if state is not None else CursorState()
+        self._read_position = self._state.first_unacked()
+        self._store = store
+        self._dirty = False
+
+    # -- identity and persistence ------------------------------------------------------------
+    @property
+    def key(self) -> CursorKey:
+        """(topic, subscription): the cursor's key in the metadata store."""
+        return self.topic, self.name
+
+    @property
+    def durable(self) -> bool:
+        """Whether the cursor is persisted (and holds back trimming)."""
+        return self._store is not None
+
+    @property
+    def dirty(self) -> bool:
+        """Whether a durable cursor changed since its last snapshot."""
+        return self._dirty
+
+    def mark_dirty(self) -> None:
+        """Persist a durable cursor at the next flush even if it did not change (new, or closing)."""
+        if self._store is not None:
+            self._dirty = True
+            self._store.cursor_changed(self)
+
+    def snapshot(self) -> bytes:
+        """The persisted form of the ack state (CursorState bytes); the cursor is clean afterwards."""
+        self._dirty = False
+        self._state.mark_clean()
+        return self._state.to_bytes()
+
+    def delete(self) -> None:
+        """The subscription is gone: delete the persisted cursor, and never persist this one again."""
+        store, self._store = self._store, None
+        self._dirty = False
+        if store is not None:
+            store.cursor_deleted(self.key)
+
+    def _changed(self) -> None:
+        if not self._dirty and self._store is not None:
+            self._dirty = True
+            self._store.cursor_changed(self)
+
+    # -- ack state (read) --------------------------------------------------------------------
+    @property
+    def state(self) -> CursorState:
+        """The acknowledgement state (treat as read-only: change it through the cursor)."""
+        return self._state
+
+    @property
+    def mark_delete(self) -> int:
+        """Every entry id ``<=`` this value is acknowledged."""
+        return self._state.mark_delete
+
+    @property
+    def individually_acked(self) -> RangeSet:
+        """Acknowledged entry ids above ``mark_delete`` (treat as read-only)."""
+        return self._state.individually_acked
+
+    @property
+    def batch_ack_sets(self) -> dict[int, list[int]]:
+        """Partially acknowledged entries mapped to their unacked-message ack set (a copy)."""
+        return self._state.batch_ack_sets
+
+    @property
+    def trim_position(self) -> int:
+        """Entries below this id are acknowledged: as far as this cursor goes, the ledger may drop them."""
+        return self._state.mark_delete + 1
+
+    def is_acked(self, entry_id: int) -> bool:
+        """Whether the whole entry is acknowledged (a partially acked batch is not)."""
+        return self._state.is_acked(entry_id)
+
+    def is_behind(self, entry_id: int) -> bool:
+        """Whether an entry before ``entry_id`` is still above the mark-delete position."""
+        return self._state.mark_delete + 1 < entry_id
+
+    def next_unacked(self, entry_id: int) -> int:
+        """Smallest entry id ``>= entry_id`` that is not fully acknowledged."""
+        return self._state.next_unacked(entry_id)
+
+    def first_unacked(self) -> int:
+        """Smallest entry id that is not fully acknowledged."""
+        return self._state.first_unacked()
+
+    def acked_count_between(self, lo: int, hi: int) -> int:
+        """How many entries in ``[lo, hi]`` are individually acknowledged (above mark_delete)."""
+        return self._state.acked_count_between(lo, hi)
+
+    def backlog(self, last_entry_id: int) -> int:
+        """Number of entries up to ``last_entry_id`` not yet fully acknowledged."""
+        return self._state.backlog(last_entry_id)
+
+    def backlog_bytes(self) -> int:
+        """Bytes stored after the mark-delete position."""
+        return self._source.bytes_from(self._state.mark_delete + 1)
+
+    def unacked_batch_mask(self, entry_id: int) -> list[int] | None:
+        """Ack set to send with a redelivered entry, or None when it is not partially acked."""
+        return self._state.unacked_batch_mask(entry_id)
+
+    def batch_size(self, entry_id: int) -> int | None:
+        """Batch size recorded for a partially acknowledged entry, else None."""
+        return self._state.batch_size(entry_id)
+
+    # -- ack state (change) ------------------------------------------------------------------
+    def ack(self, entry_id: int) -> bool:
+        """Acknowledge a whole entry; return False when it was already acknowledged."""
+        changed = self._state.ack(entry_id)
+        if changed:
+            self._changed()
+        return changed
+
+    def ack_cumulative(self, entry_id: int) -> bool:
+        """Acknowledge every entry up to ``entry_id``; return False when nothing changed."""
+        changed = self._state.ack_cumulative(entry_id)
+        if changed:
+            self._changed()
+        return changed
+
+    def ack_batch_indexes(self, entry_id: int, ack_set_longs: list[int], batch_size: int) -> bool:
+        """Apply a batch-index acknowledgement; return True when the entry is now fully acked."""
+        done = self._state.ack_batch_indexes(entry_id, ack_set_longs, batch_size)
+        if self._state.dirty:
+            self._changed()
+        return done
+
+    def seek(self, entry_id: int) -> None:
+        """Reset: acknowledge exactly the entries below ``entry_id`` and read from it next."""
+        self._state.reset(entry_id - 1)
+        self._read_position = entry_id
+        self._changed()
+
+    # -- reading -----------------------------------------------------------------------------
+    @property
+    def read_position(self) -> int:
+        """The next entry to read for dispatch (entries before it were read already)."""
+        return self._read_position
+
+    def read_entries(self, count: int, last_readable: int, compacted: CompactedView | None = None) -> list[Entry]:
+        """Up to ``count`` entries from the read position on, never beyond ``last_readable``; the read
+        position moves past them.
+
+        With a ``compacted`` view, entries at or below its horizon come from the view (their ids
+        have gaps), then from the ledger.
+        """
+        position = self._read_position
+        if compacted is not None and position <= compacted.horizon:
+            entries: list[Entry] = list(compacted.read_from(position, count))
+            if entries:
+                self._read_position = entries[-1].entry_id + 1
+                return entries
+            position = self._read_position = compacted.horizon + 1
+        first = max(position, self._source.first_entry_id)
+        last = min(last_readable, first + count - 1)
+        if first > last:
+            return []
+        entries = self._source.read_range(first, last)
+        if entries:
+            self._read_position = entries[-1].entry_id + 1
+        return entries
+
+    def read_ids(self, entry_ids: list[int], compacted: CompactedView | None = None) -> list[Entry]:
+        """The given entries that are still stored (redelivery); the read position does not move.
+
+        With a ``compacted`` view, ids at or below its horizon come from the view.
+        """
+        if compacted is not None:
+            entries: list[Entry] = list(compacted.read_ids(e for e in entry_ids if e <= compacted.horizon))
+            rest = [e for e in entry_ids if e > compacted.horizon]
+            if rest:
+                entries.extend(self.read_ids(rest))
+            return entries
+        out = []
+        source = self._source
+        for entry_id in entry_ids:
+            try:
+                out.append(source.read(entry_id))
+            except EntryNotFoundError:
+                continue
+        return out
+
+    def rewind_to(self, entry_id: int) -> None:
+        """Entries from ``entry_id`` on were read but not dispatched: read them again next time."""
+        if entry_id < self._read_position:
+            self._read_position = entry_id
+
+    def skip_acknowledged(self) -> None:
+        """Move the read position past the mark-delete position when it is behind it."""
+        first = self._state.mark_delete + 1
+        if self._read_position < first:
+            self._read_position = first
+
+    def __repr__(self) -> str:
+        return f"ManagedCursor({self.topic}/{self.name}, read={self._read_position}, {self._state!r})"
+
+
+class CursorBatch:
+    """The cursor changes one flush writes: snapshots of changed cursors, and deleted cursors."""
+
+    def __init__(self, saved: list[tuple[str, str, bytes]], deleted: list[CursorKey]) -> None:
+        """Snapshots ``(topic, subscription, state bytes)`` to upsert and keys to delete."""
+        self.saved = saved
+        self.deleted = deleted
+
+    @property
+    def topics(self) -> set[str]:
+        """Names of the topics whose cursors were saved (their ledgers may be trimmed afterwards)."""
+        return {topic for topic, _, _ in self.saved}
+
+    def write(self, metadata: MetadataStore) -> None:
+        """Write the batch (blocking: run it in a worker thread): every snapshot in one transaction."""
+        if self.saved:
+            metadata.save_cursors(self.saved)
+        for topic, name in self.deleted:
+            metadata.delete_cursor(topic, name)
+
+
+class CursorStore:
+    """The durable cursors of a metadata store: opening, restoring, and batched persistence."""
+
+    def __init__(self, metadata: MetadataStore) -> None:
+        """Persist cursors in ``metadata``."""
+        self.metadata = metadata
+        self._changed: dict[CursorKey, ManagedCursor] = {}
+        self._deleted: set[CursorKey] = set()
+
+    def open(self, source: EntrySource, topic: str, name: str, mark_delete: int) -> ManagedCursor:
+        """A new durable cursor with every entry up to ``mark_delete`` acknowledged (persisted soon)."""
+        cursor = ManagedCursor(source, topic, name, CursorState(mark_delete), store=self)
+        cursor.mark_dirty()
+        return cursor
+
+    def restore(self, source: EntrySource, topic: str, name: str, data: bytes) -> ManagedCursor:
+        """A durable cursor from its persisted bytes (ValueError when they are malformed)."""
+        return ManagedCursor(source, topic, name, CursorState.from_bytes(data), store=self)
+
+    def load(self, source: EntrySource, topic: str) -> list[ManagedCursor]:
+        """Every persisted cursor of ``topic``."""
+        return [self.restore(source, topic, name, data) for name, data in self.metadata.load_cursors(topic).items()]
+
+    def cursor_changed(self, cursor: ManagedCursor) -> None:
+        """A durable cursor changed: it goes into the next batch."""
+        self._deleted.discard(cursor.key)
+        self._changed[cursor.key] = cursor
+
+    def cursor_deleted(self, key: CursorKey) -> None:
+        """A durable cursor was deleted: its persisted state goes in the next batch."""
+        self._changed.pop(key, None)
+        self._deleted.add(key)
+
+    @property
+    def pending(self) -> bool:
+        """Whether a flush has something to write."""
+        return bool(self._changed or self._deleted)
+
+    def take_batch(self) -> CursorBatch:
+        """Snapshot every changed cursor and take the deletions (on the loop, in one go)."""
+        changed, self._changed = self._changed, {}
+        deleted, self._deleted = self._deleted, set()
+        saved = [(cursor.topic, cursor.name, cursor.snapshot()) for cursor in changed.values()]
+        return CursorBatch(saved, sorted(deleted))
+
+    def forget_topic(self, topic: str) -> None:
+        """A topic is being deleted with its cursors: drop what is pending for it."""
+        self._changed = {k: c for k, c in self._changed.items() if k[0] != topic}
+        self._deleted = {k for k in self._deleted if k[0] != topic}

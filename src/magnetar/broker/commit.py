@@ -14,12 +14,33 @@ import asyncio
 import logging
 import time
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from magnetar.broker.topics.persistent import Topic
+from typing import Protocol
 
 log = logging.getLogger("magnetar.broker.commit")
+
+
+class SyncedLedger(Protocol):
+    """The part of a ledger the committer uses."""
+
+    #: the newest entry appended
+    last_entry_id: int
+
+    def sync(self) -> int:
+        """Make every entry appended so far durable; returns the last entry id it covers."""
+
+
+class CommittedTopic(Protocol):
+    """What the committer needs of a topic that appends entries (a persistent topic)."""
+
+    name: str
+    closed: bool
+    ledger: SyncedLedger
+
+    def on_durable(self, last_durable_id: int) -> None:
+        """Entries up to ``last_durable_id`` are durable."""
+
+    def on_sync_failed(self, error: BaseException) -> None:
+        """The sync of the topic's ledger failed."""
 
 
 class GroupCommitter:
@@ -29,7 +50,7 @@ class GroupCommitter:
         self._loop = loop
         self._executor = executor
         self._fsync = fsync
-        self._dirty: dict[int, Topic] = {}
+        self._dirty: dict[int, CommittedTopic] = {}
         self._running = False
         self._scheduled = False
         self.rounds = 0
@@ -43,7 +64,7 @@ class GroupCommitter:
         self.on_append_latency: object = None
         self._oldest_append: float | None = None
 
-    def appended(self, topic: Topic) -> None:
+    def appended(self, topic: CommittedTopic) -> None:
         """``topic`` appended at least one entry that is not durable yet."""
         self._dirty[id(topic)] = topic
         if self._oldest_append is None:
@@ -80,7 +101,7 @@ class GroupCommitter:
         if oldest is not None and callable(self.on_append_latency):
             self.on_append_latency(time.monotonic() - oldest)
 
-    def _round_done(self, topics: list[Topic], fut: asyncio.Future, oldest: float | None = None) -> None:
+    def _round_done(self, topics: list[CommittedTopic], fut: asyncio.Future, oldest: float | None = None) -> None:
         self._running = False
         self.rounds += 1
         results, elapsed = fut.result()
@@ -106,7 +127,7 @@ class GroupCommitter:
         await self._idle.wait()
 
 
-def _sync_all(topics: list[Topic]) -> tuple[list[int | BaseException], float]:
+def _sync_all(topics: list[CommittedTopic]) -> tuple[list[int | BaseException], float]:
     start = time.perf_counter()
     results: list[int | BaseException] = []
     for topic in topics:

@@ -21,16 +21,16 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.policies import resolve as resolve_policies
 from magnetar.broker.schemas import TopicSchemas
 from magnetar.broker.topics import lifecycle
+from magnetar.broker.topics.base import Topic
 from magnetar.broker.topics.compaction import Compactor
 from magnetar.broker.topics.nonpersistent import NonPersistentTopic
-from magnetar.broker.topics.persistent import Topic
+from magnetar.broker.topics.persistent import PersistentTopic
 from magnetar.protocol.enums import ServerError, TopicsMode
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
-from magnetar.storage import CacheBudget, ManagedLedger, MetadataStore
+from magnetar.storage import CacheBudget, CursorStore, ManagedCursor, ManagedLedger, MetadataStore
 
 if TYPE_CHECKING:
-    from magnetar.broker.session.connection import ServerConnection
-    from magnetar.broker.subscriptions.subscription import Subscription
+    from magnetar.broker.transport import ClientSession
 
 log = logging.getLogger("magnetar.broker")
 
@@ -52,9 +52,9 @@ class BrokerService:
         self.config = config
         self.instance_id = os.getpid() % 100000
         self.topics: dict[str, Topic] = {}
-        self.connections: set[ServerConnection] = set()
+        self.connections: set[ClientSession] = set()
         #: connections not read from until storage catches up with their publishes
-        self.paused_connections: set[ServerConnection] = set()
+        self.paused_connections: set[ClientSession] = set()
         #: bytes appended and not yet acknowledged to producers, over all connections
         self.pending_publish_bytes = 0
         #: shared by every topic's entry cache
@@ -65,16 +65,18 @@ class BrokerService:
         self.committer: GroupCommitter
         self._sync_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-sync")
         self._meta_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-meta")
-        self._dirty_cursors: dict[tuple[str, str], tuple[Topic, Subscription]] = {}
-        self._deleted_cursors: set[tuple[str, str]] = set()
+        #: the durable cursors and their batched persistence (set in start())
+        self.cursors: CursorStore
         self._tasks: list[asyncio.Task] = []
         #: ledger ids of non-persistent topics count down from the top, away from stored ones
         self._non_persistent_ids = 0
         self._flush_lock = asyncio.Lock()
         #: runs topic compactions and opens compacted views (compaction.py)
-        self.compactor = Compactor(self)
+        self.compactor = Compactor(config, self.topics)
         self.started_at = time.time()
         self.running = False
+        #: names of producers that did not choose one: this prefix, then a number
+        self.producer_name_prefix = f"standalone-{self.instance_id}"
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
@@ -84,13 +86,14 @@ class BrokerService:
         (data_dir / "ledgers").mkdir(exist_ok=True)
         self.metadata = MetadataStore(data_dir / "metadata.db")
         self.metadata.ensure_defaults()
+        self.cursors = CursorStore(self.metadata)
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
         self.committer = GroupCommitter(loop, self._sync_executor, self.config.fsync == "always")
         self._tasks.append(asyncio.create_task(self._cursor_flush_loop(), name="cursor-flush"))
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="lifecycle"))
-        self.compactor.start()
+        self.compactor.start(self.metadata)
         self.running = True
 
     async def stop(self) -> None:
@@ -105,8 +108,7 @@ class BrokerService:
         await self.committer.drain()
         for topic in self.topics.values():
             for sub in topic.subscriptions.values():
-                if sub.durable:
-                    self._dirty_cursors[(topic.name, sub.name)] = (topic, sub)
+                sub.cursor.mark_dirty()
         await self.flush_cursors()
         for topic in list(self.topics.values()):
             topic.close()
@@ -199,7 +201,12 @@ class BrokerService:
                     f"{name} is a partitioned topic: use its partitions {name}-partition-<i>",
                 )
             self._non_persistent_ids -= 1
-            topic = NonPersistentTopic(self, topic_name, self._non_persistent_ids & ((1 << 63) - 1))
+            topic = NonPersistentTopic(
+                topic_name,
+                self._non_persistent_ids & ((1 << 63) - 1),
+                config=self.config,
+                producer_name_prefix=self.producer_name_prefix,
+            )
             self.topics[name] = topic
             return topic
         ledger_id = self.metadata.get_topic(name)
@@ -225,9 +232,16 @@ class BrokerService:
             cache_max_bytes=self.config.entry_cache_max_bytes,
             cache_budget=self.cache_budget,
         )
-        topic = Topic(self, topic_name, ledger)
-        for sub_name, state in self.metadata.load_cursors(name).items():
-            topic.restore_subscription(sub_name, state)
+        topic = PersistentTopic(
+            topic_name,
+            ledger,
+            config=self.config,
+            committer=self.committer,
+            cursors=self,
+            producer_name_prefix=self.producer_name_prefix,
+        )
+        for cursor in self.cursors.load(ledger, name):
+            topic.restore_subscription(cursor)
         snapshot = self.metadata.get_kv(_dedup_key(name))
         if snapshot is not None:
             data = json.loads(snapshot)
@@ -244,7 +258,7 @@ class BrokerService:
     def terminate_topic(self, topic_name: TopicName) -> tuple[int, int]:
         """Terminate a persistent topic for good; returns its last (ledger id, entry id)."""
         topic = self.get_topic(topic_name, create=False)
-        if topic.ledger is None:
+        if not isinstance(topic, PersistentTopic):
             raise BrokerError(ServerError.NotAllowedError, f"{topic_name} is non-persistent: it cannot be terminated")
         assert self.metadata is not None
         self.metadata.put_kv(_terminated_key(topic.name), b"1")
@@ -259,37 +273,20 @@ class BrokerService:
     def apply_policies(self, topic: Topic) -> None:
         """Resolve a topic's policies and apply what changes at once."""
         assert self.metadata is not None
-        topic.policies = resolve_policies(self.metadata, self.config, topic.topic_name)
-        topic.dedup_enabled = topic.policies.deduplication
-        for sub in topic.subscriptions.values():
-            sub.policies_changed()
+        topic.apply_policies(resolve_policies(self.metadata, self.config, topic.topic_name))
 
     # -- cursors -------------------------------------------------------------------------
-    def cursor_dirty(self, topic: Topic, sub: Subscription) -> None:
-        """A durable cursor changed: it is persisted within the configured delay."""
-        key = (topic.name, sub.name)
-        self._deleted_cursors.discard(key)
-        self._dirty_cursors[key] = (topic, sub)
-
-    def cursor_deleted(self, topic: Topic, name: str) -> None:
-        """A durable subscription was removed: delete its persisted cursor."""
-        key = (topic.name, name)
-        self._dirty_cursors.pop(key, None)
-        self._deleted_cursors.add(key)
+    def open_cursor(self, topic: PersistentTopic, name: str, mark_delete: int) -> ManagedCursor:
+        """A new durable cursor on a topic's ledger; it persists itself within the configured delay
+        (``cursor_persist_delay_seconds``), as it does after every change."""
+        return self.cursors.open(topic.ledger, topic.name, name, mark_delete)
 
     async def flush_cursors(self) -> None:
-        """Persist every changed cursor in one metadata transaction, then trim ledgers."""
+        """Persist every changed cursor in one metadata transaction, then trim their ledgers."""
         async with self._flush_lock:
-            if not self._dirty_cursors and not self._deleted_cursors and not any(
-                t.dedup_dirty for t in self.topics.values()
-            ):
+            if not self.cursors.pending and not any(t.dedup_dirty for t in self.topics.values()):
                 return
-            dirty, self._dirty_cursors = self._dirty_cursors, {}
-            deleted, self._deleted_cursors = self._deleted_cursors, set()
-            items = []
-            for (topic_name, sub_name), (_topic, sub) in dirty.items():
-                items.append((topic_name, sub_name, sub.cursor.to_bytes()))
-                sub.cursor.mark_clean()
+            batch = self.cursors.take_batch()
             snapshots = []
             for topic in self.topics.values():
                 snap = topic.dedup_snapshot()
@@ -300,20 +297,19 @@ class BrokerService:
             assert metadata is not None
 
             def write() -> None:
-                if items:
-                    metadata.save_cursors(items)
-                for topic_name, sub_name in deleted:
-                    metadata.delete_cursor(topic_name, sub_name)
+                batch.write(metadata)
                 for key, value in snapshots:
                     metadata.put_kv(key, value.encode())
 
             await asyncio.get_running_loop().run_in_executor(self._meta_executor, write)
-            for topic in {id(t): t for t, _ in dirty.values()}.values():
-                self.maybe_trim(topic)
+            for name in batch.topics:
+                topic = self.topics.get(name)
+                if topic is not None:
+                    self.maybe_trim(topic)
 
     def maybe_trim(self, topic: Topic) -> None:
-        """Release whole segments every durable subscription has acknowledged, as retention allows."""
-        if topic.closed or topic.ledger is None:
+        """Release whole segments every durable cursor has acknowledged, as retention allows."""
+        if topic.closed or not isinstance(topic, PersistentTopic):
             return
         lifecycle.trim(topic)
 
@@ -321,7 +317,7 @@ class BrokerService:
         """Enforce a topic's message TTL, backlog quotas, retention and expiry now."""
         if topic.closed:
             return
-        if topic.ledger is None:
+        if not isinstance(topic, PersistentTopic):
             self._expire_inactive(topic)
             return
         lifecycle.expire_messages(topic)
@@ -333,7 +329,7 @@ class BrokerService:
             log.info("backlog quota of %s exceeded (%s): disconnecting producers", topic.name, exceeded)
             topic.quota_blocked = exceeded
             for producer in list(topic.producers.values()):
-                producer.connection.close_producer_by_broker(producer)
+                producer.close_by_broker()
         elif exceeded is None:
             topic.quota_blocked = None
         if lifecycle.compaction_due(topic):
@@ -348,7 +344,8 @@ class BrokerService:
         for name in lifecycle.expired_subscriptions(topic, now):
             log.info("deleting subscription %s of %s: no consumer for longer than its expiration time", name, topic.name)
             topic.remove_subscription(name)
-        if lifecycle.topic_inactive(topic, self.config.inactive_topic_expiry_seconds, now):
+        compacting = topic.name in self.compactor.running
+        if not compacting and lifecycle.topic_inactive(topic, self.config.inactive_topic_expiry_seconds, now):
             log.info("deleting inactive topic %s", topic.name)
             asyncio.get_running_loop().create_task(self.delete_topic_storage(topic.name))
 
@@ -393,7 +390,7 @@ class BrokerService:
             for conn in list(self.connections):
                 conn.check_keepalive(now, interval)
 
-    def connection_opened(self, conn: ServerConnection) -> str | None:
+    def connection_opened(self, conn: ClientSession) -> str | None:
         """Register a client connection; returns why it is refused, if it is."""
         limit = self.config.max_connections
         if limit > 0 and len(self.connections) >= limit:
@@ -413,7 +410,7 @@ class BrokerService:
             if conn.pending_publish_bytes <= limit:
                 conn.resume_reading()
 
-    def connection_closed(self, conn: ServerConnection) -> None:
+    def connection_closed(self, conn: ClientSession) -> None:
         """Forget a client connection."""
         self.connections.discard(conn)
 
@@ -429,20 +426,19 @@ class BrokerService:
             topic = self.topics.pop(name, None)
             if topic is not None:
                 for producer in list(topic.producers.values()):
-                    producer.connection.close_producer_by_broker(producer)
+                    producer.close_by_broker()
                 for sub in list(topic.subscriptions.values()):
                     for consumer in list(sub.consumers):
-                        consumer.connection.close_consumer_by_broker(consumer)
-            for key in [k for k in self._dirty_cursors if k[0] == name]:
-                del self._dirty_cursors[key]
-            self._deleted_cursors = {k for k in self._deleted_cursors if k[0] != name}
+                        consumer.close_by_broker()
+            self.cursors.forget_topic(name)
             ledger_id = self.metadata.get_topic(name)
             existed = self.metadata.delete_topic(name)
+            stored = topic if isinstance(topic, PersistentTopic) else None  # non-persistent topics store nothing
             if topic is not None:
                 topic.closed = True
-                if topic.ledger is not None:  # non-persistent topics store nothing
-                    topic.ledger.delete()
-            if ledger_id is not None or (topic is not None and topic.ledger is not None):
+            if stored is not None:
+                stored.ledger.delete()
+            if ledger_id is not None or stored is not None:
                 self.compactor.forget(name, ledger_id if ledger_id is not None else topic.ledger_id, topic)
             elif ledger_id is not None:
                 import shutil

@@ -6,8 +6,6 @@ loop is run by hand whenever it asked to be scheduled.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from magnetar.broker.config import BrokerConfig, ConfigError
@@ -21,7 +19,7 @@ from magnetar.protocol.enums import KeySharedMode, ServerError, SubType
 from magnetar.protocol.framing import encode_entry
 from magnetar.protocol.hashing import key_shared_hash
 from magnetar.protocol.schema import KeySharedMeta, MessageIdData, MessageMetadata
-from magnetar.storage import CursorState, Entry
+from magnetar.storage import CursorState, CursorStore, Entry, ManagedCursor
 
 # keys by the half of the hash range their slot falls in (auto-split with two consumers:
 # the first consumer keeps [32768, 65535], the second takes [0, 32767])
@@ -31,9 +29,11 @@ HIGH = [k for k in (f"high-{i}" for i in range(200)) if key_shared_hash(k) >= 32
 
 class FakeTopic:
     def __init__(self, config: BrokerConfig) -> None:
-        self.service = SimpleNamespace(config=config)
+        self.config = config
         self.name = "persistent://public/default/t"
         self.ledger_id = 7
+        self.partition_index = -1
+        self.compacted = None
         self.entries: list[Entry] = []
         self.policies = TopicPolicies()
         self.subscriptions: dict[str, Subscription] = {}
@@ -62,6 +62,16 @@ class FakeTopic:
     def read_entries(self, first: int, last: int) -> list[Entry]:
         return self.entries[first : last + 1]
 
+    # the ledger the subscription's cursor reads from
+    def read(self, entry_id: int) -> Entry:
+        return self.entries[entry_id]
+
+    def read_range(self, first: int, last: int, max_bytes: int | None = None) -> list[Entry]:
+        return self.entries[first : last + 1]
+
+    def bytes_from(self, entry_id: int) -> int:
+        return sum(len(e.data) for e in self.entries[entry_id:])
+
     def read_entry_list(self, ids: list[int]) -> list[Entry]:
         return [self.entries[i] for i in ids if 0 <= i < len(self.entries)]
 
@@ -78,14 +88,15 @@ class FakeConnection:
     def __init__(self) -> None:
         self.sent: list[tuple[int, int]] = []  # (entry id, redelivery count)
 
-    def send_message(self, consumer_id, ledger_id, entry, redelivery_count, ack_set) -> None:  # noqa: ANN001
+    def send_message(self, consumer_id, ledger_id, partition, entry, redelivery_count, ack_set) -> None:  # noqa: ANN001
         self.sent.append((entry.entry_id, redelivery_count))
 
 
 class Harness:
     def __init__(self, config: BrokerConfig) -> None:
         self.topic = FakeTopic(config)
-        self.sub = Subscription(self.topic, "ks", CursorState(-1), durable=True)
+        cursor = ManagedCursor(self.topic, self.topic.name, "ks", CursorState(-1), store=CursorStore(None))  # type: ignore[arg-type]
+        self.sub = Subscription(self.topic, "ks", cursor)
         self.topic.subscriptions["ks"] = self.sub
         self.consumers: dict[str, Consumer] = {}
 

@@ -15,21 +15,14 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.service import BrokerService
 from magnetar.broker.subscriptions.consumer import Consumer
 from magnetar.broker.topics import lifecycle
-from magnetar.broker.topics.compaction import (
-    INDEX_FILE,
-    POINTER_PREFIX,
-    STATUS_PREFIX,
-    CompactedView,
-    LatestByKey,
-    compact_entry,
-    compacted_root,
-)
-from magnetar.broker.topics.persistent import Topic
+from magnetar.broker.topics.compaction import POINTER_PREFIX, STATUS_PREFIX, LatestByKey, compact_entry
+from magnetar.broker.topics.persistent import PersistentTopic as Topic
 from magnetar.protocol.batch import BatchMessage, build_entry, open_entry
 from magnetar.protocol.enums import CompressionType, InitialPosition, ServerError, SubType
 from magnetar.protocol.schema import MessageMetadata
 from magnetar.protocol.topic_name import TopicName
-from magnetar.storage import longs_to_mask
+from magnetar.storage import CompactedView, compacted_root, longs_to_mask
+from magnetar.storage.compacted import INDEX_FILE
 
 CODECS = list(CompressionType)
 TOPIC = "persistent://public/default/compacted"
@@ -222,32 +215,6 @@ def test_compaction_through_the_service_keeps_original_ids_and_is_incremental(tm
     run(tmp_path, body)
 
 
-def test_compaction_survives_a_restart_and_rebuilds_a_lost_index(tmp_path: Path) -> None:
-    async def first(service: BrokerService) -> None:
-        topic = load(service)
-        append(
-            topic, batch([("x", b"1"), ("y", b"1"), ("x", b"2")], CompressionType.SNAPPY), single("z", b"1")
-        )
-        await service.compact(topic.topic_name)
-
-    async def second(service: BrokerService) -> None:
-        topic = load(service)
-        view = topic.compacted
-        assert view is not None and view.horizon == 1
-        assert view_table(view) == {"x": b"2", "y": b"1", "z": b"1"}
-        assert longs_to_mask(view.ack_sets[0]) == 0b110
-        (view.directory / INDEX_FILE).unlink()
-
-    async def third(service: BrokerService) -> None:
-        view = load(service).compacted
-        assert view is not None and longs_to_mask(view.ack_sets[0]) == 0b110
-        assert view_table(view) == {"x": b"2", "y": b"1", "z": b"1"}
-
-    run(tmp_path, first)
-    run(tmp_path, second)
-    run(tmp_path, third)
-
-
 def test_a_failure_mid_way_keeps_the_old_view(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
         topic = load(service)
@@ -321,10 +288,10 @@ class FakeConnection:
     def __init__(self) -> None:
         self.sent: list[tuple[int, bytes, list[int] | None]] = []
 
-    def send_message(self, consumer_id, ledger_id, entry, redelivery_count, ack_set) -> None:  # noqa: ANN001
+    def send_message(self, consumer_id, ledger_id, partition, entry, redelivery_count, ack_set) -> None:  # noqa: ANN001
         self.sent.append((entry.entry_id, entry.data, ack_set))
 
-    def close_consumer_by_broker(self, consumer: Consumer) -> None:
+    def consumer_closed_by_broker(self, consumer_id: int) -> None:
         pass
 
 

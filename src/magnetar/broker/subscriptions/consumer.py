@@ -3,18 +3,46 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from magnetar.protocol.enums import SubType
 
 if TYPE_CHECKING:
-    from magnetar.broker.session.connection import ServerConnection
-    from magnetar.broker.subscriptions.subscription import Subscription
+    from magnetar.broker.transport import ConsumerTransport
     from magnetar.storage import Entry
 
 
-class Consumer:
-    """One SUBSCRIBE registration, identified by (connection, consumer id).
+class MessageSource(Protocol):
+    """What a consumer uses of its subscription's topic: the ids its messages carry."""
+
+    #: the id message ids of the topic carry
+    ledger_id: int
+    #: index of the partition (-1 when the topic is not a partition)
+    partition_index: int
+
+
+class ConsumerSubscription(Protocol):
+    """What a consumer uses of the subscription it belongs to."""
+
+    name: str
+    topic: MessageSource
+
+    @property
+    def consumer_unacked_limit(self) -> int:
+        """Unacked messages at which a consumer is blocked (0: no limit)."""
+        ...
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """Detach a consumer."""
+        ...
+
+
+#: the subscription type a consumer belongs to (sessions hold ``Consumer[Subscription]``)
+SubscriptionT = TypeVar("SubscriptionT", bound=ConsumerSubscription)
+
+
+class Consumer(Generic[SubscriptionT]):
+    """One SUBSCRIBE registration, identified by (session, consumer id).
 
     The consumer owns its permits (granted by FLOW, in messages) and the entries delivered to
     it and not yet acknowledged (``pending``: entry id -> messages in the entry), which are
@@ -40,19 +68,22 @@ class Consumer:
         "bytes_out_counter",
         "redelivered_counter",
         "connected_since",
+        "_ledger_id",
+        "_partition",
     )
 
     def __init__(
         self,
-        connection: ServerConnection,
+        connection: ConsumerTransport,
         consumer_id: int,
         name: str,
-        subscription: Subscription,
+        subscription: SubscriptionT,
         sub_type: SubType,
         priority_level: int = 0,
         read_compacted: bool = False,
         metadata: dict[str, str] | None = None,
     ) -> None:
+        #: the session this consumer's client is connected through
         self.connection = connection
         self.consumer_id = consumer_id
         self.name = name
@@ -71,6 +102,10 @@ class Consumer:
         self.bytes_out_counter = 0
         self.redelivered_counter = 0
         self.connected_since = time.time()
+        topic = subscription.topic
+        self._ledger_id = topic.ledger_id
+        #: as Pulsar does: a partition's messages carry its index (clients expose it in ids)
+        self._partition = topic.partition_index
 
     def add_permits(self, n: int) -> None:
         """Record a FLOW grant of ``n`` messages."""
@@ -96,9 +131,19 @@ class Consumer:
                 self.blocked = True
         self.msg_out_counter += messages
         self.bytes_out_counter += len(entry.data)
-        self.connection.send_message(
-            self.consumer_id, self.subscription.topic.ledger_id, entry, redelivery_count, ack_set
-        )
+        self.connection.send_message(self.consumer_id, self._ledger_id, self._partition, entry, redelivery_count, ack_set)
+
+    def deliver_live(self, entry: Entry, messages: int) -> None:
+        """Send a message of a non-persistent topic: nothing is kept, so nothing is tracked."""
+        self.permits -= messages
+        self.msg_out_counter += messages
+        self.bytes_out_counter += len(entry.data)
+        self.connection.send_message(self.consumer_id, self._ledger_id, self._partition, entry, 0, None)
+
+    def close_by_broker(self) -> None:
+        """Detach the consumer from its subscription and tell its client (which then resubscribes)."""
+        self.subscription.remove_consumer(self)
+        self.connection.consumer_closed_by_broker(self.consumer_id)
 
     def forget(self, entry_id: int) -> bool:
         """Drop an entry from the in-flight set (acknowledged or taken back); True if it was there."""

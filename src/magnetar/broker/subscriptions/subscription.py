@@ -1,4 +1,4 @@
-"""A subscription: one cursor over a topic's ledger plus one dispatcher for its consumers."""
+"""A subscription: one managed cursor over a topic's ledger plus one dispatcher for its consumers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import heapq
 import logging
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.subscriptions.delayed import DelayedDeliveryTracker
@@ -17,11 +17,13 @@ from magnetar.broker.subscriptions.dispatchers import (
     SingleActiveDispatcher,
 )
 from magnetar.protocol.enums import ServerError, SubType
-from magnetar.storage import CursorState, Entry
+from magnetar.storage import CompactedView, Entry, ManagedCursor
 
 if TYPE_CHECKING:
+    from magnetar.broker.config import BrokerConfig
+    from magnetar.broker.policies import TopicPolicies
     from magnetar.broker.subscriptions.consumer import Consumer
-    from magnetar.broker.topics.persistent import Topic
+    from magnetar.protocol.topic_name import TopicName
 
 log = logging.getLogger("magnetar.broker.subscriptions.subscription")
 
@@ -39,30 +41,54 @@ _LIMITED_TYPES = frozenset({SubType.Shared, SubType.Key_Shared})
 _DELAYING_TYPES = frozenset({SubType.Shared, SubType.Key_Shared})
 
 
-class Subscription:
-    """Acknowledgement state, redelivery bookkeeping and consumers of one named subscription.
+class SubscribedTopic(Protocol):
+    """What a subscription (and its dispatcher) uses of its topic."""
 
-    ``cursor`` holds what has been acknowledged (persisted for durable subscriptions);
-    ``read_position`` is the next entry never dispatched; ``redelivery`` holds entries that
-    were dispatched and must go out again (negative acks, consumers that left), each with a
-    per-subscription ``redelivery_counts``.
+    name: str
+    topic_name: TopicName
+    #: the id message ids of the topic carry
+    ledger_id: int
+    config: BrokerConfig
+    policies: TopicPolicies
+    subscriptions: dict[str, Subscription]
+    #: highest entry id consumers may read
+    last_readable_id: int
+    #: the latest message per key up to a horizon, when the topic was compacted
+    compacted: CompactedView | None
+
+    @property
+    def first_entry_id(self) -> int:
+        """Oldest entry still stored."""
+        ...
+
+    @property
+    def last_entry_id(self) -> int:
+        """Newest entry readable by consumers (-1 when none)."""
+        ...
+
+    def last_message_id(self) -> tuple[int, int, int]:
+        """(ledger id, entry id, batch index) of the last readable message."""
+        ...
+
+    def remove_subscription(self, name: str) -> None:
+        """Forget a subscription."""
+        ...
+
+
+class Subscription:
+    """Consumers, dispatcher and redelivery bookkeeping of one named subscription.
+
+    ``cursor`` (a :class:`~magnetar.storage.ManagedCursor`) owns what has been acknowledged, the
+    read position (the next entry never dispatched), persistence (durable cursors) and the trim
+    point; ``redelivery`` holds entries that were dispatched and must go out again (negative acks,
+    consumers that left), each with a per-subscription ``redelivery_counts``.
     """
 
-    def __init__(
-        self,
-        topic: Topic,
-        name: str,
-        cursor: CursorState,
-        *,
-        durable: bool = True,
-        sub_type: SubType | None = None,
-    ) -> None:
+    def __init__(self, topic: SubscribedTopic, name: str, cursor: ManagedCursor, *, sub_type: SubType | None = None) -> None:
         self.topic = topic
         self.name = name
         self.cursor = cursor
-        self.durable = durable
         self.sub_type = sub_type
-        self.read_position = cursor.next_unacked(cursor.mark_delete + 1)
         self.redelivery: set[int] = set()
         self.redelivery_counts: dict[int, int] = {}
         self.dispatcher: Dispatcher | None = None
@@ -72,12 +98,22 @@ class Subscription:
         self.delayed: DelayedDeliveryTracker | None = None
         self.resetting = False
         self.msg_out_counter = 0
-        config = topic.service.config
+        config = topic.config
         self.batch_index_ack_enabled = config.batch_index_ack_enabled
         override = topic.policies.max_unacked_per_consumer
         self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
         self._max_unacked = config.max_unacked_messages_per_subscription
         self._blocked = False
+
+    @property
+    def durable(self) -> bool:
+        """Whether the subscription survives its consumers and restarts (its cursor is persisted)."""
+        return self.cursor.durable
+
+    @property
+    def read_position(self) -> int:
+        """The next entry never dispatched (the cursor's read position)."""
+        return self.cursor.read_position
 
     # -- consumers -----------------------------------------------------------------------
     @property
@@ -88,7 +124,7 @@ class Subscription:
     def policies_changed(self) -> None:
         """Pick up the topic's policies (unacked limit per consumer)."""
         override = self.topic.policies.max_unacked_per_consumer
-        config = self.topic.service.config
+        config = self.topic.config
         self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
         self.update_blocked()
 
@@ -97,7 +133,7 @@ class Subscription:
         limit = self.topic.policies.max_consumers_per_subscription
         if limit > 0 and len(self.consumers) >= limit:
             raise BrokerError(ServerError.ConsumerBusy, f"subscription {self.name} reached its maximum of {limit} consumers")
-        topic_limit = self.topic.service.config.max_consumers_per_topic
+        topic_limit = self.topic.config.max_consumers_per_topic
         if topic_limit > 0 and sum(len(s.consumers) for s in self.topic.subscriptions.values()) >= topic_limit:
             raise BrokerError(ServerError.ConsumerBusy, f"topic {self.topic.name} reached its maximum of {topic_limit} consumers")
         if sub_type not in _DISPATCHERS:
@@ -128,7 +164,7 @@ class Subscription:
         """Hold delayed messages (Shared, Key_Shared) or deliver them at once (Exclusive, Failover)."""
         enabled = enabled and self.topic.policies.delayed_delivery_active
         if enabled and self.delayed is None:
-            config = self.topic.service.config
+            config = self.topic.config
             self.delayed = DelayedDeliveryTracker(
                 self._delayed_due, config.delayed_delivery_tick_seconds, config.delayed_delivery_strict
             )
@@ -187,36 +223,23 @@ class Subscription:
         """Whether the consumers asked for the compacted view (Exclusive and Failover only)."""
         return any(c.read_compacted for c in self.consumers)
 
+    def _compacted_view(self) -> CompactedView | None:
+        """The topic's compacted view when this subscription reads it, else None."""
+        view = self.topic.compacted
+        return view if view is not None and self.read_compacted else None
+
     def read_new_entries(self, count: int) -> list[Entry]:
-        """Up to ``count`` entries from the read position on, never beyond the last readable one.
+        """Up to ``count`` entries from the read position on, never beyond the last readable one;
+        the cursor's read position moves past them.
 
         A read_compacted subscription reads the topic's compacted view while its read position is
         at or below the compaction horizon (the ids there have gaps), then the topic itself.
         """
-        topic = self.topic
-        view = topic.compacted
-        if view is not None and self.read_position <= view.horizon and self.read_compacted:
-            entries = view.read_from(self.read_position, count)
-            if entries:
-                return entries
-            self.read_position = view.horizon + 1
-        first = max(self.read_position, topic.first_entry_id)
-        last = min(topic.last_readable_id, first + count - 1)
-        if first > last:
-            return []
-        return topic.read_entries(first, last)
+        return self.cursor.read_entries(count, self.topic.last_readable_id, self._compacted_view())
 
     def read_entry_list(self, entry_ids: list[int]) -> list[Entry]:
         """The given entries (for redelivery), from the compacted view where it applies."""
-        view = self.topic.compacted
-        if view is None or not self.read_compacted:
-            return self.topic.read_entry_list(entry_ids)
-        compacted = [e for e in entry_ids if e <= view.horizon]
-        rest = [e for e in entry_ids if e > view.horizon]
-        entries: list[Entry] = list(view.read_ids(compacted))
-        if rest:
-            entries.extend(self.topic.read_entry_list(rest))
-        return entries
+        return self.cursor.read_ids(entry_ids, self._compacted_view())
 
     def delivery_ack_set(self, entry: Entry) -> list[int] | None:
         """The ack set sent with an entry: the messages of a batch still to deliver.
@@ -345,7 +368,6 @@ class Subscription:
             md = cursor.mark_delete
             self.redelivery_counts = {e: n for e, n in self.redelivery_counts.items() if e > md}
         self.update_blocked()
-        topic.cursor_moved(self)
         if self.dispatcher is not None:
             self.dispatcher.acknowledged()
 
@@ -378,8 +400,7 @@ class Subscription:
         Consumers are disconnected (as Pulsar does) and resubscribe at the new position.
         """
         entry_id = max(entry_id, self.topic.first_entry_id)
-        self.cursor.reset(entry_id - 1)
-        self.read_position = entry_id
+        self.cursor.seek(entry_id)
         self.redelivery.clear()
         self.redelivery_counts.clear()
         if self.delayed is not None:
@@ -388,16 +409,11 @@ class Subscription:
         for consumer in list(self.consumers):
             consumer.pending.clear()
             consumer.unacked_messages = 0
-            consumer.connection.close_consumer_by_broker(consumer)
-        self.topic.cursor_moved(self)
+            consumer.close_by_broker()
 
     def backlog(self) -> int:
         """Messages (entries) not yet acknowledged by this subscription."""
-        last = self.topic.last_entry_id
-        md = self.cursor.mark_delete
-        if last <= md:
-            return 0
-        return (last - md) - self.cursor.acked_count_between(md + 1, last)
+        return self.cursor.backlog(self.topic.last_entry_id)
 
     def unacked_messages(self) -> int:
         """Messages delivered to consumers and not yet acknowledged."""
@@ -408,8 +424,7 @@ class Subscription:
         """Acknowledge every entry below ``entry_id`` (clear-backlog, expiry); returns how many."""
         last = min(entry_id - 1, self.topic.last_entry_id)
         before = self.backlog()
-        if last > self.cursor.mark_delete:
-            self.cursor.ack_cumulative(last)
+        if self.cursor.ack_cumulative(last):
             self._admin_acked()
         return before - self.backlog()
 
@@ -418,7 +433,7 @@ class Subscription:
         cursor = self.cursor
         last = self.topic.last_entry_id
         skipped = 0
-        entry_id = cursor.next_unacked(cursor.mark_delete + 1)
+        entry_id = cursor.first_unacked()
         while skipped < count and entry_id <= last:
             cursor.ack(entry_id)
             skipped += 1
@@ -436,9 +451,8 @@ class Subscription:
         self.redelivery = {e for e in self.redelivery if not cursor.is_acked(e)}
         md = cursor.mark_delete
         self.redelivery_counts = {e: n for e, n in self.redelivery_counts.items() if e > md}
-        self.read_position = max(self.read_position, md + 1)
+        cursor.skip_acknowledged()
         self.update_blocked()
-        self.topic.cursor_moved(self)
         self.schedule_dispatch()
 
     def __repr__(self) -> str:

@@ -24,10 +24,8 @@ each chunk is then parsed, decompressed, re-batched and appended to the new ledg
 thread, which is the only user of that new ledger until it is closed. Producers and consumers go
 on meanwhile: the loop only spends the time of one chunk's read at a time.
 
-Storage: ``<data_dir>/ledgers/<ledger id>-compacted/<n>/`` is a managed ledger whose records are
-``[u64 original entry id][entry bytes]``, plus an ``index`` file (the original ids and, for
-re-batched entries, which messages survived) that is rebuilt from the records when missing or
-damaged. The pointer is JSON ``{"dir": n, "horizon": entry id}``.
+Storage: the compacted ledger (writer, index, view) is :mod:`magnetar.storage.compacted`; this
+module decides what goes into it. The pointer is JSON ``{"dir": n, "horizon": entry id}``.
 
 Retention: a compacted topic keeps its entries after the horizon until a compaction has read
 them (``Topic.trim_position``); that plays the part of Pulsar's ``__compaction`` cursor, which is
@@ -39,30 +37,34 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shutil
 import struct
 import time
-from array import array
-from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crc32c import crc32c
-
 from magnetar.broker.errors import BrokerError
+from magnetar.broker.topics import lifecycle
 from magnetar.protocol.batch import UnsupportedEntryError, open_entry
 from magnetar.protocol.compression import CompressionError, compress
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.framing import ProtocolError, encode_entry, parse_entry_metadata
 from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
-from magnetar.storage import Entry, ManagedLedger, StorageError, longs_to_mask, mask_to_longs
+from magnetar.storage import MetadataStore, StorageError, mask_to_longs
+from magnetar.storage.compacted import (
+    CHUNK_BYTES,
+    CHUNK_ENTRIES,
+    CompactedView,
+    CompactedWriter,
+    MessageKey,
+    compacted_root,
+)
 
 if TYPE_CHECKING:
-    from magnetar.broker.service import BrokerService
-    from magnetar.broker.topics.persistent import Topic
+    from magnetar.broker.config import BrokerConfig
+    from magnetar.broker.topics.persistent import PersistentTopic as Topic
 
 log = logging.getLogger("magnetar.broker.topics.compaction")
 
@@ -71,22 +73,7 @@ POINTER_PREFIX = "compacted/"
 #: metadata key of a topic's compaction status (read by the admin API)
 STATUS_PREFIX = "compaction-status/"
 
-#: entries (and bytes) read from a ledger in one go on the event loop
-CHUNK_ENTRIES = 1000
-CHUNK_BYTES = 4 * 1024 * 1024
-#: bytes read at once when dispatching from a compacted view
-DISPATCH_BYTES = 8 * 1024 * 1024
-
-_ID = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
-_INDEX_MAGIC = b"MGCX"
-_INDEX_HEADER = struct.Struct(">4sIqq")  # magic, version, record count, horizon
-_INDEX_RECORD = struct.Struct(">qH")  # original entry id, words in the survivors mask (0: all)
-_INDEX_VERSION = 1
-INDEX_FILE = "index"
-
-#: a message id inside the topic: (entry id, batch index or -1)
-MessageKey = tuple[int, int]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,246 +238,37 @@ def survivors_of(data: bytes) -> list[int] | None:
     return mask_to_longs(survivors)
 
 
-# ---------------------------------------------------------------------------------------------
-# the compacted ledger: writing, reading
-# ---------------------------------------------------------------------------------------------
-def compacted_root(data_dir: Path, ledger_id: int) -> Path:
-    """Directory holding the compacted ledgers of one topic ledger."""
-    return data_dir / "ledgers" / f"{ledger_id}-compacted"
+class EntryBatches:
+    """The :class:`~magnetar.storage.compacted.BatchInspector` of Pulsar entries, for compacted views."""
 
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _encode_index(horizon: int, records: list[tuple[int, list[int] | None]]) -> bytes:
-    parts = [_INDEX_HEADER.pack(_INDEX_MAGIC, _INDEX_VERSION, len(records), horizon)]
-    for entry_id, ack_set in records:
-        words = ack_set or []
-        parts.append(_INDEX_RECORD.pack(entry_id, len(words)))
-        if words:
-            parts.append(struct.pack(f">{len(words)}q", *words))
-    body = b"".join(parts)
-    return body + _U32.pack(crc32c(body))
-
-
-def _decode_index(raw: bytes) -> tuple[int, list[tuple[int, list[int] | None]]]:
-    """(horizon, records) of an index file; ValueError when it is damaged."""
-    if len(raw) < _INDEX_HEADER.size + 4 or crc32c(raw[:-4]) != _U32.unpack_from(raw, len(raw) - 4)[0]:
-        raise ValueError("index checksum mismatch")
-    magic, version, count, horizon = _INDEX_HEADER.unpack_from(raw, 0)
-    if magic != _INDEX_MAGIC or version != _INDEX_VERSION:
-        raise ValueError("not a compacted ledger index")
-    pos = _INDEX_HEADER.size
-    records: list[tuple[int, list[int] | None]] = []
-    try:
-        for _ in range(count):
-            entry_id, words = _INDEX_RECORD.unpack_from(raw, pos)
-            pos += _INDEX_RECORD.size
-            ack_set = list(struct.unpack_from(f">{words}q", raw, pos)) if words else None
-            pos += 8 * words
-            records.append((entry_id, ack_set))
-    except struct.error as exc:
-        raise ValueError(f"truncated index: {exc}") from None
-    if pos != len(raw) - 4:
-        raise ValueError("trailing bytes in index")
-    return horizon, records
-
-
-class CompactedWriter:
-    """Writes one new compacted ledger; used by a single (worker) thread until finished."""
-
-    def __init__(self, directory: Path, ledger_id: int, segment_max_bytes: int) -> None:
-        shutil.rmtree(directory, ignore_errors=True)
-        self.directory = directory
-        self.ledger = ManagedLedger.open(
-            directory, ledger_id, segment_max_bytes=segment_max_bytes, cache_max_bytes=0
-        )
-        self.records: list[tuple[int, list[int] | None]] = []
-
-    def add(self, entry_id: int, data: bytes, ack_set: list[int] | None) -> None:
-        """Append one compacted entry (ids must increase)."""
-        if self.records and entry_id <= self.records[-1][0]:
-            raise StorageError(f"compacted entries out of order: {entry_id} after {self.records[-1][0]}")
-        self.ledger.append(_ID.pack(entry_id) + data)
-        self.records.append((entry_id, ack_set))
-
-    def write(self, chunk: list[tuple[int, bytes]], latest: dict[str, MessageKey]) -> None:
-        """Phase two over one chunk of the input."""
-        for entry_id, data in chunk:
-            kept, ack_set = compact_entry(entry_id, data, latest)
-            if kept is not None:
-                self.add(entry_id, kept, ack_set)
-
-    def finish(self, horizon: int) -> None:
-        """Make everything durable: the records, then the index, then the directory entries."""
-        self.ledger.close()  # syncs
-        tmp = self.directory / (INDEX_FILE + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(_encode_index(horizon, self.records))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.directory / INDEX_FILE)
-        _fsync_dir(self.directory)
-        _fsync_dir(self.directory.parent)
-
-    def abort(self) -> None:
-        """Forget the half-written ledger."""
-        self.ledger.delete()
-
-
-class CompactedEntry(Entry):
-    """An entry read from a compacted view: its original id, bytes, and which messages survived."""
-
-    __slots__ = ("ack_set", "batch_size")
-
-    def __init__(
-        self, entry_id: int, data: bytes, crc: int, ack_set: list[int] | None, batch_size: int
-    ) -> None:
-        super().__init__(entry_id, data, crc)
-        #: the messages to deliver of a batch some of whose messages were compacted out, else None
-        self.ack_set = ack_set
-        self.batch_size = batch_size
-
-
-class CompactedView:
-    """A finished compacted ledger, read on the event loop (dispatch, and the next compaction)."""
-
-    def __init__(
-        self,
-        directory: Path,
-        ledger: ManagedLedger,
-        horizon: int,
-        records: list[tuple[int, list[int] | None]],
-    ):
-        self.directory = directory
-        self.ledger = ledger
-        #: last entry id of the topic this view covers
-        self.horizon = horizon
-        self.ids = array("q", (entry_id for entry_id, _ in records))
-        self.ack_sets = {entry_id: ack_set for entry_id, ack_set in records if ack_set}
-        self._last: MessageKey | None = None
-
-    @classmethod
-    def open(cls, directory: Path, ledger_id: int, horizon: int) -> CompactedView:
-        """Open a finished compacted ledger; its index is rebuilt if missing or damaged."""
-        if not (directory / INDEX_FILE).exists() and not any(directory.glob("*.log")):
-            raise StorageError(f"compacted ledger {directory} is missing")
-        ledger = ManagedLedger.open(directory, ledger_id, cache_max_bytes=0)
+    def batch_size(self, data: bytes) -> int | None:
+        """Messages in a batch entry; None for a single message or unreadable metadata."""
         try:
-            records = None
-            try:
-                stored_horizon, records = _decode_index((directory / INDEX_FILE).read_bytes())
-                if stored_horizon != horizon or len(records) != ledger.entry_count:
-                    raise ValueError("index does not match the ledger")
-            except (OSError, ValueError) as exc:
-                log.warning("compacted ledger %s: rebuilding its index (%s)", directory, exc)
-                records = cls._scan(ledger)
-            view = cls(directory, ledger, horizon, records)
-            view._last = view._find_last()
-        except BaseException:
-            ledger.close()
-            raise
-        return view
-
-    @staticmethod
-    def _scan(ledger: ManagedLedger) -> list[tuple[int, list[int] | None]]:
-        records: list[tuple[int, list[int] | None]] = []
-        first, last = ledger.first_entry_id, ledger.last_entry_id
-        position = first
-        while position <= last:
-            chunk = ledger.read_range(position, min(last, position + CHUNK_ENTRIES - 1), CHUNK_BYTES)
-            for entry in chunk:
-                data = entry.data
-                records.append((_ID.unpack_from(data, 0)[0], survivors_of(data[_ID.size :])))
-            position += len(chunk)
-        return records
-
-    @property
-    def name(self) -> str:
-        """The directory name (``n``) that the metadata pointer records."""
-        return self.directory.name
-
-    @property
-    def first_id(self) -> int | None:
-        """Original id of the first compacted entry, None when the view is empty."""
-        return self.ids[0] if self.ids else None
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def _entry(self, record: Entry) -> CompactedEntry:
-        data = record.data
-        entry_id = _ID.unpack_from(data, 0)[0]
-        body = data[_ID.size :]
-        ack_set = self.ack_sets.get(entry_id)
-        batch_size = 0
-        if ack_set is not None:
-            try:
-                batch_size = parse_entry_metadata(body).num_messages_in_batch
-            except ProtocolError:
-                ack_set = None
-        return CompactedEntry(entry_id, body, crc32c(body), ack_set, batch_size)
-
-    def read_from(
-        self, entry_id: int, count: int, max_bytes: int | None = DISPATCH_BYTES
-    ) -> list[CompactedEntry]:
-        """Up to ``count`` compacted entries whose ids are ``>= entry_id``, in order."""
-        index = bisect_left(self.ids, entry_id)
-        if index >= len(self.ids) or count <= 0:
-            return []
-        last = min(len(self.ids), index + count) - 1
-        return [self._entry(r) for r in self.ledger.read_range(index, last, max_bytes)]
-
-    def read_records(self, index: int, count: int) -> list[tuple[int, bytes]]:
-        """Records ``index..`` as (original id, entry bytes): the input of the next compaction."""
-        last = min(len(self.ids), index + count) - 1
-        if last < index:
-            return []
-        out = []
-        for record in self.ledger.read_range(index, last, CHUNK_BYTES):
-            data = record.data
-            out.append((_ID.unpack_from(data, 0)[0], data[_ID.size :]))
-        return out
-
-    def read_ids(self, entry_ids: Iterable[int]) -> list[CompactedEntry]:
-        """The compacted entries with these ids (those that exist)."""
-        out = []
-        ids = self.ids
-        for entry_id in entry_ids:
-            index = bisect_left(ids, entry_id)
-            if index < len(ids) and ids[index] == entry_id:
-                out.append(self._entry(self.ledger.read(index)))
-        return out
-
-    def last_message(self) -> MessageKey | None:
-        """(entry id, batch index or -1) of the last message of the view, None when it is empty."""
-        return self._last
-
-    def _find_last(self) -> MessageKey | None:
-        if not self.ids:
-            return None
-        entry = self._entry(self.ledger.read(len(self.ids) - 1))
-        try:
-            meta = parse_entry_metadata(entry.data)
+            meta = parse_entry_metadata(data)
         except ProtocolError:
-            return entry.entry_id, -1
-        if not _is_batch(meta):
-            return entry.entry_id, -1
-        if entry.ack_set is not None:
-            return entry.entry_id, longs_to_mask(entry.ack_set).bit_length() - 1
-        return entry.entry_id, meta.num_messages_in_batch - 1
+            return None
+        return meta.num_messages_in_batch if _is_batch(meta) else None
 
-    def close(self) -> None:
-        """Close the ledger files."""
-        self.ledger.close()
+    def survivors(self, data: bytes) -> list[int] | None:
+        """Ack set of the messages of a batch not compacted out; None when all (or none) survive."""
+        return survivors_of(data)
 
-    def __repr__(self) -> str:
-        return f"CompactedView({self.directory}, horizon={self.horizon}, entries={len(self.ids)})"
+
+#: how compacted views of this broker look into entries
+ENTRY_BATCHES = EntryBatches()
+
+
+def open_view(directory: Path, ledger_id: int, horizon: int) -> CompactedView:
+    """Open a finished compacted ledger of a topic (its index is rebuilt if missing or damaged)."""
+    return CompactedView.open(directory, ledger_id, horizon, ENTRY_BATCHES)
+
+
+def write_compacted(writer: CompactedWriter, chunk: list[tuple[int, bytes]], latest: dict[str, MessageKey]) -> None:
+    """Phase two over one chunk of the input: append what survives to the new compacted ledger."""
+    for entry_id, data in chunk:
+        kept, ack_set = compact_entry(entry_id, data, latest)
+        if kept is not None:
+            writer.add(entry_id, kept, ack_set)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -499,8 +277,13 @@ class CompactedView:
 class Compactor:
     """Runs the compactions of a broker (one at a time per topic) and loads compacted views."""
 
-    def __init__(self, service: BrokerService) -> None:
-        self.service = service
+    def __init__(self, config: BrokerConfig, topics: Mapping[str, object]) -> None:
+        """Compact into ``config.data_dir``; ``topics`` are the loaded topics by name (a compaction
+        stops when its topic is no longer the one loaded under its name)."""
+        self._data_dir = config.data_dir
+        self._segment_max_bytes = config.segment_max_bytes
+        self._topics = topics
+        self._metadata_store: MetadataStore | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-compaction")
         #: running compactions by topic name
         self.running: dict[str, asyncio.Task] = {}
@@ -510,13 +293,15 @@ class Compactor:
         self.after_chunk_written: Any = None
 
     @property
-    def _metadata(self):  # noqa: ANN202 - the service's MetadataStore
-        assert self.service.metadata is not None
-        return self.service.metadata
+    def _metadata(self) -> MetadataStore:
+        assert self._metadata_store is not None, "Compactor.start() was not called"
+        return self._metadata_store
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> None:
-        """A compaction a previous broker left RUNNING (it crashed) did not finish."""
+    def start(self, metadata: MetadataStore) -> None:
+        """Keep compaction state in ``metadata``; a compaction a previous broker left RUNNING (it
+        crashed) did not finish."""
+        self._metadata_store = metadata
         for key, raw in self._metadata.list_kv(STATUS_PREFIX).items():
             try:
                 status = json.loads(raw)
@@ -539,7 +324,7 @@ class Compactor:
     # -- loading and forgetting ------------------------------------------------------------
     def load(self, topic: Topic) -> None:
         """Open the compacted view of a topic being loaded; remove orphan compacted ledgers."""
-        root = compacted_root(self.service.config.data_dir, topic.ledger_id)
+        root = compacted_root(self._data_dir, topic.ledger_id)
         pointer = self._pointer(topic.name)
         keep = str(pointer["dir"]) if pointer else None
         if topic.name not in self.running and root.is_dir():
@@ -550,7 +335,7 @@ class Compactor:
         if pointer is None:
             return
         try:
-            topic.compacted = CompactedView.open(root / keep, topic.ledger_id, int(pointer["horizon"]))
+            topic.compacted = open_view(root / keep, topic.ledger_id, int(pointer["horizon"]))
         except (StorageError, OSError, KeyError, ValueError) as exc:
             log.error("compacted view of %s cannot be opened (%s): reading it uncompacted", topic.name, exc)
             self._metadata.delete_kv(POINTER_PREFIX + topic.name)
@@ -579,7 +364,7 @@ class Compactor:
         self._metadata.delete_kv(STATUS_PREFIX + name)
         self.stats.pop(name, None)
         if ledger_id is not None:
-            root = compacted_root(self.service.config.data_dir, ledger_id)
+            root = compacted_root(self._data_dir, ledger_id)
             # after whatever the worker is doing for a cancelled compaction of this topic
             self._executor.submit(shutil.rmtree, root, True)
 
@@ -589,7 +374,7 @@ class Compactor:
         task = self.running.get(topic.name)
         if task is not None:
             return task
-        if topic.ledger is None:
+        if not topic.persistent:
             raise BrokerError(
                 ServerError.NotAllowedError, f"{topic.name} is non-persistent: it cannot be compacted"
             )
@@ -661,7 +446,7 @@ class Compactor:
                 len(scan.latest),
                 scan.messages,
             )
-            root = compacted_root(self.service.config.data_dir, topic.ledger_id)
+            root = compacted_root(self._data_dir, topic.ledger_id)
             number = 1 + max((int(c.name) for c in _children(root) if c.name.isdigit()), default=0)
             directory = root / str(number)
             root.mkdir(parents=True, exist_ok=True)
@@ -670,14 +455,14 @@ class Compactor:
                 CompactedWriter,
                 directory,
                 topic.ledger_id,
-                self.service.config.segment_max_bytes,
+                self._segment_max_bytes,
             )
             hook = self.after_chunk_written
             async for chunk in self._input(topic, previous, start, horizon):
                 await loop.run_in_executor(self._executor, _write_chunk, writer, chunk, scan.latest, hook)
             await loop.run_in_executor(self._executor, writer.finish, horizon)
             view = await loop.run_in_executor(
-                self._executor, CompactedView.open, directory, topic.ledger_id, horizon
+                self._executor, open_view, directory, topic.ledger_id, horizon
             )
             self._check_alive(topic)
             if topic.compacted is not previous:
@@ -702,12 +487,13 @@ class Compactor:
             self._executor.submit(shutil.rmtree, previous.directory, True)
         for sub in topic.subscriptions.values():
             sub.schedule_dispatch()
-        self.service.maybe_trim(topic)
+        if not topic.closed:
+            lifecycle.trim(topic)
         log.info("compacted %s up to entry %d: %d entries in %s", topic.name, horizon, len(view), directory)
         return max(0, scan.messages - len(scan.latest))
 
     def _check_alive(self, topic: Topic) -> None:
-        if topic.closed or self.service.topics.get(topic.name) is not topic:
+        if topic.closed or self._topics.get(topic.name) is not topic:
             raise StorageError(f"{topic.name} was closed during its compaction")
 
     async def _input(self, topic: Topic, previous: CompactedView | None, start: int, horizon: int):  # noqa: ANN202
@@ -744,6 +530,6 @@ def _scan_chunk(scan: LatestByKey, chunk: list[tuple[int, bytes]]) -> None:
 def _write_chunk(
     writer: CompactedWriter, chunk: list[tuple[int, bytes]], latest: dict[str, MessageKey], hook
 ) -> None:  # noqa: ANN001
-    writer.write(chunk, latest)
+    write_compacted(writer, chunk, latest)
     if hook is not None:
         hook(writer)

@@ -9,15 +9,54 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from magnetar.broker.policies import MiB
 
 if TYPE_CHECKING:
+    from magnetar.broker.policies import TopicPolicies
     from magnetar.broker.subscriptions.subscription import Subscription
-    from magnetar.broker.topics.persistent import Topic
+    from magnetar.storage import CompactedView, ManagedLedger
 
 log = logging.getLogger("magnetar.broker.topics.lifecycle")
+
+
+class ExpiringTopic(Protocol):
+    """What subscription and topic expiry look at (any topic)."""
+
+    policies: TopicPolicies
+    producers: Mapping[str, object]
+    subscriptions: Mapping[str, Subscription]
+    #: when a producer or subscription last came or went
+    last_active: float
+
+
+class Topic(ExpiringTopic, Protocol):
+    """What retention, TTL and backlog quotas use of a persistent topic."""
+
+    name: str
+    ledger: ManagedLedger
+    #: highest entry id consumers may read
+    last_readable_id: int
+    compacted: CompactedView | None
+
+    @property
+    def last_entry_id(self) -> int:
+        """Newest entry readable by consumers (-1 when none)."""
+        ...
+
+    def trim_position(self) -> int:
+        """Entries below this id are acknowledged by every durable cursor (and compacted, if compacted)."""
+        ...
+
+    def find_entry_by_time(self, publish_time_ms: int) -> int:
+        """First entry published at or after ``publish_time_ms``."""
+        ...
+
+    def entry_publish_time(self, entry_id: int) -> int:
+        """Publish time (ms) of an entry."""
+        ...
 
 
 def trim(topic: Topic, now: float | None = None) -> int:
@@ -60,7 +99,7 @@ def expire_messages(topic: Topic, now: float | None = None) -> int:
     cutoff = topic.find_entry_by_time(int((now - ttl) * 1000))
     expired = 0
     for sub in list(topic.subscriptions.values()):
-        if sub.durable and sub.cursor.mark_delete + 1 < cutoff:
+        if sub.durable and sub.cursor.is_behind(cutoff):
             expired += sub.admin_ack_before(cutoff)
     return expired
 
@@ -68,7 +107,7 @@ def expire_messages(topic: Topic, now: float | None = None) -> int:
 def compaction_due(topic: Topic) -> bool:
     """Whether the entries a compaction has not yet read exceed the topic's compaction threshold."""
     threshold = topic.policies.compaction_threshold
-    if threshold <= 0 or topic.ledger is None:
+    if threshold <= 0:
         return False
     view = topic.compacted
     start = view.horizon + 1 if view is not None else topic.ledger.first_entry_id
@@ -79,12 +118,12 @@ def compaction_due(topic: Topic) -> bool:
 
 def backlog_bytes(topic: Topic, sub: Subscription) -> int:
     """Bytes a subscription has not acknowledged (from its mark-delete position)."""
-    return topic.ledger.bytes_from(sub.cursor.mark_delete + 1)
+    return sub.cursor.backlog_bytes()
 
 
 def oldest_unacked_age(topic: Topic, sub: Subscription, now: float) -> float:
     """Seconds since the oldest message a subscription has not acknowledged was published."""
-    first = sub.cursor.next_unacked(sub.cursor.mark_delete + 1)
+    first = sub.cursor.first_unacked()
     if first > topic.last_entry_id:
         return 0.0
     published = topic.entry_publish_time(first)
@@ -94,7 +133,7 @@ def oldest_unacked_age(topic: Topic, sub: Subscription, now: float) -> float:
 def quota_exceeded(topic: Topic, now: float | None = None) -> str | None:
     """The policy of the first backlog quota the topic is over, or None."""
     policies = topic.policies
-    if topic.ledger is None or (policies.size_quota is None and policies.time_quota is None):
+    if policies.size_quota is None and policies.time_quota is None:
         return None
     now = time.time() if now is None else now
     for sub in topic.subscriptions.values():
@@ -123,12 +162,12 @@ def evict_backlog(topic: Topic, now: float | None = None) -> int:
         time_quota = policies.time_quota
         if time_quota is not None and time_quota.policy == "consumer_backlog_eviction":
             cutoff = topic.find_entry_by_time(int((now - time_quota.limit) * 1000))
-            if sub.cursor.mark_delete + 1 < cutoff:
+            if sub.cursor.is_behind(cutoff):
                 evicted += sub.admin_ack_before(cutoff)
     return evicted
 
 
-def expired_subscriptions(topic: Topic, now: float) -> list[str]:
+def expired_subscriptions(topic: ExpiringTopic, now: float) -> list[str]:
     """Durable subscriptions without consumers for longer than the subscription expiration time."""
     minutes = topic.policies.subscription_expiration_minutes
     if minutes <= 0:
@@ -140,8 +179,8 @@ def expired_subscriptions(topic: Topic, now: float) -> list[str]:
     ]
 
 
-def topic_inactive(topic: Topic, expiry_seconds: float, now: float) -> bool:
+def topic_inactive(topic: ExpiringTopic, expiry_seconds: float, now: float) -> bool:
     """Whether a topic has had no producers and no subscriptions for ``expiry_seconds`` (0: never)."""
-    if expiry_seconds <= 0 or topic.producers or topic.subscriptions or topic.compaction_pin is not None:
+    if expiry_seconds <= 0 or topic.producers or topic.subscriptions:
         return False
     return now - topic.last_active > expiry_seconds

@@ -11,58 +11,42 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.policies import TopicPolicies
 from magnetar.broker.subscriptions.subscription import Subscription
-from magnetar.broker.topics.persistent import Topic
+from magnetar.broker.topics.base import Topic
 from magnetar.protocol.enums import InitialPosition, ServerError
-from magnetar.protocol.topic_name import TopicName
-from magnetar.storage import CursorState, Entry
+from magnetar.storage import Entry, ManagedCursor, NoEntries
 
 if TYPE_CHECKING:
-    from magnetar.broker.service import BrokerService
+    from magnetar.broker.config import BrokerConfig
     from magnetar.broker.subscriptions.consumer import Consumer
     from magnetar.broker.topics.producer import Producer
+    from magnetar.broker.transport import PublishContext
+    from magnetar.protocol.topic_name import TopicName
 
 log = logging.getLogger("magnetar.broker.topics.nonpersistent")
 
 
 class NonPersistentTopic(Topic):
-    """A topic kept only in memory; shares producer handling with persistent topics."""
+    """A topic kept only in memory: every message goes to the consumers connected right now."""
 
-    def __init__(self, service: BrokerService, topic_name: TopicName, ledger_id: int) -> None:
-        self.service = service
-        self.topic_name = topic_name
-        self.name = str(topic_name)
-        #: index of this partition of a partitioned topic (-1 when not a partition)
-        self.partition_index = topic_name.partition_index
-        self.ledger = None  # type: ignore[assignment]
-        self.ledger_id = ledger_id
-        self.producers = {}
-        self.subscriptions = {}
+    persistent: ClassVar[bool] = False
+
+    def __init__(self, topic_name: TopicName, ledger_id: int, *, config: BrokerConfig, producer_name_prefix: str) -> None:
+        super().__init__(topic_name, ledger_id, config, producer_name_prefix)
+        #: id of the last message published (ids count up from 0; nothing is kept)
         self.last_readable_id = -1
-        self.exclusive_producer = None
-        self._waiting = []
-        self.topic_epoch = 0
-        self.last_sequence_ids = {}
-        self.durable_sequence_ids = {}
-        self.dedup_enabled = False
-        self.dedup_dirty = False
-        self.policies = TopicPolicies()
-        self.quota_blocked = None
-        self.terminated = False
-        self.last_active = time.time()
-        self.closed = False
-        self.msg_in_counter = 0
-        self.bytes_in_counter = 0
         self.msg_dropped_counter = 0
 
-    def publish(
-        self, producer: Producer, sequence_id: int, highest_sequence_id: int, num_messages: int, entry: bytes, crc: int
-    ) -> None:
-        """Deliver to the connected consumers that can take it, and acknowledge at once."""
+    def check_quota_for_producer(self) -> None:
+        """Nothing is kept, so there is no backlog and no quota to exceed."""
+
+    # -- publishing ----------------------------------------------------------------------
+    def publish(self, producer: Producer, entry: bytes, crc: int, context: PublishContext) -> bool:
+        """Deliver to the connected consumers that can take it, and complete ``context`` at once."""
+        num_messages = context.num_messages
         self.last_readable_id += 1
         item = Entry(self.last_readable_id, entry, crc)
         for sub in list(self.subscriptions.values()):
@@ -72,8 +56,37 @@ class NonPersistentTopic(Topic):
         producer.bytes_in_counter += len(entry)
         self.msg_in_counter += num_messages
         self.bytes_in_counter += len(entry)
-        producer.connection.send_receipt(producer.producer_id, sequence_id, highest_sequence_id, self.ledger_id, item.entry_id)
+        context.completed(self.ledger_id, item.entry_id)
+        return False
 
+    def last_sequence_id(self, producer_name: str) -> int:
+        """Nothing is stored, so there is no deduplication state: -1."""
+        return -1
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def first_entry_id(self) -> int:
+        """Nothing is stored: one past the last message published."""
+        return self.last_readable_id + 1
+
+    @property
+    def last_entry_id(self) -> int:
+        """The last message published (-1 when none)."""
+        return self.last_readable_id
+
+    def last_message_id(self) -> tuple[int, int, int]:
+        """Not available: nothing is kept."""
+        raise BrokerError(ServerError.NotAllowedError, f"{self.name} is non-persistent: it has no last message id")
+
+    def find_entry_by_time(self, publish_time_ms: int) -> int:
+        """Not available: nothing is kept."""
+        raise BrokerError(ServerError.NotAllowedError, f"{self.name} is non-persistent: seek is not supported")
+
+    def start_position(self, ledger_id: int, entry_id: int) -> int:
+        """Not available: nothing is kept."""
+        raise BrokerError(ServerError.NotAllowedError, f"{self.name} is non-persistent: seek is not supported")
+
+    # -- subscriptions -------------------------------------------------------------------
     def subscribe(
         self,
         name: str,
@@ -98,22 +111,7 @@ class NonPersistentTopic(Topic):
     def cursor_moved(self, sub: Subscription) -> None:
         """Nothing to persist."""
 
-    def last_message_id(self) -> tuple[int, int, int]:
-        """Not available: nothing is kept."""
-        raise BrokerError(ServerError.NotAllowedError, f"{self.name} is non-persistent: it has no last message id")
-
-    def find_entry_by_time(self, publish_time_ms: int) -> int:
-        """Not available: nothing is kept."""
-        raise BrokerError(ServerError.NotAllowedError, f"{self.name} is non-persistent: seek is not supported")
-
-    def _start_position(self, ledger_id: int, entry_id: int) -> int:
-        raise BrokerError(ServerError.NotAllowedError, f"{self.name} is non-persistent: seek is not supported")
-
-    @property
-    def first_entry_id(self) -> int:
-        """Nothing is stored."""
-        return self.last_readable_id + 1
-
+    # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
         """Drop the topic."""
         self.closed = True
@@ -122,16 +120,12 @@ class NonPersistentTopic(Topic):
         """Nothing is stored."""
         return 0
 
-    def trim_position(self) -> int:
-        """Nothing to trim."""
-        return self.last_readable_id + 1
-
 
 class NonPersistentSubscription(Subscription):
     """A subscription on a non-persistent topic: live delivery only."""
 
     def __init__(self, topic: NonPersistentTopic, name: str) -> None:
-        super().__init__(topic, name, CursorState(), durable=False)
+        super().__init__(topic, name, ManagedCursor(NoEntries(), topic.name, name))
 
     def deliver_now(self, entry: Entry, messages: int) -> bool:
         """Hand one message to the consumer the dispatcher selects; False when dropped."""
@@ -141,10 +135,7 @@ class NonPersistentSubscription(Subscription):
         consumer = dispatcher.select(entry, messages)
         if consumer is None:
             return False
-        consumer.permits -= messages
-        consumer.msg_out_counter += messages
-        consumer.bytes_out_counter += len(entry.data)
-        consumer.connection.send_message(consumer.consumer_id, self.topic.ledger_id, entry, 0, None)
+        consumer.deliver_live(entry, messages)
         return True
 
     def flow(self, consumer: Consumer, permits: int) -> None:
@@ -168,6 +159,10 @@ class NonPersistentSubscription(Subscription):
 
     def redeliver_unacknowledged(self, consumer: Consumer, message_ids) -> None:  # noqa: ANN001
         """Nothing to redeliver: messages are not kept."""
+
+    def last_message_id(self, read_compacted: bool) -> tuple[int, int, int]:
+        """Not available: nothing is kept."""
+        return self.topic.last_message_id()
 
     def reset_cursor(self, entry_id: int) -> None:
         """Seek is meaningless without storage."""

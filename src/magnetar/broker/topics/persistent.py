@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.policies import TopicPolicies
 from magnetar.broker.subscriptions.subscription import Subscription
 from magnetar.broker.topics import lifecycle
-from magnetar.protocol.enums import InitialPosition, ProducerAccessMode, ServerError
+from magnetar.broker.topics.base import Topic
+from magnetar.protocol.enums import InitialPosition, ServerError
 from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
 from magnetar.protocol.topic_name import TopicName
-from magnetar.storage import CursorState, Entry, EntryNotFoundError, ManagedLedger, StorageError
+from magnetar.storage import (
+    CursorState,
+    Entry,
+    EntryNotFoundError,
+    ManagedCursor,
+    ManagedLedger,
+    StorageError,
+)
 
 if TYPE_CHECKING:
-    from magnetar.broker.service import BrokerService
-    from magnetar.broker.topics.compaction import CompactedView
+    from magnetar.broker.commit import GroupCommitter
+    from magnetar.broker.config import BrokerConfig
+    from magnetar.broker.policies import TopicPolicies
     from magnetar.broker.topics.producer import Producer
+    from magnetar.broker.transport import PublishContext
+    from magnetar.storage import CompactedView
 
 log = logging.getLogger("magnetar.broker.topics.persistent")
 
@@ -28,76 +37,68 @@ log = logging.getLogger("magnetar.broker.topics.persistent")
 EARLIEST_ID = (1 << 64) - 1
 LATEST_ID = (1 << 63) - 1
 
-_producer_names = itertools.count()
+__all__ = ["EARLIEST_ID", "LATEST_ID", "CursorListener", "PersistentTopic"]
 
 
-class Topic:
+class CursorListener(Protocol):
+    """Who opens a topic's durable cursors (they persist themselves) and trims its ledger (the service)."""
+
+    def open_cursor(self, topic: PersistentTopic, name: str, mark_delete: int) -> ManagedCursor:
+        """A new durable cursor of subscription ``name`` with entries up to ``mark_delete`` acknowledged."""
+
+    def maybe_trim(self, topic: PersistentTopic) -> None:
+        """Release whole segments every durable subscription has acknowledged, as retention allows."""
+
+
+class PersistentTopic(Topic):
     """One persistent topic (or one partition of a partitioned topic).
 
-    Publishing appends to the ledger at once; the SEND_RECEIPT goes out when the group commit
-    covering the entry completes (``on_durable``), which is also when subscriptions may read it.
+    Publishing appends to the ledger at once; the publish context completes (the session
+    sends the SEND_RECEIPT) when the group commit covering the entry completes
+    (``on_durable``), which is also when subscriptions may read it.
     """
 
+    persistent: ClassVar[bool] = True
     #: the latest message per key up to a horizon, when the topic was compacted (compaction.py)
     compacted: CompactedView | None = None
     #: while a compaction runs: the first entry it still has to read (not trimmed meanwhile)
     compaction_pin: int | None = None
 
-    def __init__(self, service: BrokerService, topic_name: TopicName, ledger: ManagedLedger) -> None:
-        self.service = service
-        self.topic_name = topic_name
-        self.name = str(topic_name)
-        #: index of this partition of a partitioned topic (-1 when not a partition)
-        self.partition_index = topic_name.partition_index
+    def __init__(
+        self,
+        topic_name: TopicName,
+        ledger: ManagedLedger,
+        *,
+        config: BrokerConfig,
+        committer: GroupCommitter,
+        cursors: CursorListener,
+        producer_name_prefix: str,
+    ) -> None:
+        super().__init__(topic_name, ledger.ledger_id, config, producer_name_prefix)
         self.ledger = ledger
-        self.ledger_id = ledger.ledger_id
-        self.producers: dict[str, Producer] = {}
-        self.subscriptions: dict[str, Subscription] = {}
+        self._committer = committer
+        self._cursors = cursors
         #: highest entry id consumers may read (covered by a completed sync)
         self.last_readable_id = ledger.last_entry_id
-        #: (producer, sequence id, highest sequence id, entry id gating the receipt, duplicate?, bytes)
-        self._receipts: deque[tuple[Producer, int, int, int, bool, int]] = deque()
+        #: (publish context, producer name, entry id gating its completion, duplicate?)
+        self._receipts: deque[tuple[PublishContext, str, int, bool]] = deque()
         #: highest sequence id appended per producer name (deduplication state)
         self.last_sequence_ids: dict[str, int] = {}
         #: entry id up to which ``last_sequence_ids`` was last persisted
         self.dedup_snapshot_entry_id = -1
         self.dedup_enabled = False
-        self.policies = TopicPolicies()
         #: the backlog quota policy in force while a quota is exceeded (producers are refused)
         self.quota_blocked: str | None = None
-        #: a terminated topic accepts no more messages
-        self.terminated = False
-        #: when a producer or subscription last came or went (inactive-topic expiry)
-        self.last_active = time.time()
         #: per producer, the highest sequence id whose entry is durable (what snapshots persist)
         self.durable_sequence_ids: dict[str, int] = {}
-        self.dedup_dirty = False
-        #: the Exclusive / ExclusiveWithFencing / promoted WaitForExclusive producer, if any
-        self.exclusive_producer: Producer | None = None
-        self._waiting: list[Producer] = []
-        #: bumped each time a producer takes exclusive access; fenced producers carry an older one
-        self.topic_epoch = 0
-        self.closed = False
-        self.msg_in_counter = 0
-        self.bytes_in_counter = 0
 
-    # -- producers -----------------------------------------------------------------------
-    def add_producer(self, producer: Producer) -> bool:
-        """Attach a producer, enforcing names and access modes.
+    def apply_policies(self, policies: TopicPolicies) -> None:
+        """Take newly resolved policies (deduplication among them); they apply at once."""
+        self.dedup_enabled = policies.deduplication
+        super().apply_policies(policies)
 
-        Returns False when a WaitForExclusive producer was queued behind the current holder
-        (it is attached later, and told so through its connection); raises BrokerError when
-        the producer is refused.
-        """
-        if producer.name in self.producers or any(p.name == producer.name for p in self._waiting):
-            raise BrokerError(
-                ServerError.ProducerBusy, f"producer with name {producer.name!r} is already connected to {self.name}"
-            )
-        if self.terminated:
-            raise BrokerError(ServerError.TopicTerminatedError, f"topic {self.name} was terminated")
-        limit = self.policies.max_producers
-        if limit > 0 and len(self.producers) >= limit:
-            raise BrokerError(ServerError.ProducerBusy, f"topic {self.name} reached its maximum of {limit} producers")
+    def check_quota_for_producer(self) -> None:
+        """Refuse new producers while a backlog quota with a producer-blocking policy is exceeded."""
         blocked = self.quota_blocked or lifecycle.quota_exceeded(self)
         if blocked in ("producer_request_hold", "producer_exception"):
             self.quota_blocked = blocked
@@ -107,100 +108,41 @@ class Topic:
                 else ServerError.ProducerBlockedQuotaExceededException
             )
             raise BrokerError(code, f"cannot create producer on {self.name}: backlog quota exceeded ({blocked})")
-        mode = producer.access_mode
-        holder = self.exclusive_producer
-        if mode == ProducerAccessMode.Shared:
-            if holder is not None or self._waiting:
-                name = holder.name if holder is not None else self._waiting[0].name
-                raise BrokerError(ServerError.ProducerBusy, f"topic {self.name} has an exclusive producer {name!r}")
-        elif mode == ProducerAccessMode.Exclusive:
-            if holder is not None or self.producers:
-                raise BrokerError(
-                    ServerError.ProducerFenced,
-                    f"topic {self.name} has existing producers; exclusive access refused",
-                )
-            self._take_exclusive(producer)
-        elif mode == ProducerAccessMode.ExclusiveWithFencing:
-            for waiting in self._waiting:
-                waiting.connection.refuse_waiting_producer(waiting, f"fenced by producer {producer.name!r}")
-            self._waiting.clear()
-            for old in list(self.producers.values()):
-                old.connection.close_producer_by_broker(old)
-            self._take_exclusive(producer)
-        elif mode == ProducerAccessMode.WaitForExclusive:
-            if holder is not None or self.producers:
-                self._waiting.append(producer)
-                return False
-            self._take_exclusive(producer)
-        self.producers[producer.name] = producer
-        return True
-
-    def _take_exclusive(self, producer: Producer) -> None:
-        if producer.topic_epoch is not None and producer.topic_epoch < self.topic_epoch:
-            raise BrokerError(
-                ServerError.ProducerFenced,
-                f"producer {producer.name!r} was fenced: topic epoch {producer.topic_epoch} < {self.topic_epoch}",
-            )
-        self.topic_epoch = max(self.topic_epoch + 1, producer.topic_epoch or 0)
-        self.exclusive_producer = producer
-
-    def remove_producer(self, producer: Producer) -> None:
-        """Detach a producer; a waiting exclusive producer may take over."""
-        producer.closed = True
-        self.last_active = time.time()
-        if producer in self._waiting:
-            self._waiting.remove(producer)
-            return
-        if self.producers.get(producer.name) is producer:
-            del self.producers[producer.name]
-        if self.exclusive_producer is producer:
-            self.exclusive_producer = None
-        while self._waiting and not self.producers:
-            nxt = self._waiting.pop(0)
-            if nxt.closed:
-                continue
-            self._take_exclusive(nxt)
-            self.producers[nxt.name] = nxt
-            nxt.connection.producer_ready(nxt)
-
-    def generate_producer_name(self) -> str:
-        """A producer name unique on this broker, for producers that did not choose one."""
-        return f"standalone-{self.service.instance_id}-{next(_producer_names)}"
 
     # -- publishing ----------------------------------------------------------------------
-    def publish(
-        self, producer: Producer, sequence_id: int, highest_sequence_id: int, num_messages: int, entry: bytes, crc: int
-    ) -> None:
-        """Append one entry; its receipt is sent once it is durable. Raises StorageError.
+    def publish(self, producer: Producer, entry: bytes, crc: int, context: PublishContext) -> bool:
+        """Append one entry; ``context`` completes once it is durable. Raises StorageError.
 
         With deduplication enabled, an entry whose (highest) sequence id is not above the last
-        one stored for its producer name is not stored; its receipt (with message id -1:-1)
-        still goes out, after the receipts of everything before it.
+        one stored for its producer name is not stored; its context completes as a duplicate
+        (the receipt carries message id -1:-1), after everything before it.
         """
         if self.terminated:
-            producer.connection.send_send_error(
-                producer.producer_id, sequence_id, ServerError.TopicTerminatedError, f"topic {self.name} was terminated"
-            )
-            return
-        sequence = highest_sequence_id if highest_sequence_id > sequence_id else sequence_id
-        last = self.last_sequence_ids.get(producer.name, -1)
+            context.failed(ServerError.TopicTerminatedError, f"topic {self.name} was terminated")
+            return False
+        sequence_id = context.sequence_id
+        highest = context.highest_sequence_id
+        sequence = highest if highest > sequence_id else sequence_id
+        name = producer.name
+        last = self.last_sequence_ids.get(name, -1)
         if self.dedup_enabled and sequence <= last:
             gate = self.ledger.last_entry_id
             if not self._receipts and gate <= self.last_readable_id:
-                producer.connection.send_receipt(producer.producer_id, sequence_id, highest_sequence_id, -1, -1)
+                context.duplicate()
             else:
-                self._receipts.append((producer, sequence_id, highest_sequence_id, gate, True, 0))
-            return
+                self._receipts.append((context, name, gate, True))
+            return False
         entry_id = self.ledger.append(entry, crc)
         if sequence > last:
-            self.last_sequence_ids[producer.name] = sequence
-        self._receipts.append((producer, sequence_id, highest_sequence_id, entry_id, False, len(entry)))
-        producer.connection.publish_started(len(entry))
+            self.last_sequence_ids[name] = sequence
+        self._receipts.append((context, name, entry_id, False))
+        num_messages = context.num_messages
         producer.msg_in_counter += num_messages
         producer.bytes_in_counter += len(entry)
         self.msg_in_counter += num_messages
         self.bytes_in_counter += len(entry)
-        self.service.committer.appended(self)
+        self._committer.appended(self)
+        return True
 
     def last_sequence_id(self, producer_name: str) -> int:
         """What PRODUCER_SUCCESS reports: the producer's last stored sequence id under dedup, else -1."""
@@ -210,7 +152,7 @@ class Topic:
         """Accept no more messages; returns (ledger id, entry id) of the last one."""
         self.terminated = True
         for producer in list(self.producers.values()):
-            producer.connection.close_producer_by_broker(producer)
+            producer.close_by_broker()
         return self.ledger_id, self.ledger.last_entry_id
 
     def restore_sequence_ids(self, snapshot: dict[str, int], snapshot_entry_id: int) -> None:
@@ -240,36 +182,28 @@ class Topic:
         return self.last_readable_id, dict(self.durable_sequence_ids)
 
     def on_durable(self, last_durable_id: int) -> None:
-        """Entries up to ``last_durable_id`` are safe: send their receipts, let consumers read them."""
+        """Entries up to ``last_durable_id`` are safe: complete their publishes, let consumers read them."""
         receipts = self._receipts
         ledger_id = self.ledger_id
-        while receipts and receipts[0][3] <= last_durable_id:
-            producer, sequence_id, highest, entry_id, duplicate, size = receipts.popleft()
-            if size:
-                producer.connection.publish_done(size)
-            if not duplicate:
-                self.durable_sequence_ids[producer.name] = max(sequence_id, highest)
+        durable = self.durable_sequence_ids
+        while receipts and receipts[0][2] <= last_durable_id:
+            context, name, entry_id, duplicate = receipts.popleft()
+            if duplicate:
+                context.duplicate()
+            else:
+                durable[name] = max(context.sequence_id, context.highest_sequence_id)
                 self.dedup_dirty = True
-            if not producer.closed:
-                if duplicate:
-                    producer.connection.send_receipt(producer.producer_id, sequence_id, highest, -1, -1)
-                else:
-                    producer.connection.send_receipt(producer.producer_id, sequence_id, highest, ledger_id, entry_id)
+                context.completed(ledger_id, entry_id)
         if last_durable_id > self.last_readable_id:
             self.last_readable_id = last_durable_id
             for sub in self.subscriptions.values():
                 sub.schedule_dispatch()
 
     def on_sync_failed(self, error: BaseException) -> None:
-        """A sync failed: every producer still waiting gets a PersistenceError."""
+        """A sync failed: every publish still waiting fails with a PersistenceError."""
         while self._receipts:
-            producer, sequence_id, _, _, _, size = self._receipts.popleft()
-            if size:
-                producer.connection.publish_done(size)
-            if not producer.closed:
-                producer.connection.send_send_error(
-                    producer.producer_id, sequence_id, ServerError.PersistenceError, f"storage failure: {error}"
-                )
+            context = self._receipts.popleft()[0]
+            context.failed(ServerError.PersistenceError, f"storage failure: {error}")
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -352,19 +286,20 @@ class Topic:
         if read_compacted and view is not None and view.first_id is not None:
             earliest = min(earliest, view.first_id)
         if start_message_id is not None:
-            mark_delete = self._start_position(*start_message_id, earliest=earliest) - 1
+            mark_delete = self.start_position(*start_message_id, earliest=earliest) - 1
         elif initial_position == InitialPosition.Earliest:
             mark_delete = earliest - 1
         else:
             mark_delete = self.last_readable_id
-        cursor = CursorState(mark_delete=mark_delete)
-        sub = Subscription(self, name, cursor, durable=durable)
-        self.subscriptions[name] = sub
         if durable:
-            self.service.cursor_dirty(self, sub)
+            cursor = self._cursors.open_cursor(self, name, mark_delete)
+        else:
+            cursor = ManagedCursor(self.ledger, self.name, name, CursorState(mark_delete))
+        sub = Subscription(self, name, cursor)
+        self.subscriptions[name] = sub
         return sub
 
-    def _start_position(self, ledger_id: int, entry_id: int, earliest: int | None = None) -> int:
+    def start_position(self, ledger_id: int, entry_id: int, earliest: int | None = None) -> int:
         """First entry to deliver for a start message id (earliest, latest or a real id)."""
         if earliest is None:
             earliest = self.ledger.first_entry_id
@@ -378,47 +313,30 @@ class Topic:
             return self.last_readable_id + 1
         return min(max(entry_id, earliest), self.last_readable_id + 1)
 
-    def restore_subscription(self, name: str, state: bytes) -> None:
+    def restore_subscription(self, cursor: ManagedCursor) -> None:
         """Recreate a durable subscription from its persisted cursor."""
-        cursor = CursorState.from_bytes(state)
-        self.subscriptions[name] = Subscription(self, name, cursor, durable=True)
+        self.subscriptions[cursor.name] = Subscription(self, cursor.name, cursor)
 
     def remove_subscription(self, name: str) -> None:
         """Forget a subscription (unsubscribe, or the last reader of a non-durable one left)."""
         self.last_active = time.time()
         sub = self.subscriptions.pop(name, None)
-        if sub is not None and sub.durable:
-            self.service.cursor_deleted(self, name)
-        self.service.maybe_trim(self)
+        if sub is not None:
+            sub.cursor.delete()
+        self._cursors.maybe_trim(self)
 
     def cursor_moved(self, sub: Subscription) -> None:
-        """A subscription acknowledged something: persist it soon, maybe free segments."""
-        if sub.durable:
-            self.service.cursor_dirty(self, sub)
+        """Nothing to do: a durable cursor that changes registers itself for persistence."""
 
     def trim_position(self) -> int:
         """Entries below this id are acknowledged by every durable subscription (and, on a compacted
         topic, compacted: like Pulsar's ``__compaction`` cursor, without showing as a subscription)."""
-        positions = [s.cursor.mark_delete + 1 for s in self.subscriptions.values() if s.durable]
+        positions = [s.cursor.trim_position for s in self.subscriptions.values() if s.cursor.durable]
         if self.compacted is not None:
             positions.append(self.compacted.horizon + 1)
         if self.compaction_pin is not None:
             positions.append(self.compaction_pin)
         return min(positions) if positions else self.last_readable_id + 1
-
-    def unsubscribe(self, consumer_sub: Subscription, force: bool, requester) -> None:  # noqa: ANN001
-        """Delete a subscription on a consumer's request (refused while others are attached)."""
-        others = [c for c in consumer_sub.consumers if c is not requester]
-        if others and not force:
-            raise BrokerError(
-                ServerError.ConsumerBusy, f"subscription {consumer_sub.name} has other connected consumers"
-            )
-        for c in list(consumer_sub.consumers):
-            if c is not requester:
-                c.connection.close_consumer_by_broker(c)
-        consumer_sub.remove_consumer(requester)
-        if consumer_sub.name in self.subscriptions:
-            self.remove_subscription(consumer_sub.name)
 
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
@@ -431,6 +349,3 @@ class Topic:
     def stats_storage_size(self) -> int:
         """Bytes of segment files this topic holds."""
         return self.ledger.size_bytes
-
-    def __repr__(self) -> str:
-        return f"Topic({self.name})"

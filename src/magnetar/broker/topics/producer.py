@@ -1,19 +1,35 @@
-"""A producer attached to a topic: identity, access mode and counters."""
+"""A producer attached to a topic: identity, access mode, counters and its session."""
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from magnetar.protocol.enums import ProducerAccessMode
 
 if TYPE_CHECKING:
-    from magnetar.broker.session.connection import ServerConnection
-    from magnetar.broker.topics.persistent import Topic
+    from magnetar.broker.transport import ProducerTransport, PublishContext
+
+
+class ProducerTopic(Protocol):
+    """What a producer and its session use of the topic it publishes to."""
+
+    name: str
+    #: bumped each time a producer takes exclusive access
+    topic_epoch: int
+
+    def publish(self, producer: Producer, entry: bytes, crc: int, context: PublishContext) -> bool:
+        """Store one entry; True when it was appended and its context completes once durable."""
+
+    def last_sequence_id(self, producer_name: str) -> int:
+        """The producer's last stored sequence id under deduplication, else -1."""
+
+    def remove_producer(self, producer: Producer) -> None:
+        """Detach a producer."""
 
 
 class Producer:
-    """One PRODUCER registration: (connection, producer id) publishing to one topic."""
+    """One PRODUCER registration: (session, producer id) publishing to one topic."""
 
     __slots__ = (
         "connection",
@@ -34,16 +50,17 @@ class Producer:
 
     def __init__(
         self,
-        connection: ServerConnection,
+        connection: ProducerTransport,
         producer_id: int,
         name: str,
-        topic: Topic,
+        topic: ProducerTopic,
         access_mode: ProducerAccessMode,
         user_provided_name: bool,
         metadata: dict[str, str] | None = None,
         request_id: int = 0,
         topic_epoch: int | None = None,
     ) -> None:
+        #: the session this producer's client is connected through
         self.connection = connection
         self.producer_id = producer_id
         self.name = name
@@ -61,6 +78,20 @@ class Producer:
         self.topic_epoch = topic_epoch
         #: the schema version this producer publishes with (None: no schema)
         self.schema_version: int | None = None
+
+    def close_by_broker(self) -> None:
+        """Detach the producer from its topic and tell its client (fencing, termination, quota, deletion)."""
+        self.topic.remove_producer(self)
+        self.connection.producer_closed_by_broker(self.producer_id)
+
+    def refuse(self, reason: str) -> None:
+        """A queued WaitForExclusive producer lost its turn: it is closed, its request fails."""
+        self.closed = True
+        self.connection.producer_refused(self.producer_id, reason)
+
+    def became_ready(self) -> None:
+        """A queued WaitForExclusive producer now holds the topic: its request succeeds."""
+        self.connection.producer_ready(self.producer_id)
 
     def __repr__(self) -> str:
         return f"Producer({self.name!r} id={self.producer_id} on {self.topic.name})"

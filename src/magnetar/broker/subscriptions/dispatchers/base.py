@@ -12,15 +12,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
 
 from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
 from magnetar.protocol.schema import MessageMetadata
 
 if TYPE_CHECKING:
+    from magnetar.broker.config import BrokerConfig
     from magnetar.broker.subscriptions.consumer import Consumer
-    from magnetar.broker.subscriptions.subscription import Subscription
-    from magnetar.storage import Entry
+    from magnetar.broker.subscriptions.delayed import DelayedDeliveryTracker
+    from magnetar.protocol.topic_name import TopicName
+    from magnetar.storage import Entry, ManagedCursor
 
 log = logging.getLogger("magnetar.broker.dispatch")
 
@@ -36,10 +39,75 @@ def entry_metadata(entry: Entry) -> MessageMetadata | None:
         return None
 
 
+class DispatchedTopic(Protocol):
+    """What a dispatcher uses of its subscription's topic."""
+
+    name: str
+    topic_name: TopicName
+    config: BrokerConfig
+    #: highest entry id consumers may read
+    last_readable_id: int
+
+
+class DispatchedSubscription(Protocol):
+    """What a dispatcher uses of its subscription: the cursor, the redelivery set, the limits."""
+
+    name: str
+    topic: DispatchedTopic
+    cursor: ManagedCursor
+    #: entries waiting for their deliver_at_time (None: delivered at once)
+    delayed: DelayedDeliveryTracker | None
+    #: entries dispatched before that must go out again
+    redelivery: set[int]
+    redelivery_counts: dict[int, int]
+    batch_index_ack_enabled: bool
+
+    @property
+    def read_position(self) -> int:
+        """The next entry never dispatched."""
+        ...
+
+    def blocked_on_unacked(self) -> bool:
+        """Whether the subscription as a whole has too many unacknowledged messages."""
+        ...
+
+    def after_delivery(self) -> None:
+        """Check the limits after a dispatch run."""
+        ...
+
+    def take_redeliveries(self, limit: int) -> list[int]:
+        """Remove and return up to ``limit`` of the lowest entry ids awaiting redelivery."""
+        ...
+
+    def return_redeliveries(self, entry_ids: Iterable[int]) -> None:
+        """Put back entries taken for redelivery but not sent."""
+        ...
+
+    def read_new_entries(self, count: int) -> list[Entry]:
+        """Up to ``count`` entries from the read position on."""
+        ...
+
+    def read_entry_list(self, entry_ids: list[int]) -> list[Entry]:
+        """The given entries (for redelivery)."""
+        ...
+
+    def delivery_ack_set(self, entry: Entry) -> list[int] | None:
+        """The ack set sent with an entry."""
+        ...
+
+    def notify_active(self, consumers: list[Consumer], active: Consumer, only: Consumer | None = None) -> None:
+        """Tell Failover consumers which of them is active."""
+        ...
+
+    def take_back(self, consumer: Consumer) -> None:
+        """Queue every entry in flight to ``consumer`` for redelivery."""
+        ...
+
+
 class Dispatcher:
     """Base dispatcher: owns the consumer list and the dispatch loop; subclasses select."""
 
-    def __init__(self, subscription: Subscription) -> None:
+    def __init__(self, subscription: DispatchedSubscription) -> None:
         self.subscription = subscription
         self.consumers: list[Consumer] = []
         self._scheduled = False
@@ -102,7 +170,7 @@ class Dispatcher:
         sub = self.subscription
         topic = sub.topic
         cursor = sub.cursor
-        batch = topic.service.config.dispatch_batch_entries
+        batch = topic.config.dispatch_batch_entries
         delayed = sub.delayed
         now_ms = int(time.time() * 1000)
         budget = _RUN_BUDGET
@@ -140,8 +208,8 @@ class Dispatcher:
             rest = entries[sent_upto + 1 :]
             if redelivering:
                 sub.return_redeliveries(e.entry_id for e in rest)
-            else:
-                sub.read_position = entries[sent_upto].entry_id + 1 if sent_upto >= 0 else entries[0].entry_id
+            elif rest:
+                cursor.rewind_to(rest[0].entry_id)
             if rest:
                 return
         self.schedule()

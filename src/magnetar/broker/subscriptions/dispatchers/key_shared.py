@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.subscriptions.dispatchers.base import Dispatcher, entry_metadata
+from magnetar.broker.subscriptions.dispatchers.base import DispatchedSubscription, Dispatcher, entry_metadata
 from magnetar.broker.subscriptions.selectors import (
     ConsumerSelector,
     make_selector,
@@ -42,7 +42,6 @@ from magnetar.protocol.enums import KeySharedMode, ServerError
 
 if TYPE_CHECKING:
     from magnetar.broker.subscriptions.consumer import Consumer
-    from magnetar.broker.subscriptions.subscription import Subscription
     from magnetar.protocol.schema import MessageMetadata
     from magnetar.storage import Entry
 
@@ -104,7 +103,7 @@ def _describe(mode: KeySharedMode, allow_out_of_order: bool) -> str:
 class KeySharedDispatcher(Dispatcher):
     """Dispatches each entry to the consumer owning its sticky-key hash."""
 
-    def __init__(self, subscription: Subscription) -> None:
+    def __init__(self, subscription: DispatchedSubscription) -> None:
         super().__init__(subscription)
         self.mode = KeySharedMode.AUTO_SPLIT
         self.allow_out_of_order = False
@@ -132,7 +131,7 @@ class KeySharedDispatcher(Dispatcher):
                 )
             selector = self.selector
         else:
-            selector = make_selector(mode, sub.topic.service.config.key_shared_selector)
+            selector = make_selector(mode, sub.topic.config.key_shared_selector)
         assert selector is not None
         selector.add_consumer(consumer)
         if not self.consumers:
@@ -248,7 +247,6 @@ class KeySharedDispatcher(Dispatcher):
         redelivery = sub.redelivery
         if not redelivery:
             return True, budget
-        topic = sub.topic
         cursor = sub.cursor
         delayed = sub.delayed
         now_ms = int(time.time() * 1000)
@@ -265,7 +263,7 @@ class KeySharedDispatcher(Dispatcher):
             known = self._keys.get(eid)
             entry = None
             if known is None:
-                found = topic.read_entry_list([eid])
+                found = cursor.read_ids([eid])
                 if not found:  # trimmed meanwhile
                     redelivery.discard(eid)
                     self._forget(eid)
@@ -290,7 +288,7 @@ class KeySharedDispatcher(Dispatcher):
                     return False, budget
                 continue
             if entry is None:
-                found = topic.read_entry_list([eid])
+                found = cursor.read_ids([eid])
                 if not found:
                     redelivery.discard(eid)
                     self._forget(eid)
@@ -309,20 +307,15 @@ class KeySharedDispatcher(Dispatcher):
         cursor = sub.cursor
         redelivery = sub.redelivery
         delayed = sub.delayed
-        batch = topic.service.config.dispatch_batch_entries
+        batch = topic.config.dispatch_batch_entries
         limit = self._lookahead_limit()
         now_ms = int(time.time() * 1000)
         while budget > 0 and len(redelivery) < limit and self.has_capacity():
-            first = max(sub.read_position, topic.first_entry_id)
-            last = min(topic.last_readable_id, first + self.read_limit(batch) - 1)
-            if first > last:
-                return budget
-            entries = topic.read_entries(first, last)
+            entries = cursor.read_entries(self.read_limit(batch), topic.last_readable_id)
             if not entries:
                 return budget
             for entry in entries:
                 eid = entry.entry_id
-                sub.read_position = eid + 1
                 if cursor.is_acked(eid):
                     continue
                 budget -= 1
@@ -341,5 +334,6 @@ class KeySharedDispatcher(Dispatcher):
                 else:
                     self._send(consumer, entry, messages)
                 if budget <= 0 or len(redelivery) >= limit or not self.has_capacity():
+                    cursor.rewind_to(eid + 1)  # the entries after this one were read, not looked at
                     return budget
         return budget

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from magnetar.broker.subscriptions.dispatchers.base import Dispatcher
+from magnetar.broker.subscriptions.dispatchers.base import DispatchedSubscription, Dispatcher
 
 if TYPE_CHECKING:
     from magnetar.broker.subscriptions.consumer import Consumer
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 class RoundRobinDispatcher(Dispatcher):
     """Each entry to exactly one consumer, taking turns among those that can take it."""
 
-    def __init__(self, subscription) -> None:  # noqa: ANN001 - Subscription, import cycle
+    def __init__(self, subscription: DispatchedSubscription) -> None:
         super().__init__(subscription)
         self._next = 0
 

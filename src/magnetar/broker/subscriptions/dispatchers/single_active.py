@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from magnetar.broker.subscriptions.dispatchers.base import Dispatcher
+from magnetar.broker.subscriptions.dispatchers.base import DispatchedSubscription, Dispatcher
 
 if TYPE_CHECKING:
     from magnetar.broker.subscriptions.consumer import Consumer
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 class SingleActiveDispatcher(Dispatcher):
     """Dispatches to the active consumer only, telling consumers when the active one changes."""
 
-    def __init__(self, subscription) -> None:  # noqa: ANN001 - Subscription, import cycle
+    def __init__(self, subscription: DispatchedSubscription) -> None:
         super().__init__(subscription)
         self.active: Consumer | None = None
 

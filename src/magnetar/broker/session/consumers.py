@@ -1,0 +1,181 @@
+"""Consumer commands of a session: SUBSCRIBE, FLOW, ACK, redelivery, seek, unsubscribe, stats."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.schemas import schema_from_wire
+from magnetar.broker.schemas.topics import topic_is_active
+from magnetar.broker.session.base import SessionBase
+from magnetar.broker.subscriptions.consumer import Consumer
+from magnetar.broker.subscriptions.dispatchers.key_shared import check_key_shared_meta
+from magnetar.protocol.commands import u64
+from magnetar.protocol.enums import AckType, CommandType, InitialPosition, ServerError, SubType
+from magnetar.protocol.schema import BaseCommand, KeySharedMeta
+
+if TYPE_CHECKING:
+    from magnetar.broker.subscriptions.subscription import Subscription
+    from magnetar.protocol.framing import Frame
+
+
+class ConsumerCommands(SessionBase):
+    """The consumer commands of a session."""
+
+    def _on_subscribe(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.subscribe
+        existing = self.consumers.get(req.consumer_id)
+        if existing is not None:
+            if existing.subscription.name == req.subscription and not existing.closed:
+                self.send_success(req.request_id)
+                return
+            raise BrokerError(ServerError.ConsumerBusy, f"consumer id {req.consumer_id} is already in use on this connection")
+        if not req.subscription:
+            raise BrokerError(ServerError.InvalidTopicName, "subscription name is empty")
+        try:
+            sub_type = SubType(req.sub_type)
+        except ValueError:
+            raise BrokerError(ServerError.NotAllowedError, f"unknown subscription type {req.sub_type}") from None
+        consumer_name = req.consumer_name or f"consumer-{req.consumer_id}"
+        key_shared_meta = None
+        if sub_type == SubType.Key_Shared:
+            if req.HasField("key_shared_meta"):
+                key_shared_meta = KeySharedMeta()
+                key_shared_meta.CopyFrom(req.key_shared_meta)
+            check_key_shared_meta(key_shared_meta, consumer_name)
+        name = self.service.parse_topic(req.topic)
+        topic = self.service.get_topic(name, create=req.force_topic_creation)
+        existing_sub = topic.subscriptions.get(req.subscription)
+        if existing_sub is not None:
+            existing_sub.check_can_add(sub_type)
+        if req.HasField("schema"):
+            self.service.schemas.consumer_schema(name, schema_from_wire(req.schema), topic_is_active(topic))
+        start = None
+        if req.HasField("start_message_id") and not req.durable:
+            start = (req.start_message_id.ledger_id, req.start_message_id.entry_id)
+        try:
+            position = InitialPosition(req.initial_position)
+        except ValueError:
+            position = InitialPosition.Latest
+        sub = topic.subscribe(
+            req.subscription, durable=req.durable, initial_position=position, start_message_id=start,
+            read_compacted=req.read_compacted,
+        )
+        consumer: Consumer[Subscription] = Consumer(
+            self, req.consumer_id, consumer_name, sub, sub_type, req.priority_level,
+            req.read_compacted, {kv.key: kv.value for kv in req.metadata},
+        )
+        consumer.key_shared_meta = key_shared_meta
+        try:
+            sub.add_consumer(consumer)
+        except BrokerError:
+            if not sub.consumers and not sub.durable:
+                topic.remove_subscription(sub.name)
+            raise
+        self.consumers[req.consumer_id] = consumer
+        self.send_success(req.request_id)
+
+    def _on_flow(self, command: BaseCommand, frame: Frame) -> None:
+        flow = command.flow
+        consumer = self.consumers.get(flow.consumer_id)
+        if consumer is not None:
+            consumer.subscription.flow(consumer, flow.message_permits)
+
+    def _on_ack(self, command: BaseCommand, frame: Frame) -> None:
+        ack = command.ack
+        consumer = self.consumers.get(ack.consumer_id)
+        if consumer is not None:
+            consumer.subscription.acknowledge(consumer, ack.ack_type == AckType.Cumulative, ack.message_id)
+        if ack.HasField("request_id"):
+            cmd = BaseCommand(type=CommandType.ACK_RESPONSE)
+            cmd.ack_response.consumer_id = ack.consumer_id
+            cmd.ack_response.request_id = ack.request_id
+            if consumer is None:
+                cmd.ack_response.error = ServerError.ConsumerNotFound
+                cmd.ack_response.message = f"consumer {ack.consumer_id} not found"
+            self.send_command(cmd)
+
+    def _on_redeliver(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.redeliver_unacknowledged_messages
+        consumer = self.consumers.get(req.consumer_id)
+        if consumer is not None:
+            ids = list(req.message_ids) if len(req.message_ids) else None
+            consumer.subscription.redeliver_unacknowledged(consumer, ids)
+
+    def _on_close_consumer(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.close_consumer
+        consumer = self.consumers.pop(req.consumer_id, None)
+        if consumer is not None:
+            consumer.subscription.remove_consumer(consumer)
+        self.send_success(req.request_id)
+
+    def _on_unsubscribe(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.unsubscribe
+        consumer = self._consumer(req.consumer_id)
+        sub = consumer.subscription
+        sub.topic.unsubscribe(sub, req.force, consumer)
+        self.consumers.pop(req.consumer_id, None)
+        self.send_success(req.request_id)
+
+    def _consumer(self, consumer_id: int) -> Consumer[Subscription]:
+        consumer = self.consumers.get(consumer_id)
+        if consumer is None:
+            raise BrokerError(ServerError.ConsumerNotFound, f"consumer {consumer_id} is not open on this connection")
+        return consumer
+
+    def _on_get_last_message_id(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.get_last_message_id
+        consumer = self._consumer(req.consumer_id)
+        sub = consumer.subscription
+        ledger_id, entry_id, batch_index = sub.last_message_id(consumer.read_compacted)
+        cmd = BaseCommand(type=CommandType.GET_LAST_MESSAGE_ID_RESPONSE)
+        resp = cmd.get_last_message_id_response
+        resp.request_id = req.request_id
+        resp.last_message_id.ledger_id = ledger_id
+        resp.last_message_id.entry_id = u64(entry_id)
+        if batch_index >= 0:
+            resp.last_message_id.batch_index = batch_index
+        resp.consumer_mark_delete_position.ledger_id = ledger_id
+        resp.consumer_mark_delete_position.entry_id = u64(sub.cursor.mark_delete)
+        self.send_command(cmd)
+
+    def _on_seek(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.seek
+        consumer = self._consumer(req.consumer_id)
+        sub = consumer.subscription
+        topic = sub.topic
+        if req.HasField("message_publish_time"):
+            target = topic.find_entry_by_time(req.message_publish_time)
+        elif req.HasField("message_id"):
+            mid = req.message_id
+            target = topic.start_position(mid.ledger_id, mid.entry_id)
+        else:
+            raise BrokerError(ServerError.NotAllowedError, "SEEK needs a message id or a publish time")
+        sub.reset_cursor(target)
+        self.send_success(req.request_id)
+
+    def _on_consumer_stats(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.consumer_stats
+        cmd = BaseCommand(type=CommandType.CONSUMER_STATS_RESPONSE)
+        resp = cmd.consumer_stats_response
+        resp.request_id = req.request_id
+        consumer = self.consumers.get(req.consumer_id)
+        if consumer is None:
+            resp.error_code = ServerError.ConsumerNotFound
+            resp.error_message = f"consumer {req.consumer_id} is not open on this connection"
+        else:
+            sub = consumer.subscription
+            resp.consumer_name = consumer.name
+            resp.available_permits = max(0, consumer.permits)
+            resp.unacked_messages = consumer.unacked_messages
+            resp.blocked_consumer_on_unacked_msgs = consumer.blocked
+            resp.address = self.peer
+            resp.connected_since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(consumer.connected_since))
+            resp.type = sub.sub_type.name if sub.sub_type is not None else ""
+            resp.msg_backlog = sub.backlog()
+            resp.msg_rate_out = 0.0
+            resp.msg_throughput_out = 0.0
+            resp.msg_rate_redeliver = 0.0
+            resp.msg_rate_expired = 0.0
+        self.send_command(cmd)

@@ -1,0 +1,152 @@
+"""Session commands that are not about one producer or consumer.
+
+CONNECT, PING / PONG, PARTITIONED_METADATA, LOOKUP, GET_TOPICS_OF_NAMESPACE, GET_SCHEMA and
+GET_OR_CREATE_SCHEMA: they ask the service about names, namespaces and schemas.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.schemas import schema_from_wire, version_from_bytes, version_to_bytes
+from magnetar.broker.schemas.registry import type_to_wire
+from magnetar.broker.service import SERVER_VERSION
+from magnetar.broker.session.base import SessionBase
+from magnetar.protocol import commands
+from magnetar.protocol.enums import (
+    MIN_PROTOCOL_VERSION,
+    PROTOCOL_VERSION,
+    CommandType,
+    LookupType,
+    PartitionedMetadataResult,
+    ServerError,
+    TopicsMode,
+)
+from magnetar.protocol.framing import ProtocolError
+from magnetar.protocol.schema import BaseCommand
+
+if TYPE_CHECKING:
+    from magnetar.protocol.framing import Frame
+
+
+class LookupCommands(SessionBase):
+    """Connection-level, lookup and schema commands of a session."""
+
+    def _on_connect(self, command: BaseCommand, frame: Frame) -> None:
+        if self.connected:
+            raise ProtocolError("second CONNECT on a connection")
+        c = command.connect
+        self.client_version = c.client_version
+        self.protocol_version = c.protocol_version
+        self.connected = True
+        cmd = BaseCommand(type=CommandType.CONNECTED)
+        cmd.connected.server_version = SERVER_VERSION
+        cmd.connected.protocol_version = max(MIN_PROTOCOL_VERSION, min(PROTOCOL_VERSION, c.protocol_version or PROTOCOL_VERSION))
+        cmd.connected.max_message_size = self.service.config.max_message_size
+        cmd.connected.feature_flags.supports_auth_refresh = False
+        self.send_command(cmd)
+
+    def _on_ping(self, command: BaseCommand, frame: Frame) -> None:
+        self.write(commands.PONG_FRAME)
+
+    def _on_pong(self, command: BaseCommand, frame: Frame) -> None:
+        pass
+
+    def _on_partitioned_metadata(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.partition_metadata
+        cmd = BaseCommand(type=CommandType.PARTITIONED_METADATA_RESPONSE)
+        resp = cmd.partition_metadata_response
+        resp.request_id = req.request_id
+        try:
+            name = self.service.parse_topic(req.topic)
+            self.service.check_namespace(name)
+            resp.partitions = self.service.partitions_for_client(name, req.metadata_auto_creation_enabled)
+            resp.response = PartitionedMetadataResult.Success
+        except BrokerError as exc:
+            resp.response = PartitionedMetadataResult.Failed
+            resp.error = exc.code
+            resp.message = exc.message
+        self.send_command(cmd)
+
+    def _on_lookup(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.lookup_topic
+        cmd = BaseCommand(type=CommandType.LOOKUP_RESPONSE)
+        resp = cmd.lookup_topic_response
+        resp.request_id = req.request_id
+        try:
+            if req.advertised_listener_name and req.advertised_listener_name != "internal":
+                raise BrokerError(
+                    ServerError.ServiceNotReady,
+                    f"the broker do not have {req.advertised_listener_name} listener",
+                )
+            name = self.service.parse_topic(req.topic)
+            self.service.check_namespace(name)
+            resp.response = LookupType.Connect
+            resp.broker_service_url = self.service.config.broker_service_url
+            resp.broker_service_url_tls = self.service.config.broker_service_url
+            resp.authoritative = True
+        except BrokerError as exc:
+            resp.response = LookupType.Failed
+            resp.error = exc.code
+            resp.message = exc.message
+        self.send_command(cmd)
+
+    def _on_get_topics_of_namespace(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.get_topics_of_namespace
+        if self.service.metadata.get_namespace(req.namespace) is None:
+            raise BrokerError(ServerError.MetadataError, f"namespace {req.namespace} does not exist")
+        cmd = BaseCommand(type=CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE)
+        resp = cmd.get_topics_of_namespace_response
+        resp.request_id = req.request_id
+        resp.topics.extend(self.service.topics_of_namespace(req.namespace, TopicsMode(req.mode)))
+        resp.filtered = False
+        resp.changed = True
+        self.send_command(cmd)
+
+    def _on_get_schema(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.get_schema
+        cmd = BaseCommand(type=CommandType.GET_SCHEMA_RESPONSE)
+        resp = cmd.get_schema_response
+        resp.request_id = req.request_id
+        try:
+            name = self.service.parse_topic(req.topic)
+            version = None
+            if req.HasField("schema_version") and req.schema_version:
+                version = version_from_bytes(req.schema_version)
+                if version is None:
+                    raise BrokerError(
+                        ServerError.TopicNotFound,
+                        f"Topic not found or no-schema: {req.topic} (schema version must be 8 bytes)",
+                    )
+            stored = self.service.schemas.get_for_client(name, version)
+        except BrokerError as exc:
+            resp.error_code = ServerError.TopicNotFound
+            resp.error_message = exc.message
+        else:
+            resp.schema.name = stored.schema_id
+            resp.schema.type = type_to_wire(stored.type)
+            resp.schema.schema_data = stored.data
+            for key, value in sorted(stored.properties.items()):
+                kv = resp.schema.properties.add()
+                kv.key = key
+                kv.value = value
+            resp.schema_version = stored.version_bytes
+        self.send_command(cmd)
+
+    def _on_get_or_create_schema(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.get_or_create_schema
+        cmd = BaseCommand(type=CommandType.GET_OR_CREATE_SCHEMA_RESPONSE)
+        resp = cmd.get_or_create_schema_response
+        resp.request_id = req.request_id
+        try:
+            name = self.service.parse_topic(req.topic)
+            self.service.get_topic(name, create=False)
+            schema = schema_from_wire(req.schema) if req.HasField("schema") else None
+            version = self.service.schemas.producer_schema(name, schema)
+        except BrokerError as exc:
+            resp.error_code = exc.code
+            resp.error_message = exc.message
+        else:
+            resp.schema_version = version_to_bytes(version) if version is not None else b""
+        self.send_command(cmd)

@@ -1,0 +1,162 @@
+"""Producer commands of a session: PRODUCER, SEND, CLOSE_PRODUCER, and how a publish completes.
+
+A SEND is one call into the topic, ``topic.publish(producer, entry, crc, context)``, and one
+completion out: the topic completes the :class:`SendContext` (stored, duplicate or failed)
+and the context answers the client with a SEND_RECEIPT or a SEND_ERROR. Bytes appended and not
+yet durable count against the connection's publish backpressure until the context completes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.schemas import schema_from_wire, version_to_bytes
+from magnetar.broker.session.base import SessionBase
+from magnetar.broker.topics.producer import Producer
+from magnetar.protocol.enums import CommandType, InitialPosition, ProducerAccessMode, ServerError
+from magnetar.protocol.framing import ProtocolError, crc32c
+from magnetar.protocol.schema import BaseCommand
+from magnetar.storage import StorageError
+
+if TYPE_CHECKING:
+    from magnetar.protocol.framing import Frame
+
+log = logging.getLogger("magnetar.broker.session")
+
+
+class SendContext:
+    """One SEND on its way through a topic (a :class:`~magnetar.broker.transport.PublishContext`)."""
+
+    __slots__ = ("session", "producer", "sequence_id", "highest_sequence_id", "num_messages", "pending_bytes")
+
+    def __init__(
+        self, session: SessionBase, producer: Producer, sequence_id: int, highest_sequence_id: int, num_messages: int
+    ) -> None:
+        self.session = session
+        self.producer = producer
+        self.sequence_id = sequence_id
+        self.highest_sequence_id = highest_sequence_id
+        self.num_messages = num_messages
+        #: bytes counted against the connection's backpressure until the entry is durable
+        self.pending_bytes = 0
+
+    def completed(self, ledger_id: int, entry_id: int) -> None:
+        """Stored: SEND_RECEIPT with the message id (unless the producer was closed meanwhile)."""
+        session = self.session
+        if self.pending_bytes:
+            session.publish_done(self.pending_bytes)
+        producer = self.producer
+        if not producer.closed:
+            session.send_receipt(producer.producer_id, self.sequence_id, self.highest_sequence_id, ledger_id, entry_id)
+
+    def duplicate(self) -> None:
+        """Already stored (deduplication): SEND_RECEIPT with message id -1:-1."""
+        self.completed(-1, -1)
+
+    def failed(self, code: ServerError, message: str) -> None:
+        """Not stored: SEND_ERROR (unless the producer was closed meanwhile)."""
+        session = self.session
+        if self.pending_bytes:
+            session.publish_done(self.pending_bytes)
+        producer = self.producer
+        if not producer.closed:
+            session.send_send_error(producer.producer_id, self.sequence_id, code, message)
+
+
+class ProducerCommands(SessionBase):
+    """The producer commands of a session and the producer side of its transport."""
+
+    def _on_producer(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.producer
+        service = self.service
+        existing = self.producers.get(req.producer_id)
+        if existing is not None:
+            if existing.topic.name == str(service.parse_topic(req.topic)) and not existing.closed:
+                self._producer_success(req.request_id, existing)
+                return
+            raise BrokerError(ServerError.ProducerBusy, f"producer id {req.producer_id} is already in use on this connection")
+        name = service.parse_topic(req.topic)
+        topic = service.get_topic(name)
+        schema_version = service.schemas.producer_schema(
+            name, schema_from_wire(req.schema) if req.HasField("schema") else None
+        )
+        user_named = bool(req.producer_name) and req.user_provided_producer_name
+        producer_name = req.producer_name if req.producer_name else topic.generate_producer_name()
+        try:
+            mode = ProducerAccessMode(req.producer_access_mode)
+        except ValueError:
+            raise BrokerError(ServerError.NotAllowedError, f"unknown producer access mode {req.producer_access_mode}") from None
+        producer = Producer(
+            self, req.producer_id, producer_name, topic, mode, user_named, {kv.key: kv.value for kv in req.metadata},
+            request_id=req.request_id, topic_epoch=req.topic_epoch if req.HasField("topic_epoch") else None,
+        )
+        producer.schema_version = schema_version
+        ready = topic.add_producer(producer)
+        self.producers[req.producer_id] = producer
+        if req.initial_subscription_name and name.persistent:
+            # created with the producer (dead letter producers use it) so nothing is lost before a consumer comes
+            topic.subscribe(req.initial_subscription_name, durable=True, initial_position=InitialPosition.Latest, start_message_id=None)
+        self._producer_success(req.request_id, producer, ready)
+
+    def _producer_success(self, request_id: int, producer: Producer, ready: bool = True) -> None:
+        cmd = BaseCommand(type=CommandType.PRODUCER_SUCCESS)
+        ok = cmd.producer_success
+        ok.request_id = request_id
+        ok.producer_name = producer.name
+        ok.last_sequence_id = producer.topic.last_sequence_id(producer.name)
+        ok.producer_ready = ready
+        if producer.schema_version is not None:
+            ok.schema_version = version_to_bytes(producer.schema_version)
+        if ready and producer.access_mode != ProducerAccessMode.Shared:
+            ok.topic_epoch = producer.topic.topic_epoch
+        self.send_command(cmd)
+
+    def producer_ready(self, producer_id: int) -> None:
+        """A queued WaitForExclusive producer got the topic: complete its PRODUCER request."""
+        producer = self.producers.get(producer_id)
+        if not self.closed and producer is not None:
+            self._producer_success(producer.request_id, producer, True)
+
+    def producer_refused(self, producer_id: int, reason: str) -> None:
+        """A queued WaitForExclusive producer lost its turn: fail its PRODUCER request."""
+        producer = self.producers.pop(producer_id, None)
+        if producer is not None:
+            self.send_error(producer.request_id, ServerError.ProducerFenced, reason)
+
+    def _on_send(self, command: BaseCommand, frame: Frame) -> None:
+        send = command.send
+        producer = self.producers.get(send.producer_id)
+        if producer is None or producer.closed:
+            self.send_send_error(send.producer_id, send.sequence_id, ServerError.NotAllowedError, "producer is not open on this connection")
+            return
+        entry = frame.entry
+        if entry is None:
+            raise ProtocolError("SEND without a payload")
+        crc = crc32c(entry)
+        if frame.checksum is not None and crc != frame.checksum:
+            self.send_send_error(send.producer_id, send.sequence_id, ServerError.ChecksumError, "checksum mismatch")
+            return
+        max_size = self.service.config.max_message_size
+        if len(entry) > max_size and not send.is_chunk:
+            self.send_send_error(
+                send.producer_id, send.sequence_id, ServerError.NotAllowedError,
+                f"message of {len(entry)} bytes exceeds the maximum of {max_size}",
+            )
+            return
+        context = SendContext(self, producer, send.sequence_id, send.highest_sequence_id, send.num_messages)
+        try:
+            if producer.topic.publish(producer, entry, crc, context):
+                context.pending_bytes = len(entry)
+                self.publish_started(len(entry))
+        except StorageError as exc:
+            log.error("append to %s failed: %s", producer.topic.name, exc)
+            self.send_send_error(send.producer_id, send.sequence_id, ServerError.PersistenceError, f"storage failure: {exc}")
+
+    def _on_close_producer(self, command: BaseCommand, frame: Frame) -> None:
+        req = command.close_producer
+        producer = self.producers.pop(req.producer_id, None)
+        if producer is not None:
+            producer.topic.remove_producer(producer)
+        self.send_success(req.request_id)

@@ -1,0 +1,128 @@
+"""The package structure, checked: layers, independence, no import cycles, module and function sizes.
+
+The layer and independence contracts live in pyproject.toml (``[tool.importlinter]``) and are
+checked by import-linter; the cycle check reads every import statement of every module, including
+those under ``TYPE_CHECKING`` and inside functions.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from importlinter import api as importlinter_api
+from importlinter.application import use_cases
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "magnetar"
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+#: functions allowed past the limit, each with the measurement that justifies it in a comment
+LONG_FUNCTION_EXCEPTIONS: set[str] = set()
+
+
+def test_import_contracts_are_kept() -> None:
+    """Layers (cli, testing > admin, spark > broker, client > net > protocol, storage), siblings independent."""
+    assert importlinter_api.read_configuration(str(PYPROJECT))["contracts_options"]
+    passed = use_cases.lint_imports(config_filename=str(PYPROJECT), cache_dir=None)
+    assert passed, "import-linter contracts are broken: run `.venv/bin/lint-imports` for details"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_edges() -> dict[str, set[str]]:
+    """Module -> the project modules it imports (a ``from package import name`` counts both)."""
+    paths = {_module_name(p): p for p in SRC.rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: len(base) - node.level + 1]
+                stem = ".".join(base + [node.module] if node.module else base) if node.level else node.module or ""
+                targets = [stem] + [f"{stem}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            edges.setdefault(module, set()).update(t for t in targets if t in paths and t != module)
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[set[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+
+    def enter(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+
+    for root in sorted(edges):
+        if root in index:
+            continue
+        enter(root)
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    enter(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(component)
+    return components
+
+
+def test_no_import_cycles() -> None:
+    """No module imports itself back through others, TYPE_CHECKING and function-local imports included."""
+    cycles = _cycles(_import_edges())
+    assert cycles == [], "import cycles: " + "; ".join(" ".join(sorted(c)) for c in cycles)
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def test_module_and_function_sizes() -> None:
+    """Modules under 600 lines, functions under 80 (exceptions are listed with their measurement)."""
+    too_big = []
+    too_long = []
+    for path in sorted(SRC.rglob("*.py")):
+        text = path.read_text()
+        lines = text.count("\n") + 1
+        rel = path.relative_to(SRC.parent)
+        if lines > MAX_MODULE_LINES:
+            too_big.append(f"{rel}: {lines} lines")
+        for func in _functions(ast.parse(text)):
+            length = (func.end_lineno or func.lineno) - func.lineno + 1
+            name = f"{rel}:{func.name}"
+            if length > MAX_FUNCTION_LINES and name not in LONG_FUNCTION_EXCEPTIONS:
+                too_long.append(f"{name}: {length} lines")
+    assert too_big == [] and too_long == [], "\n".join(too_big + too_long)

@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# the browser of the console's end-to-end tests: Debian's chromium (Playwright never downloads one)
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: standalone test lint bench clean
 
@@ -16,8 +19,11 @@ $(STAMP): pyproject.toml
 standalone: $(STAMP)
 	$(VENV)/bin/magnetar standalone --data-dir ./data
 
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium
+
 ## run the whole test suite
-test: $(STAMP)
+test: $(STAMP) $(CHROMIUM)
 	$(PY) -m pytest tests
 
 lint: $(STAMP)

@@ -1,6 +1,7 @@
 """The HTTP side of the broker (FastAPI): pulsar-admin v2 REST API, HTTP lookup, health, /metrics.
 
-Routes are thin: each calls a method of a resource of
+Every request is authenticated first when the broker's authentication is on (:mod:`.security`), and
+every route declares who may call it (:mod:`.access`). Routes are thin: each calls a method of a resource of
 :class:`magnetar.broker.resources.admin.BrokerAdmin`, which raises broker errors to refuse; the
 handlers in :mod:`.errors` give each refusal its HTTP status and Pulsar's ``{"reason": "..."}`` body. Every route is ``async``: it runs on the
 broker's own event loop, which owns all broker state.
@@ -25,9 +26,12 @@ from magnetar.admin import (
     routes_tenants,
     routes_topics,
 )
+from magnetar.admin.access import AccessGuard
 from magnetar.admin.console import mount_console
 from magnetar.admin.errors import install_error_handlers
+from magnetar.admin.security import AuthenticationMiddleware
 from magnetar.broker.resources.admin import admin_for
+from magnetar.storage.health import storage_health
 
 if TYPE_CHECKING:
     from magnetar.broker.service import BrokerService
@@ -48,29 +52,45 @@ def create_app(service: BrokerService) -> FastAPI:
     else:
         admin.start()
     install_error_handlers(app)
-    registry = metrics.build_registry(admin)
+    access = AccessGuard(service)
+    app.state.access = access
+    app.add_middleware(AuthenticationMiddleware, service=service, authenticate_metrics=lambda: _authenticate_metrics(service))
+    registry = metrics.build_registry(admin, access)
 
-    @app.get("/admin/v2/brokers/health", response_class=PlainTextResponse, tags=["brokers"])
-    async def health() -> str:
-        """ok while the broker service is running."""
-        return "ok" if service.running else "stopping"
+    @app.get("/admin/v2/brokers/health", response_class=PlainTextResponse, tags=["brokers"], dependencies=[access.open()])
+    async def health() -> Response:
+        """ok while the broker service is running and its storage accepts writes; else 503 and what is wrong."""
+        problems = storage_health.problems()
+        if problems:
+            return PlainTextResponse("storage: " + "; ".join(problems), status_code=503)
+        return PlainTextResponse("ok" if service.running else "stopping")
 
-    @app.get("/admin/v2/brokers/ready", response_class=PlainTextResponse, tags=["brokers"])
+    @app.get("/admin/v2/brokers/ready", response_class=PlainTextResponse, tags=["brokers"], dependencies=[access.open()])
     async def ready() -> str:
         """ok once the broker accepts clients."""
         return "ok" if service.running else "stopping"
 
-    @app.get("/metrics", response_class=Response, tags=["metrics"])
+    @app.get("/metrics", response_class=Response, tags=["metrics"], dependencies=[access.open()])
     async def prometheus_metrics() -> Response:
         """Prometheus text: pulsar_* topic metrics and magnetar_* process metrics."""
         return Response(metrics.render(registry), media_type=CONTENT_TYPE_LATEST)
 
-    app.include_router(routes_clusters.router(admin))
-    app.include_router(routes_tenants.router(admin))
-    app.include_router(routes_namespaces.router(admin))
-    app.include_router(routes_lookup.router(admin))
-    app.include_router(routes_schemas.router(admin))
+    app.include_router(routes_clusters.router(admin, access))
+    app.include_router(routes_tenants.router(admin, access))
+    app.include_router(routes_namespaces.router(admin, access))
+    app.include_router(routes_lookup.router(admin, access))
+    app.include_router(routes_schemas.router(admin, access))
     for domain in ("persistent", "non-persistent"):
-        app.include_router(routes_topics.router(admin, domain))
+        app.include_router(routes_topics.router(admin, access, domain))
     mount_console(app, admin)
     return app
+
+
+def _authenticate_metrics(service: BrokerService) -> bool:
+    """Pulsar's ``authenticateMetricsEndpoint`` (default false): whether /metrics needs credentials."""
+    authn = getattr(service, "authentication", None)
+    settings = getattr(authn, "settings", None)
+    return bool(
+        getattr(settings, "authenticate_metrics_endpoint", False)
+        or getattr(service.config, "authenticate_metrics_endpoint", False)
+    )

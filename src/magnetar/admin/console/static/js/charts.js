@@ -51,9 +51,16 @@ export class LiveChart {
       series: [{}, ...this.buffer.names.map((name, i) => ({ label: name, stroke: color(i), width: 1.5,
         value: (u, v) => (v === null || v === undefined ? "–" : `${v.toFixed(v < 10 ? 2 : 0)} ${unit}`) }))],
       axes: [axis, { ...axis, size: 56 }],
-      scales: { x: { time: true, range: (u, min, max) => [Math.min(min ?? 0, (max ?? 0) - 60), max ?? 60] }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
+      scales: { x: { time: true, range: () => this.timeRange() }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
       cursor: { drag: { x: false, y: false } },
     };
+  }
+
+  /** The x range: the samples kept, at least the last minute (uPlot would widen a single sample to years). */
+  timeRange() {
+    const times = this.buffer.times;
+    const last = times.length ? times[times.length - 1] : Date.now() / 1000;
+    return [Math.min(times.length ? times[0] : last, last - 60), last];
   }
 
   rebuild() {

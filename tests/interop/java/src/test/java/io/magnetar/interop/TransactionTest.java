@@ -1,0 +1,35 @@
+package io.magnetar.interop;
+
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** magnetar has no transaction coordinator: a client that enables transactions gets Pulsar's refusal. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class TransactionTest {
+    private static String messages(Throwable error) {
+        StringBuilder out = new StringBuilder();
+        for (Throwable t = error; t != null; t = t.getCause()) {
+            out.append(t.getClass().getSimpleName()).append(": ").append(t.getMessage()).append(" / ");
+        }
+        return out.toString();
+    }
+
+    @Test
+    void transactionsAreRefusedWithoutACoordinator() throws Exception {
+        Throwable refusal = null;
+        try (PulsarClient client = PulsarClient.builder().serviceUrl(Interop.serviceUrl())
+                .operationTimeout(10, TimeUnit.SECONDS).enableTransaction(true).build()) {
+            client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES).build().get(20, TimeUnit.SECONDS);
+        } catch (Exception error) {
+            refusal = error;
+        }
+        assertNotNull(refusal, "a transaction was opened on a broker without a transaction coordinator");
+        String text = messages(refusal);
+        assertTrue(text.contains("Transactions are not enabled"), text);
+    }
+}

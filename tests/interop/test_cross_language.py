@@ -1,0 +1,33 @@
+"""Python (official ``pulsar`` client) reads what the Java and Go clients wrote through magnetar.
+
+The other directions run inside the suites: CrossLanguageTest (Java reads py and go) and
+xlang_test.go (Go reads py and java).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from magnetar.testing import BrokerProcess
+
+from . import harness
+from .xlang import expected_side, read_side
+
+#: the first item also pays for building and running the suites (first runs download dependencies)
+pytestmark = pytest.mark.timeout(2400)
+
+
+def test_python_reads_what_java_wrote(
+    interop_broker: BrokerProcess, interop_env: dict[str, str], java_run: harness.SuiteRun
+) -> None:
+    assert java_run.error is None, java_run.error
+    got = read_side(interop_broker.service_url, interop_env["MAGNETAR_INTEROP_RUN"], "java")
+    assert got == expected_side("java")
+
+
+def test_python_reads_what_go_wrote(
+    interop_broker: BrokerProcess, interop_env: dict[str, str], go_writer_run: harness.SuiteRun
+) -> None:
+    assert go_writer_run.error is None, go_writer_run.error
+    got = read_side(interop_broker.service_url, interop_env["MAGNETAR_INTEROP_RUN"], "go")
+    assert got == expected_side("go")

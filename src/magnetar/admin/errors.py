@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from magnetar.admin.access import AccessDeniedError
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.resources.errors import (
     BadRequestError,
@@ -27,6 +28,7 @@ from magnetar.broker.resources.errors import (
     PreconditionFailedError,
     ResourceError,
 )
+from magnetar.broker.security import AuthenticationError, AuthorizationError
 from magnetar.protocol.enums import ServerError
 
 log = logging.getLogger("magnetar.admin")
@@ -112,6 +114,18 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HttpError)
     async def _http_refusal(request: Request, exc: HttpError) -> JSONResponse:
         return reason(exc.status, exc.reason)
+
+    @app.exception_handler(AccessDeniedError)
+    async def _access_denied(request: Request, exc: AccessDeniedError) -> JSONResponse:
+        return reason(403, exc.reason)
+
+    @app.exception_handler(AuthorizationError)
+    async def _authorization_error(request: Request, exc: AuthorizationError) -> JSONResponse:
+        return reason(403, exc.message)
+
+    @app.exception_handler(AuthenticationError)
+    async def _authentication_error(request: Request, exc: AuthenticationError) -> JSONResponse:
+        return reason(401, f"Authentication required: {exc.message}")
 
     @app.exception_handler(ResourceError)
     async def _resource_error(request: Request, exc: ResourceError) -> JSONResponse:

@@ -2,7 +2,10 @@
 
 Topic metrics (``pulsar_*``) carry the labels cluster, namespace and topic (and subscription for
 the ``pulsar_subscription_*`` ones), for every loaded topic. ``magnetar_*`` metrics describe the
-process: connections, group-commit fsync rounds, resident memory.
+process: connections, group-commit fsync rounds, resident memory. Security counters:
+``pulsar_authentication_success_total`` / ``pulsar_authentication_failures_total`` (Pulsar's names
+and labels: provider_name, auth_method, reason) and ``magnetar_authorization_refusals_total``
+(by protocol and operation; Pulsar has no metric of its own for refusals).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from magnetar.admin.access import AccessGuard
 from magnetar.broker.resources.admin import BrokerAdmin
+from magnetar.storage.health import storage_health
 
 CLUSTER = "standalone"
 
@@ -95,12 +100,61 @@ class BrokerCollector:
             yield CounterMetricFamily(
                 "magnetar_fsync_seconds", "Seconds spent in group-commit sync rounds", value=committer.sync_seconds_total
             )
+        yield from storage_health_metrics()
 
 
-def build_registry(admin: BrokerAdmin) -> CollectorRegistry:
-    """A registry with the broker collector and the fsync-round and append latency histograms."""
+def storage_health_metrics() -> Iterator[Metric]:
+    """What storage met: write failures, fenced ledgers, damaged entries skipped, a full disk."""
+    health = storage_health
+    yield CounterMetricFamily("magnetar_storage_write_errors", "Ledger append and sync failures", value=health.write_errors)
+    yield CounterMetricFamily(
+        "magnetar_storage_metadata_write_errors", "Metadata (SQLite) writes that failed", value=health.metadata_write_errors
+    )
+    yield CounterMetricFamily("magnetar_storage_ledgers_fenced", "Ledgers fenced after a failed fsync", value=health.ledgers_fenced)
+    yield CounterMetricFamily(
+        "magnetar_storage_damaged_entries_skipped", "Entries damaged on disk that dispatch skipped",
+        value=health.damaged_entries_skipped,
+    )
+    yield GaugeMetricFamily("magnetar_storage_disk_full", "1 while storage writes fail for want of space", value=int(health.disk_full))
+
+
+class SecurityCollector:
+    """Authentication outcomes and authorization refusals, read at scrape time."""
+
+    def __init__(self, admin: BrokerAdmin, access: AccessGuard | None) -> None:
+        self.admin = admin
+        self.access = access
+
+    def collect(self) -> Iterator[Metric]:
+        """The counters of the authentication service (when configured) and of the refusals."""
+        service = self.admin.service
+        authn = getattr(service, "authentication", None)
+        families: dict[str, tuple[CounterMetricFamily, list[str]]] = {}
+        if authn is not None:
+            for name, labels, value in authn.counters.samples():
+                if name not in families:
+                    doc = "Authentication successes" if "success" in name else "Authentication failures"
+                    families[name] = (CounterMetricFamily(name, doc, labels=list(labels)), list(labels))
+                family, names = families[name]
+                family.add_metric([labels[k] for k in names], value)
+        yield from (family for family, _ in families.values())
+        refusals = CounterMetricFamily(
+            "magnetar_authorization_refusals", "Operations refused by authorization", labels=["protocol", "operation"]
+        )
+        if self.access is not None:
+            for operation, count in sorted(self.access.refusals.items()):
+                refusals.add_metric(["http", operation], count)
+        binary = getattr(getattr(service, "authorization", None), "refusals", None)
+        for operation, count in sorted((binary or {}).items()):
+            refusals.add_metric(["binary", str(operation)], count)
+        yield refusals
+
+
+def build_registry(admin: BrokerAdmin, access: AccessGuard | None = None) -> CollectorRegistry:
+    """A registry with the broker and security collectors and the fsync-round and append latency histograms."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(admin))
+    registry.register(SecurityCollector(admin, access))
     histogram = Histogram(
         "magnetar_fsync_round_seconds",
         "Duration of one group-commit sync round (fsync of every topic appended to)",

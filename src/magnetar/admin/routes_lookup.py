@@ -2,17 +2,21 @@
 
 from fastapi import APIRouter, Request
 
+from magnetar.admin.access import AccessGuard
 from magnetar.admin.errors import HttpError
 from magnetar.broker.resources.admin import BrokerAdmin
+from magnetar.broker.security import TopicOperation
 
 DOMAINS = ("persistent", "non-persistent")
 
 
-def router(admin: BrokerAdmin) -> APIRouter:
+def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     """Lookup routes over ``admin``."""
     r = APIRouter(tags=["lookup"])
 
-    @r.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", summary="Which broker serves a topic")
+    @r.get(
+        "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", dependencies=[access.topic(TopicOperation.LOOKUP)],
+        summary="Which broker serves a topic")
     async def lookup(domain: str, tenant: str, namespace: str, topic: str, request: Request) -> dict:
         if domain not in DOMAINS:
             raise HttpError(412, f"Invalid topic domain {domain!r}")

@@ -6,10 +6,12 @@ from typing import Any
 
 from fastapi import APIRouter, Body
 
+from magnetar.admin.access import AccessGuard
 from magnetar.admin.errors import HttpError
 from magnetar.broker.resources.admin import BrokerAdmin
 from magnetar.broker.schemas import SchemaData
 from magnetar.broker.schemas.compatibility import IncompatibleSchemaError
+from magnetar.broker.security import TopicOperation
 
 _BASE = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 _PAYLOAD = Body(..., description='PostSchemaPayload: {"type": "AVRO", "schema": "...", "properties": {}}')
@@ -31,22 +33,24 @@ def _schema_from_body(body: Any) -> SchemaData:
     return SchemaData(kind.upper(), definition.encode(), properties)
 
 
-def router(admin: BrokerAdmin) -> APIRouter:
+def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     """Schema routes: get (latest, by version, all), post, delete, compatibility, version lookup."""
     r = APIRouter(tags=["schemas"])
     registry = admin.service.schemas
+    # as Pulsar's SchemasResource: reading needs lookup rights, uploading produce, deleting admin
+    read = [access.topic(TopicOperation.GET_METADATA)]
 
     def _tn(tenant: str, namespace: str, name: str):  # noqa: ANN202 - TopicName
         return admin.ctx.topic_name("persistent", tenant, namespace, name)
 
-    @r.get(_BASE + "/schema", summary="Latest schema of a topic")
+    @r.get(_BASE + "/schema", dependencies=read, summary="Latest schema of a topic")
     async def latest(tenant: str, namespace: str, topic: str) -> dict:
         stored = registry.latest(_tn(tenant, namespace, topic))
         if stored is None:
             raise HttpError(404, "Schema not found")
         return stored.to_rest()
 
-    @r.get(_BASE + "/schema/{version}", summary="One version of a topic's schema")
+    @r.get(_BASE + "/schema/{version}", dependencies=read, summary="One version of a topic's schema")
     async def by_version(tenant: str, namespace: str, topic: str, version: str) -> dict:
         try:
             number = int(version)
@@ -57,14 +61,14 @@ def router(admin: BrokerAdmin) -> APIRouter:
             raise HttpError(404, "Schema not found")
         return stored.to_rest()
 
-    @r.get(_BASE + "/schemas", summary="Every version of a topic's schema")
+    @r.get(_BASE + "/schemas", dependencies=read, summary="Every version of a topic's schema")
     async def all_versions(tenant: str, namespace: str, topic: str) -> dict:
         versions = registry.all_versions(_tn(tenant, namespace, topic))
         if not versions:
             raise HttpError(404, "Schema not found")
         return {"getSchemaResponses": [s.to_rest() for s in versions]}
 
-    @r.post(_BASE + "/schema", summary="Upload a new schema version")
+    @r.post(_BASE + "/schema", dependencies=[access.topic(TopicOperation.PRODUCE)], summary="Upload a new schema version")
     async def post(tenant: str, namespace: str, topic: str, body: Any = _PAYLOAD) -> dict:
         tn = _tn(tenant, namespace, topic)
         try:
@@ -73,19 +77,20 @@ def router(admin: BrokerAdmin) -> APIRouter:
             raise HttpError(409, str(exc)) from None
         return {"version": {"version": version}}
 
-    @r.delete(_BASE + "/schema", summary="Delete a topic's schema (a new one starts a fresh history)")
+    @r.delete(_BASE + "/schema", dependencies=[access.topic(TopicOperation.DELETE_METADATA)],
+              summary="Delete a topic's schema (a new one starts a fresh history)")
     async def delete(tenant: str, namespace: str, topic: str, force: bool = False) -> dict:
         version = registry.delete(_tn(tenant, namespace, topic), force=force)
         if version is None:
             raise HttpError(404, "Schema not found")
         return {"version": {"version": version}}
 
-    @r.post(_BASE + "/compatibility", summary="Test a schema against the topic's compatibility strategy")
+    @r.post(_BASE + "/compatibility", dependencies=read, summary="Test a schema against the topic's compatibility strategy")
     async def compatibility(tenant: str, namespace: str, topic: str, body: Any = _PAYLOAD) -> dict:
         ok, strategy, _reason = registry.test_compatibility(_tn(tenant, namespace, topic), _schema_from_body(body))
         return {"isCompatible": ok, "schemaCompatibilityStrategy": getattr(strategy, "name", str(strategy))}
 
-    @r.post(_BASE + "/version", summary="The version of a given schema, if the topic has it")
+    @r.post(_BASE + "/version", dependencies=read, summary="The version of a given schema, if the topic has it")
     async def version_of(tenant: str, namespace: str, topic: str, body: Any = _PAYLOAD) -> dict:
         version = registry.version_of(_tn(tenant, namespace, topic), _schema_from_body(body))
         if version is None:

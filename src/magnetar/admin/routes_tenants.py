@@ -4,13 +4,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Response
 
+from magnetar.admin.access import AccessGuard
 from magnetar.admin.models import TenantInfo, dump
 from magnetar.broker.resources.admin import BrokerAdmin
 
 
-def router(admin: BrokerAdmin) -> APIRouter:
-    """Tenant routes over ``admin``."""
-    r = APIRouter(prefix="/admin/v2/tenants", tags=["tenants"])
+def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
+    """Tenant routes over ``admin``: superusers only (as Pulsar)."""
+    r = APIRouter(prefix="/admin/v2/tenants", tags=["tenants"], dependencies=[access.super_user()])
 
     @r.get("", summary="List tenants")
     async def list_tenants() -> list[str]:

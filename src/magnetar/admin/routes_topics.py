@@ -7,12 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Response
 from pydantic import StrictInt
 
+from magnetar.admin.access import AccessGuard
 from magnetar.admin.errors import HttpError
 from magnetar.admin.messages import entry_response
 from magnetar.admin.models import MessageIdData
+from magnetar.admin.routes_permissions import add_topic_permission_routes
 from magnetar.admin.routes_policies import add_topic_policy_routes
 from magnetar.broker.resources.admin import BrokerAdmin
 from magnetar.broker.resources.base import LATEST_LEDGER
+from magnetar.broker.security import NamespaceOperation, TopicOperation
 from magnetar.protocol.topic_name import TopicName
 
 T = "/{tenant}/{namespace}/{topic}"
@@ -39,108 +42,134 @@ def _position(text: str) -> tuple[int, int]:
         raise HttpError(412, f"Invalid message id {text!r}: expected earliest, latest or ledgerId:entryId") from None
 
 
-def router(admin: BrokerAdmin, domain: str) -> APIRouter:
+class TopicAccess:
+    """The access requirements of one domain's topic routes (Pulsar's TopicOperation of each)."""
+
+    def __init__(self, access: AccessGuard, domain: str) -> None:
+        self.access = access
+        self.domain = domain
+
+    def topic(self, operation: TopicOperation) -> list:
+        """Dependencies requiring ``operation`` on the path's topic."""
+        return [self.access.topic(operation, self.domain)]
+
+    def namespace(self, operation: NamespaceOperation) -> list:
+        """Dependencies requiring ``operation`` on the path's namespace."""
+        return [self.access.namespace(operation)]
+
+
+def router(admin: BrokerAdmin, access: AccessGuard, domain: str) -> APIRouter:
     """Topic routes of one domain (``persistent`` or ``non-persistent``) over ``admin``."""
     r = APIRouter(prefix=f"/admin/v2/{domain}", tags=[f"{domain} topics"])
+    need = TopicAccess(access, domain)
 
     def name(tenant: str, namespace: str, topic: str) -> TopicName:
         return admin.ctx.topic_name(domain, tenant, namespace, topic)
 
-    _add_topic_routes(r, admin, domain, name)
-    _add_partition_routes(r, admin, name)
-    _add_stats_routes(r, admin, name)
-    _add_subscription_routes(r, admin, name)
-    _add_cursor_routes(r, admin, name)
-    _add_message_routes(r, admin, name)
-    _add_lifecycle_routes(r, admin, name)
-    add_topic_policy_routes(r, admin, domain)
+    _add_topic_routes(r, admin, domain, name, need)
+    _add_partition_routes(r, admin, name, need)
+    _add_stats_routes(r, admin, name, need)
+    _add_subscription_routes(r, admin, name, need)
+    _add_cursor_routes(r, admin, name, need)
+    _add_message_routes(r, admin, name, need)
+    _add_lifecycle_routes(r, admin, name, need)
+    add_topic_policy_routes(r, admin, access, domain)
+    add_topic_permission_routes(r, admin, access, domain)
     return r
 
 
-def _add_topic_routes(r: APIRouter, admin: BrokerAdmin, domain: str, name: TopicNamer) -> None:
+def _add_topic_routes(r: APIRouter, admin: BrokerAdmin, domain: str, name: TopicNamer, need: TopicAccess) -> None:
     topics = admin.topics
     ns_name = admin.ctx.namespace_name
 
-    @r.get("/{tenant}/{namespace}", summary="List the topics of a namespace (partitions individually)")
+    @r.get("/{tenant}/{namespace}", dependencies=need.namespace(NamespaceOperation.GET_TOPICS), summary="List the topics of a namespace (partitions individually)")
     async def list_topics(tenant: str, namespace: str) -> list[str]:
         return topics.list_topics(domain, ns_name(tenant, namespace))
 
-    @r.get("/{tenant}/{namespace}/partitioned", summary="List the partitioned topics of a namespace")
+    @r.get("/{tenant}/{namespace}/partitioned", dependencies=need.namespace(NamespaceOperation.GET_TOPICS),
+           summary="List the partitioned topics of a namespace")
     async def list_partitioned(tenant: str, namespace: str) -> list[str]:
         return topics.list_partitioned_topics(domain, ns_name(tenant, namespace))
 
-    @r.put(T, status_code=204, summary="Create a non-partitioned topic")
+    @r.put(T, status_code=204, dependencies=need.namespace(NamespaceOperation.CREATE_TOPIC), summary="Create a non-partitioned topic")
     async def create_topic(
         tenant: str, namespace: str, topic: str, properties: Annotated[dict[str, str] | None, Body()] = None
     ) -> Response:
         topics.create_topic(name(tenant, namespace, topic), properties)
         return _no_content()
 
-    @r.delete(T, status_code=204, summary="Delete a topic (force: disconnect its clients first)")
+    @r.delete(T, status_code=204, dependencies=need.namespace(NamespaceOperation.DELETE_TOPIC),
+              summary="Delete a topic (force: disconnect its clients first)")
     async def delete_topic(tenant: str, namespace: str, topic: str, force: bool = False) -> Response:
         await topics.delete_topic(name(tenant, namespace, topic), force)
         return _no_content()
 
 
-def _add_partition_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer) -> None:
+def _add_partition_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
     topics = admin.topics
 
-    @r.put(T + "/partitions", status_code=204, summary="Create a partitioned topic")
+    @r.put(T + "/partitions", status_code=204, dependencies=need.namespace(NamespaceOperation.CREATE_TOPIC),
+           summary="Create a partitioned topic")
     async def create_partitioned(
         tenant: str, namespace: str, topic: str, partitions: Annotated[StrictInt, Body()]
     ) -> Response:
         topics.create_partitioned_topic(name(tenant, namespace, topic), partitions)
         return _no_content()
 
-    @r.post(T + "/partitions", status_code=204, summary="Increase the partitions of a partitioned topic")
+    @r.post(T + "/partitions", status_code=204, dependencies=[need.access.topic_policy(True, need.domain)],
+            summary="Increase the partitions of a partitioned topic")
     async def update_partitioned(
         tenant: str, namespace: str, topic: str, partitions: Annotated[StrictInt, Body()], force: bool = False
     ) -> Response:
         topics.update_partitioned_topic(name(tenant, namespace, topic), partitions)
         return _no_content()
 
-    @r.get(T + "/partitions", summary="Partitioned topic metadata ({\"partitions\": N}, 0 when not partitioned)")
+    @r.get(T + "/partitions", dependencies=need.topic(TopicOperation.LOOKUP),
+           summary="Partitioned topic metadata ({\"partitions\": N}, 0 when not partitioned)")
     async def get_partitions(
         tenant: str, namespace: str, topic: str, checkAllowAutoCreation: bool = False  # noqa: N803
     ) -> dict:
         return topics.get_partitioned_metadata(name(tenant, namespace, topic), checkAllowAutoCreation)
 
-    @r.delete(T + "/partitions", status_code=204, summary="Delete a partitioned topic and its partitions")
+    @r.delete(T + "/partitions", status_code=204, dependencies=need.namespace(NamespaceOperation.DELETE_TOPIC),
+              summary="Delete a partitioned topic and its partitions")
     async def delete_partitioned(tenant: str, namespace: str, topic: str, force: bool = False) -> Response:
         await topics.delete_partitioned_topic(name(tenant, namespace, topic), force)
         return _no_content()
 
 
-def _add_stats_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer) -> None:
+def _add_stats_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
     stats_of = admin.stats
+    stats_access = need.topic(TopicOperation.GET_STATS)
 
-    @r.get(T + "/stats", summary="Topic statistics")
+    @r.get(T + "/stats", dependencies=stats_access, summary="Topic statistics")
     async def stats(tenant: str, namespace: str, topic: str) -> dict:
         return stats_of.topic_stats(name(tenant, namespace, topic))
 
-    @r.get(T + "/partitioned-stats", summary="Statistics of a partitioned topic, summed over its partitions")
+    @r.get(T + "/partitioned-stats", dependencies=stats_access, summary="Statistics of a partitioned topic, summed over its partitions")
     async def partitioned_stats(
         tenant: str, namespace: str, topic: str, perPartition: bool = True  # noqa: N803
     ) -> dict:
         return stats_of.partitioned_stats(name(tenant, namespace, topic), perPartition)
 
-    @r.get(T + "/internalStats", summary="Storage-level statistics: ledger and cursors")
+    @r.get(T + "/internalStats", dependencies=stats_access, summary="Storage-level statistics: ledger and cursors")
     async def internal_stats(tenant: str, namespace: str, topic: str) -> dict:
         return stats_of.internal_stats(name(tenant, namespace, topic))
 
-    @r.get(T + "/lastMessageId", summary="Id of the last message")
+    @r.get(T + "/lastMessageId", dependencies=need.topic(TopicOperation.PEEK_MESSAGES), summary="Id of the last message")
     async def last_message_id(tenant: str, namespace: str, topic: str) -> dict:
         return stats_of.last_message_id(name(tenant, namespace, topic))
 
 
-def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer) -> None:
+def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
     subscriptions_of = admin.subscriptions
 
-    @r.get(T + "/subscriptions", summary="List subscriptions")
+    @r.get(T + "/subscriptions", dependencies=need.topic(TopicOperation.GET_SUBSCRIPTIONS), summary="List subscriptions")
     async def subscriptions(tenant: str, namespace: str, topic: str) -> list[str]:
         return subscriptions_of.list_subscriptions(name(tenant, namespace, topic))
 
-    @r.put(S, status_code=204, summary="Create a subscription at a message id (latest by default)")
+    @r.put(S, status_code=204, dependencies=need.topic(TopicOperation.SUBSCRIBE),
+           summary="Create a subscription at a message id (latest by default)")
     async def create_subscription(
         tenant: str,
         namespace: str,
@@ -163,7 +192,8 @@ def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer)
         subscriptions_of.create_subscription(name(tenant, namespace, topic), subName, where)
         return _no_content()
 
-    @r.delete(S, status_code=204, summary="Delete a subscription (force: disconnect its consumers first)")
+    @r.delete(S, status_code=204, dependencies=need.topic(TopicOperation.UNSUBSCRIBE),
+              summary="Delete a subscription (force: disconnect its consumers first)")
     async def delete_subscription(
         tenant: str, namespace: str, topic: str, subName: str, force: bool = False  # noqa: N803
     ) -> Response:
@@ -171,40 +201,43 @@ def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer)
         return _no_content()
 
 
-def _add_cursor_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer) -> None:
+def _add_cursor_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
     subs = admin.subscriptions
+    skip_access, expire_access = need.topic(TopicOperation.SKIP), need.topic(TopicOperation.EXPIRE_MESSAGES)
+    reset_access = need.topic(TopicOperation.RESET_CURSOR)
 
-    @r.post(S + "/skip/{numMessages}", status_code=204, summary="Skip messages of a subscription")
+    @r.post(S + "/skip/{numMessages}", status_code=204, dependencies=skip_access, summary="Skip messages of a subscription")
     async def skip(tenant: str, namespace: str, topic: str, subName: str, numMessages: int) -> Response:  # noqa: N803
         subs.skip_messages(name(tenant, namespace, topic), subName, numMessages)
         return _no_content()
 
-    @r.post(S + "/skip_all", status_code=204, summary="Clear a subscription's backlog")
+    @r.post(S + "/skip_all", status_code=204, dependencies=skip_access, summary="Clear a subscription's backlog")
     async def skip_all(tenant: str, namespace: str, topic: str, subName: str) -> Response:  # noqa: N803
         subs.skip_all(name(tenant, namespace, topic), subName)
         return _no_content()
 
-    @r.post(S + "/expireMessages/{expireTimeInSeconds}", status_code=204, summary="Expire messages older than N seconds")
+    @r.post(S + "/expireMessages/{expireTimeInSeconds}", status_code=204, dependencies=expire_access,
+            summary="Expire messages older than N seconds")
     async def expire(
         tenant: str, namespace: str, topic: str, subName: str, expireTimeInSeconds: int  # noqa: N803
     ) -> Response:
         subs.expire_messages(name(tenant, namespace, topic), subName, expireTimeInSeconds)
         return _no_content()
 
-    @r.post(T + "/all_subscription/expireMessages/{expireTimeInSeconds}", status_code=204,
+    @r.post(T + "/all_subscription/expireMessages/{expireTimeInSeconds}", status_code=204, dependencies=expire_access,
             summary="Expire messages older than N seconds on every subscription")
     async def expire_all(tenant: str, namespace: str, topic: str, expireTimeInSeconds: int) -> Response:  # noqa: N803
         subs.expire_all_subscriptions(name(tenant, namespace, topic), expireTimeInSeconds)
         return _no_content()
 
-    @r.post(S + "/resetcursor/{timestamp}", status_code=204, summary="Reset a subscription to a publish time (ms)")
+    @r.post(S + "/resetcursor/{timestamp}", status_code=204, dependencies=reset_access, summary="Reset a subscription to a publish time (ms)")
     async def reset_to_time(
         tenant: str, namespace: str, topic: str, subName: str, timestamp: int  # noqa: N803
     ) -> Response:
         subs.reset_cursor_to_time(name(tenant, namespace, topic), subName, timestamp)
         return _no_content()
 
-    @r.post(S + "/resetcursor", status_code=204, summary="Reset a subscription to a message id")
+    @r.post(S + "/resetcursor", status_code=204, dependencies=reset_access, summary="Reset a subscription to a message id")
     async def reset_to_position(
         tenant: str, namespace: str, topic: str, subName: str, messageId: Annotated[MessageIdData, Body()]  # noqa: N803
     ) -> Response:
@@ -215,17 +248,19 @@ def _add_cursor_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer) -> No
         return _no_content()
 
 
-def _add_message_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer) -> None:
+def _add_message_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
     messages = admin.messages
+    peek_access = need.topic(TopicOperation.PEEK_MESSAGES)
 
-    @r.get(S + "/position/{messagePosition}", summary="Peek the n-th unacknowledged message of a subscription",
+    @r.get(S + "/position/{messagePosition}", dependencies=peek_access,
+           summary="Peek the n-th unacknowledged message of a subscription",
            response_class=Response)
     async def peek(
         tenant: str, namespace: str, topic: str, subName: str, messagePosition: int  # noqa: N803
     ) -> Response:
         return entry_response(messages.peek(name(tenant, namespace, topic), subName, messagePosition))
 
-    @r.get(T + "/examinemessage", summary="Examine the n-th message from the earliest or the latest",
+    @r.get(T + "/examinemessage", dependencies=peek_access, summary="Examine the n-th message from the earliest or the latest",
            response_class=Response)
     async def examine(
         tenant: str,
@@ -237,18 +272,20 @@ def _add_message_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer) -> N
         return entry_response(messages.examine(name(tenant, namespace, topic), initialPosition, messagePosition))
 
 
-def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer) -> None:
+def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
     topics = admin.topics
+    compact_access = need.topic(TopicOperation.COMPACT)
 
-    @r.post(T + "/terminate", summary="Terminate a topic: no more messages are accepted")
+    @r.post(T + "/terminate", dependencies=need.topic(TopicOperation.TERMINATE), summary="Terminate a topic: no more messages are accepted")
     async def terminate(tenant: str, namespace: str, topic: str) -> dict:
         return topics.terminate(name(tenant, namespace, topic))
 
-    @r.put(T + "/compaction", status_code=204, summary="Start compacting the topic (409 while a compaction runs)")
+    @r.put(T + "/compaction", status_code=204, dependencies=compact_access,
+           summary="Start compacting the topic (409 while a compaction runs)")
     async def compact(tenant: str, namespace: str, topic: str) -> Response:
         topics.trigger_compaction(name(tenant, namespace, topic))
         return _no_content()
 
-    @r.get(T + "/compaction", summary="Compaction status")
+    @r.get(T + "/compaction", dependencies=compact_access, summary="Compaction status")
     async def compaction_status(tenant: str, namespace: str, topic: str) -> dict:
         return topics.compaction_status(name(tenant, namespace, topic))

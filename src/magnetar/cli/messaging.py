@@ -1,7 +1,9 @@
 """``magnetar produce``, ``magnetar consume`` and ``magnetar perf``: messaging from the shell.
 
-They use magnetar's own client, so they work against magnetar and any Pulsar broker. Errors
-print one line saying what was wrong and exit non-zero.
+They use magnetar's own client, so they work against magnetar and any Pulsar broker. The broker,
+credentials and TLS settings come from ``--client-conf`` / $PULSAR_CLIENT_CONF (Pulsar's client.conf)
+and pulsar-client's flags (:mod:`magnetar.cli.client_conf`). Errors print one line saying what was
+wrong and exit non-zero.
 """
 
 from __future__ import annotations
@@ -9,16 +11,62 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from magnetar.cli.client_conf import (
+    AuthParamsOpt,
+    AuthPluginOpt,
+    ClientConfError,
+    ClientConfOpt,
+    TlsHostnameOpt,
+    TlsInsecureOpt,
+    TlsTrustOpt,
+    load_client_conf,
+)
 from magnetar.protocol.enums import InitialPosition, SubType
 
 DEFAULT_URL = "pulsar://localhost:6650"
 
-ServiceUrl = Annotated[str, typer.Option("--service-url", "-u", help="Broker URL (pulsar:// or http://)")]
+ServiceUrl = Annotated[
+    str | None,
+    typer.Option("--service-url", "-u",
+                 help=f"Broker URL, pulsar:// or pulsar+ssl:// (default: brokerServiceUrl of the client.conf, else {DEFAULT_URL})"),
+]
+
+
+@dataclass
+class Connection:
+    """Where and how a tool connects: the service URL and the client's keyword arguments."""
+
+    service_url: str
+    options: dict[str, Any]
+
+    @classmethod
+    def resolve(
+        cls,
+        service_url: str | None,
+        client_conf: Any = None,
+        auth_plugin: str | None = None,
+        auth_params: str | None = None,
+        tls_trust_cert_path: str | None = None,
+        tls_allow_insecure: bool | None = None,
+        tls_enable_hostname_verification: bool | None = None,
+    ) -> Connection:
+        """The flags over the client.conf over the defaults; a bad setting ends the command."""
+        try:
+            conf = load_client_conf(
+                client_conf, auth_plugin=auth_plugin, auth_params=auth_params,
+                tls_trust_cert_path=tls_trust_cert_path, tls_allow_insecure=tls_allow_insecure,
+                tls_enable_hostname_verification=tls_enable_hostname_verification,
+            )
+            options = conf.native_client_options()
+        except (ClientConfError, OSError) as exc:
+            raise _fail(str(exc)) from None
+        return cls(service_url or conf.broker_service_url or DEFAULT_URL, options)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -61,7 +109,13 @@ def produce(
     num_produce: Annotated[int, typer.Option("--num-produce", "-n", help="Send the messages this many times")] = 1,
     key: Annotated[str | None, typer.Option("--key", "-k", help="Message key")] = None,
     properties: Annotated[list[str] | None, typer.Option("--property", "-p", help="Property key=value (repeatable)")] = None,
-    service_url: ServiceUrl = DEFAULT_URL,
+    service_url: ServiceUrl = None,
+    client_conf: ClientConfOpt = None,
+    auth_plugin: AuthPluginOpt = None,
+    auth_params: AuthParamsOpt = None,
+    tls_trust_cert_path: TlsTrustOpt = None,
+    tls_allow_insecure: TlsInsecureOpt = None,
+    tls_enable_hostname_verification: TlsHostnameOpt = None,
 ) -> None:
     """Produce messages to a topic and print their ids."""
     payloads = [m.encode() for m in messages or []]
@@ -76,10 +130,14 @@ def produce(
         raise _fail("--num-produce must be at least 1")
     props = _properties(properties or [])
 
+    conn = Connection.resolve(service_url, client_conf, auth_plugin, auth_params, tls_trust_cert_path,
+                              tls_allow_insecure, tls_enable_hostname_verification)
+
     async def main() -> None:
         from magnetar.client import AsyncClient
 
-        async with AsyncClient(service_url, operation_timeout_seconds=10, connection_timeout_ms=5000) as client:
+        async with AsyncClient(conn.service_url, operation_timeout_seconds=10, connection_timeout_ms=5000,
+                               **conn.options) as client:
             producer = await client.create_producer(topic)
             futures = []
             for _ in range(num_produce):
@@ -101,7 +159,13 @@ def consume(
     earliest: Annotated[bool, typer.Option("--earliest", help="Start a new subscription at the earliest message")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many seconds without a message (0 = wait forever)")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per message")] = False,
-    service_url: ServiceUrl = DEFAULT_URL,
+    service_url: ServiceUrl = None,
+    client_conf: ClientConfOpt = None,
+    auth_plugin: AuthPluginOpt = None,
+    auth_params: AuthParamsOpt = None,
+    tls_trust_cert_path: TlsTrustOpt = None,
+    tls_allow_insecure: TlsInsecureOpt = None,
+    tls_enable_hostname_verification: TlsHostnameOpt = None,
 ) -> None:
     """Consume messages, printing each with its id, key and properties, and acknowledge them."""
     types = {t.name.lower(): t for t in SubType}
@@ -109,11 +173,15 @@ def consume(
     if chosen is None:
         raise _fail(f"unknown subscription type {sub_type!r}: use Exclusive, Shared, Failover or Key_Shared")
 
+    conn = Connection.resolve(service_url, client_conf, auth_plugin, auth_params, tls_trust_cert_path,
+                              tls_allow_insecure, tls_enable_hostname_verification)
+
     async def main() -> None:
         from magnetar.client import AsyncClient
         from magnetar.client.errors import Timeout
 
-        async with AsyncClient(service_url, operation_timeout_seconds=10, connection_timeout_ms=5000) as client:
+        async with AsyncClient(conn.service_url, operation_timeout_seconds=10, connection_timeout_ms=5000,
+                               **conn.options) as client:
             consumer = await client.subscribe(
                 topic, subscription, consumer_type=chosen,
                 initial_position=InitialPosition.Earliest if earliest else InitialPosition.Latest,
@@ -162,16 +230,25 @@ def perf_produce(
     size: Annotated[int, typer.Option("--size", "-s", help="Payload bytes")] = 100,
     rate: Annotated[int, typer.Option("--rate", "-r", help="Messages per second (0 = unlimited)")] = 0,
     batch_delay_ms: Annotated[int, typer.Option("--batch-delay-ms", help="Batching delay")] = 1,
-    service_url: ServiceUrl = DEFAULT_URL,
+    service_url: ServiceUrl = None,
+    client_conf: ClientConfOpt = None,
+    auth_plugin: AuthPluginOpt = None,
+    auth_params: AuthParamsOpt = None,
+    tls_trust_cert_path: TlsTrustOpt = None,
+    tls_allow_insecure: TlsInsecureOpt = None,
+    tls_enable_hostname_verification: TlsHostnameOpt = None,
 ) -> None:
     """Produce ``--num-messages`` messages and report msg/s and MB/s."""
     if num_messages < 1 or size < 0:
         raise _fail("--num-messages must be at least 1 and --size not negative")
 
+    conn = Connection.resolve(service_url, client_conf, auth_plugin, auth_params, tls_trust_cert_path,
+                              tls_allow_insecure, tls_enable_hostname_verification)
+
     async def main() -> None:
         from magnetar.client import AsyncClient
 
-        async with AsyncClient(service_url, operation_timeout_seconds=30) as client:
+        async with AsyncClient(conn.service_url, operation_timeout_seconds=30, **conn.options) as client:
             producer = await client.create_producer(
                 topic, batching_max_publish_delay_ms=batch_delay_ms, max_pending_messages=0
             )
@@ -212,15 +289,24 @@ def perf_consume(
     subscription: Annotated[str, typer.Option("--subscription-name", "-s", help="Subscription name")] = "perf",
     num_messages: Annotated[int, typer.Option("--num-messages", "-n", help="Messages to receive")] = 100_000,
     timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many idle seconds")] = 10,
-    service_url: ServiceUrl = DEFAULT_URL,
+    service_url: ServiceUrl = None,
+    client_conf: ClientConfOpt = None,
+    auth_plugin: AuthPluginOpt = None,
+    auth_params: AuthParamsOpt = None,
+    tls_trust_cert_path: TlsTrustOpt = None,
+    tls_allow_insecure: TlsInsecureOpt = None,
+    tls_enable_hostname_verification: TlsHostnameOpt = None,
 ) -> None:
     """Receive and acknowledge ``--num-messages`` messages from the earliest; report msg/s."""
+
+    conn = Connection.resolve(service_url, client_conf, auth_plugin, auth_params, tls_trust_cert_path,
+                              tls_allow_insecure, tls_enable_hostname_verification)
 
     async def main() -> None:
         from magnetar.client import AsyncClient
         from magnetar.client.errors import Timeout
 
-        async with AsyncClient(service_url, operation_timeout_seconds=30) as client:
+        async with AsyncClient(conn.service_url, operation_timeout_seconds=30, **conn.options) as client:
             consumer = await client.subscribe(topic, subscription, initial_position=InitialPosition.Earliest)
             received = 0
             start = time.perf_counter()

@@ -7,7 +7,9 @@ the latest one) and registered as a temporary view that the query then uses:
     magnetar sql "SELECT __key, count(*) FROM pulsar.`persistent://public/default/orders` GROUP BY __key"
 
 Needs PySpark (``pip install 'magnetar[spark]'``) and Java 17+; Spark runs in this process
-(``local[*]``).
+(``local[*]``). The broker, credentials and TLS settings come from ``--client-conf`` /
+$PULSAR_CLIENT_CONF and pulsar-client's flags, handed to the data source as its
+``pulsar.client.*`` options.
 """
 
 from __future__ import annotations
@@ -18,6 +20,18 @@ import re
 from typing import Annotated, Any
 
 import typer
+
+from magnetar.cli.client_conf import (
+    AuthParamsOpt,
+    AuthPluginOpt,
+    ClientConf,
+    ClientConfError,
+    ClientConfOpt,
+    TlsHostnameOpt,
+    TlsInsecureOpt,
+    TlsTrustOpt,
+    load_client_conf,
+)
 
 DEFAULT_URL = "pulsar://localhost:6650"
 #: ``pulsar.`topic``` in a query
@@ -73,9 +87,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def connection_options(conf: ClientConf) -> dict[str, str]:
+    """The data source's ``pulsar.client.*`` options for a tool's client.conf and flags."""
+    options = {
+        "pulsar.client.tlsAllowInsecureConnection": str(conf.tls_allow_insecure_connection).lower(),
+        "pulsar.client.tlsHostnameVerificationEnable": str(conf.tls_enable_hostname_verification).lower(),
+    }
+    if conf.tls_trust_certs_file_path:
+        options["pulsar.client.tlsTrustCertsFilePath"] = conf.tls_trust_certs_file_path
+    if conf.auth_plugin:
+        options["pulsar.client.authPluginClassName"] = conf.auth_plugin
+        options["pulsar.client.authParams"] = conf.auth_params or ""
+    return options
+
+
 def sql(
     query: Annotated[str, typer.Argument(help="Spark SQL; name topics as pulsar.`<topic>`")],
-    service_url: Annotated[str, typer.Option("--service-url", "-u", help="Broker URL (pulsar:// or http://)")] = DEFAULT_URL,
+    service_url: Annotated[
+        str | None,
+        typer.Option("--service-url", "-u", help=f"Broker URL (default: brokerServiceUrl of the client.conf, else {DEFAULT_URL})"),
+    ] = None,
     options: Annotated[
         list[str] | None,
         typer.Option("--option", "-o", help="Option of the pulsar data source, key=value (repeatable), e.g. startingTime=...")
@@ -83,9 +114,23 @@ def sql(
     max_rows: Annotated[int, typer.Option("--max-rows", "-n", help="Print at most this many rows")] = 1000,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON object per row instead of a table")] = False,
     master: Annotated[str, typer.Option("--master", help="Spark master")] = "local[*]",
+    client_conf: ClientConfOpt = None,
+    auth_plugin: AuthPluginOpt = None,
+    auth_params: AuthParamsOpt = None,
+    tls_trust_cert_path: TlsTrustOpt = None,
+    tls_allow_insecure: TlsInsecureOpt = None,
+    tls_enable_hostname_verification: TlsHostnameOpt = None,
 ) -> None:
     """Run Spark SQL over topics (batch reads) and print the result."""
-    extra: dict[str, str] = {}
+    try:
+        conf = load_client_conf(
+            client_conf, auth_plugin=auth_plugin, auth_params=auth_params, tls_trust_cert_path=tls_trust_cert_path,
+            tls_allow_insecure=tls_allow_insecure, tls_enable_hostname_verification=tls_enable_hostname_verification,
+        )
+    except ClientConfError as exc:
+        raise _fail(str(exc)) from None
+    service_url = service_url or conf.broker_service_url or DEFAULT_URL
+    extra: dict[str, str] = connection_options(conf)
     for item in options or []:
         key, sep, value = item.partition("=")
         if not sep or not key:

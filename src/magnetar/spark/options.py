@@ -152,23 +152,50 @@ class ClientSettings:
 
     def make(self) -> Any:
         """A new synchronous magnetar client."""
-        from magnetar.client import AuthenticationToken, Client
+        from magnetar.client import Client
 
         kwargs = dict(self.client)
         plugin = kwargs.pop("authPluginClassName", None)
         params = kwargs.pop("authParams", None)
         if plugin or params:
-            if plugin and "token" not in plugin.lower():
-                raise PulsarOptionError(
-                    f"pulsar.client.authPluginClassName {plugin!r}: only token authentication is supported"
-                )
-            token = params or ""
-            if token.startswith("token:"):
-                token = token[len("token:"):]
-            elif token.startswith("{"):
-                token = json.loads(token).get("token", "")
-            kwargs["authentication"] = AuthenticationToken(token)
+            kwargs.update(_authentication(plugin or "token", params or ""))
         return Client(self.service_url, **kwargs)
+
+
+def _auth_params(params: str) -> dict[str, str]:
+    """Auth parameters as JSON or Pulsar's ``key:value,key:value`` form."""
+    if params.strip().startswith("{"):
+        try:
+            data = json.loads(params)
+        except ValueError:
+            raise PulsarOptionError("pulsar.client.authParams is not valid JSON") from None
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    pairs = (part.partition(":") for part in params.split(","))
+    return {key.strip(): value.strip() for key, sep, value in pairs if sep}
+
+
+def _authentication(plugin: str, params: str) -> dict[str, Any]:
+    """The client keywords of one of Pulsar's auth plugins (AuthenticationToken / Basic / Tls)."""
+    from magnetar.client import AuthenticationBasic, AuthenticationTLS, AuthenticationToken
+
+    kind = plugin.strip().rsplit(".", 1)[-1].lower().removeprefix("authentication")
+    if kind == "token":
+        token = params.strip()
+        if token.startswith("{"):
+            token = _auth_params(token).get("token", "")
+        return {"authentication": AuthenticationToken(token.removeprefix("token:"))}
+    values = _auth_params(params)
+    if kind == "basic" and "userId" in values and "password" in values:
+        return {"authentication": AuthenticationBasic(values["userId"], values["password"])}
+    if kind == "tls" and values.get("tlsCertFile") and values.get("tlsKeyFile"):
+        cert, key = values["tlsCertFile"], values["tlsKeyFile"]
+        return {"authentication": AuthenticationTLS(cert, key), "tls_certificate_file_path": cert,
+                "tls_private_key_file_path": key}
+    raise PulsarOptionError(
+        f"pulsar.client.authPluginClassName {plugin!r} with these authParams is not supported: use AuthenticationToken"
+        " (token:... or file:...), AuthenticationBasic ({\"userId\", \"password\"}) or AuthenticationTls"
+        " (tlsCertFile:...,tlsKeyFile:...)"
+    )
 
 
 def _canonical(key: str) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from magnetar.broker.resources.base import ResourceContext
 from magnetar.broker.resources.messages import MessageResources
 from magnetar.broker.resources.namespaces import NamespaceResources
+from magnetar.broker.resources.permissions import PermissionResources
 from magnetar.broker.resources.policies import PolicyResources
 from magnetar.broker.resources.stats import StatsResources
 from magnetar.broker.resources.stats_tracker import StatsTracker
@@ -40,6 +41,7 @@ class BrokerAdmin:
         self.tenants = TenantResources(self.ctx, self.namespaces)
         self.subscriptions = SubscriptionResources(self.ctx)
         self.messages = MessageResources(self.ctx)
+        self.permissions = PermissionResources(self.ctx)
         self.stats = StatsResources(self.ctx, self.policies, self.tracker)
 
     def start(self) -> None:

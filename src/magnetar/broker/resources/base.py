@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from magnetar.broker.subscriptions.subscription import Subscription
     from magnetar.broker.topics.base import Topic
 
-NAME = re.compile(r"^[-=:.\w]+$")
+#: a tenant, namespace or cluster name: Pulsar's NamedEntity characters ([-=:.] and ASCII word
+#: characters, as Java's ``\w``); Pulsar sets no length limit, magnetar 255 (a file name's)
+NAME = re.compile(r"^[-=:.\w]{1,255}$", re.ASCII)
 U64 = (1 << 64) - 1
 #: MessageId.latest of the Java client: (Long.MAX_VALUE, Long.MAX_VALUE)
 LATEST_LEDGER = (1 << 63) - 1

@@ -7,6 +7,7 @@ from typing import Any
 from magnetar.broker.policies.registry import NAMESPACE, on_scope
 from magnetar.broker.resources.base import ResourceContext
 from magnetar.broker.resources.errors import ConflictError, NotFoundError, PreconditionFailedError
+from magnetar.broker.resources.permissions import AUTH_POLICIES, check_auth_policies
 from magnetar.broker.resources.policies import validate_policy
 from magnetar.broker.resources.topics import TopicResources
 from magnetar.protocol.enums import TopicsMode
@@ -30,7 +31,7 @@ class NamespaceResources:
         return self.ctx.metadata.list_namespaces(tenant)
 
     def create_namespace(self, ns: str, policies: dict[str, Any] | None = None) -> None:
-        """Create a namespace with the (valid) policies given; unknown fields are ignored."""
+        """Create a namespace with the (valid) policies and ``auth_policies`` given; unknown fields are ignored."""
         tenant = ns.split("/", 1)[0]
         if self.ctx.metadata.get_tenant(tenant) is None:
             raise NotFoundError("Tenant does not exist")
@@ -38,6 +39,8 @@ class NamespaceResources:
         for key, value in (policies or {}).items():
             if key in _NAMESPACE_POLICY_NAMES and value is not None:
                 stored[key] = validate_policy(key, value, stored)
+        if (policies or {}).get(AUTH_POLICIES) is not None:
+            stored[AUTH_POLICIES] = check_auth_policies(policies[AUTH_POLICIES])  # type: ignore[index]
         try:
             self.ctx.metadata.create_namespace(ns, stored)
         except MetadataConflictError:

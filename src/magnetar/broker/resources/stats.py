@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from magnetar.broker.policies.registry import DEDUPLICATION
 from magnetar.broker.resources.base import ResourceContext
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from magnetar.broker.subscriptions.consumer import Consumer
     from magnetar.broker.subscriptions.subscription import Subscription
     from magnetar.broker.topics.base import Topic
+    from magnetar.broker.topics.persistent import PersistentTopic
     from magnetar.broker.topics.producer import Producer
 
 _TOPIC_SUMS = (
@@ -99,6 +100,8 @@ class StatsResources:
             ranges_total += s["nonContiguousDeletedMessagesRanges"]
         out["subscriptions"] = subs
         out["backlogSize"] = backlog_total
+        earliest = [s["earliestMsgPublishTimeInBacklog"] for s in subs.values() if s["earliestMsgPublishTimeInBacklog"]]
+        out["earliestMsgPublishTimeInBacklogs"] = min(earliest, default=0)
         out["nonContiguousDeletedMessagesRanges"] = ranges_total
         dedup = self.policies.effective_policy(topic.topic_name, DEDUPLICATION.name)
         out["deduplicationStatus"] = "Enabled" if dedup else "Disabled"
@@ -162,6 +165,11 @@ class StatsResources:
         if active is None and sub.consumers:
             active = sub.consumers[0]
         expired, last_expire = self.ctx.expired.get((topic.name, sub.name), (0, 0.0))
+        earliest = 0
+        if sub.persistent:  # message TTL expiry is counted by the subscription itself
+            expired += sub.msg_expired_counter
+            last_expire = max(last_expire, sub.last_expire_time)
+            earliest = sub.earliest_publish_time_in_backlog() if backlog else 0
         return {
             "msgRateOut": numbers["msgRateOut"],
             "msgThroughputOut": numbers["msgThroughputOut"],
@@ -172,7 +180,7 @@ class StatsResources:
             "chunkedMessageRate": 0,
             "msgBacklog": backlog,
             "backlogSize": int(backlog * avg_entry),
-            "earliestMsgPublishTimeInBacklog": 0,
+            "earliestMsgPublishTimeInBacklog": earliest,
             "msgBacklogNoDelayed": backlog,
             "blockedSubscriptionOnUnackedMsgs": sub.blocked_on_unacked(),
             "msgDelayed": 0,
@@ -191,7 +199,7 @@ class StatsResources:
             "isReplicated": False,
             "allowOutOfOrderDelivery": False,
             "consumersAfterMarkDeletePosition": {},
-            "nonContiguousDeletedMessagesRanges": sub.cursor.individually_acked.range_count(),
+            "nonContiguousDeletedMessagesRanges": sub.cursor.individually_acked.range_count() if sub.persistent else 0,
             "nonContiguousDeletedMessagesRangesSerializedSize": 0,
             "subscriptionProperties": {},
         }
@@ -219,7 +227,7 @@ class StatsResources:
     def internal_stats(self, tn: TopicName) -> dict[str, Any]:
         """A topic's PersistentTopicInternalStats: its ledger and cursors."""
         self.ctx.persistent_only(tn, "internalStats")
-        topic = self.ctx.load_topic(tn)
+        topic = cast("PersistentTopic", self.ctx.load_topic(tn))
         ledger = topic.ledger
         lid = topic.ledger_id
         entries = max(0, topic.last_entry_id - topic.first_entry_id + 1)
@@ -293,7 +301,7 @@ def _cursor_stats(topic: Topic, sub: Subscription) -> dict[str, Any]:
     }
 
 
-def _compacted_ledger(topic: Topic) -> dict[str, Any]:
+def _compacted_ledger(topic: PersistentTopic) -> dict[str, Any]:
     """internal-stats ``compactedLedger``: the compacted view (its number stands for a ledger id)."""
     view = topic.compacted
     if view is None:

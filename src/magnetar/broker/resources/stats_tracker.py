@@ -62,59 +62,30 @@ class _Series:
 
 
 class _SubTrack:
-    __slots__ = ("sub", "series", "consumers", "retired", "consumer_series")
+    __slots__ = ("sub", "series", "consumer_series")
 
     def __init__(self, sub: Subscription, now: float) -> None:
         self.sub = sub
         self.series = _Series(now, 2)
-        self.consumers: list[Consumer] = []
-        self.retired = [0, 0]
         self.consumer_series: dict[int, _Series] = {}
 
     def counters(self) -> tuple[int, int]:
         """Messages and bytes delivered by this subscription, consumers gone included."""
-        msgs, nbytes = self.retired
-        live = self.sub.consumers
-        ids = {id(c) for c in live}
-        for c in live:
-            msgs += c.msg_out_counter
-            nbytes += c.bytes_out_counter
-        for c in self.consumers:
-            if id(c) not in ids:
-                msgs += c.msg_out_counter
-                nbytes += c.bytes_out_counter
-        return msgs, nbytes
+        return self.sub.msg_out_counter, self.sub.bytes_out_counter
 
 
 class _TopicTrack:
-    __slots__ = ("topic", "series", "subs", "retired", "producer_series")
+    __slots__ = ("topic", "series", "subs", "producer_series")
 
     def __init__(self, topic: Topic, now: float) -> None:
         self.topic = topic
         self.series = _Series(now, 4)
         self.subs: dict[str, _SubTrack] = {}
-        self.retired = [0, 0]
         self.producer_series: dict[int, _Series] = {}
 
     def out_counters(self) -> tuple[int, int]:
         """Messages and bytes delivered from the topic, subscriptions gone included."""
-        msgs, nbytes = self.retired
-        subs = self.topic.subscriptions
-        for name, track in self.subs.items():
-            if subs.get(name) is not track.sub:
-                m, b = track.counters()
-                msgs += m
-                nbytes += b
-        for sub in subs.values():
-            track = self.subs.get(sub.name)
-            if track is not None and track.sub is sub:
-                m, b = track.counters()
-            else:
-                m = sum(c.msg_out_counter for c in sub.consumers)
-                b = sum(c.bytes_out_counter for c in sub.consumers)
-            msgs += m
-            nbytes += b
-        return msgs, nbytes
+        return self.topic.msg_out_counter, self.topic.bytes_out_counter
 
     def counters(self) -> tuple[int, int, int, int]:
         """Messages and bytes in, messages and bytes out."""
@@ -167,26 +138,16 @@ class StatsTracker:
     def _sample_topic(self, track: _TopicTrack, now: float, window: float) -> None:
         topic = track.topic
         subs = topic.subscriptions
-        # subscriptions gone since the last sample: their final counts stay in the topic's totals
-        for name in list(track.subs):
-            sub_track = track.subs[name]
-            if subs.get(name) is not sub_track.sub:
-                m, b = sub_track.counters()
-                track.retired[0] += m
-                track.retired[1] += b
-                del track.subs[name]
+        for name in [n for n, t in track.subs.items() if subs.get(n) is not t.sub]:
+            del track.subs[name]
         for name, sub in subs.items():
             sub_track = track.subs.get(name)
             if sub_track is None:
                 sub_track = track.subs[name] = _SubTrack(sub, now)
             live = sub.consumers
             ids = {id(c) for c in live}
-            for c in sub_track.consumers:
-                if id(c) not in ids:
-                    sub_track.retired[0] += c.msg_out_counter
-                    sub_track.retired[1] += c.bytes_out_counter
-                    sub_track.consumer_series.pop(id(c), None)
-            sub_track.consumers = list(live)
+            for gone in [i for i in sub_track.consumer_series if i not in ids]:
+                del sub_track.consumer_series[gone]
             for c in live:
                 series = sub_track.consumer_series.get(id(c))
                 if series is None:

@@ -28,9 +28,9 @@ class ClusterResources:
         config = self.ctx.config
         out = {
             "serviceUrl": config.web_service_url,
-            "serviceUrlTls": "",
+            "serviceUrlTls": config.web_service_url_tls or "",
             "brokerServiceUrl": config.broker_service_url,
-            "brokerServiceUrlTls": "",
+            "brokerServiceUrlTls": config.broker_service_url_tls or "",
         }
         out.update(data)
         return out

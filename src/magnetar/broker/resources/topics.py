@@ -224,15 +224,17 @@ class TopicResources:
         return {"status": "NOT_RUN", "lastError": ""}
 
     def lookup(self, tn: TopicName, http_port: int | None = None) -> dict[str, Any]:
-        """Where clients find the topic: always this broker."""
+        """Where clients find the topic: always this broker (its TLS URLs for clients that use TLS)."""
         self.ctx.check_namespace(tn.namespace)
         config = self.ctx.config
         broker_url = config.broker_service_url
         http_url = f"http://{config.service_host}:{config.http_port or http_port or 0}"
+        if not config.http_port and config.web_service_url_tls:
+            http_url = config.web_service_url_tls
         return {
             "brokerUrl": broker_url,
-            "brokerUrlTls": broker_url,
+            "brokerUrlTls": config.broker_service_url_tls or broker_url,
             "httpUrl": http_url,
-            "httpUrlTls": http_url,
+            "httpUrlTls": config.web_service_url_tls or http_url,
             "nativeUrl": broker_url,
         }

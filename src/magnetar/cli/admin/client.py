@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import ssl
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -31,23 +32,35 @@ class RawReply:
 
 
 class AdminClient:
-    """Requests to the admin REST API of one broker."""
+    """Requests to the admin REST API of one broker, with its credentials and TLS settings."""
 
-    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float = 30.0,
+        authorization: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        #: the ``Authorization`` header of every request (``Bearer ...`` / ``Basic ...``), or None
+        self.authorization = authorization
+        #: the TLS context of https:// URLs (trusted CAs, hostname check, client certificate)
+        self.ssl_context = ssl_context
 
     def request(self, method: str, path: str, body: Any = _NO_BODY, raw: bool = False) -> Any:
         """Send one request; the answer's JSON (or text, or a RawReply with ``raw``)."""
         data = None
         headers = {"Accept": "application/json"}
+        if self.authorization:
+            headers["Authorization"] = self.authorization
         if body is not _NO_BODY:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         url = self.base_url + path
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self._context()) as resp:
                 payload = resp.read()
                 if raw:
                     return RawReply(payload, {k: v for k, v in resp.headers.items()})
@@ -66,6 +79,9 @@ class AdminClient:
             raise AdminCliError(f"no answer from {self.base_url} within {self.timeout:.0f} s") from None
         except (http.client.HTTPException, ConnectionError) as exc:
             raise AdminCliError(f"broken answer from {self.base_url}: {exc}") from None
+
+    def _context(self) -> ssl.SSLContext | None:
+        return self.ssl_context if self.base_url.startswith("https:") else None
 
     def get(self, path: str, raw: bool = False) -> Any:
         """GET ``path``."""

@@ -8,14 +8,65 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, NoReturn
 
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from magnetar.cli.admin.client import DEFAULT_ADMIN_URL, AdminClient, AdminCliError
+from magnetar.cli.client_conf import (
+    AuthParamsOpt,
+    AuthPluginOpt,
+    ClientConfError,
+    ClientConfOpt,
+    TlsHostnameOpt,
+    TlsInsecureOpt,
+    TlsTrustOpt,
+    load_client_conf,
+)
+
+#: options of ``magnetar admin`` itself, and whether each takes a value
+_GLOBAL_OPTIONS = {
+    "--json": False, "--admin-url": True, "--client-conf": True, "--auth-plugin": True, "--auth-params": True,
+    "--tls-trust-cert-path": True, "--tls-allow-insecure": False, "--no-tls-allow-insecure": False,
+    "--tls-enable-hostname-verification": False, "--no-tls-enable-hostname-verification": False,
+}
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """``args`` with the admin-wide options moved in front of the subcommand, wherever they were
+    (pulsar-admin users put flags last: ``magnetar admin topics list public/default --json``)."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if name in _GLOBAL_OPTIONS:
+            front.append(arg)
+            if _GLOBAL_OPTIONS[name] and "=" not in arg and i + 1 < len(args):
+                i += 1
+                front.append(args[i])
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
+class _AdminGroup(TyperGroup):
+    """The ``admin`` group: accepts its own options after the subcommand too."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
+
 
 admin_app = typer.Typer(
     name="admin",
+    cls=_AdminGroup,
     help="Administer a broker over its REST API, like pulsar-admin.",
     no_args_is_help=True,
 )
@@ -48,12 +99,30 @@ class State:
 def _admin(
     ctx: typer.Context,
     admin_url: Annotated[
-        str, typer.Option("--admin-url", envvar="MAGNETAR_ADMIN_URL", help="Broker HTTP URL")
-    ] = DEFAULT_ADMIN_URL,
+        str | None,
+        typer.Option("--admin-url", envvar="MAGNETAR_ADMIN_URL",
+                     help=f"Broker HTTP URL (default: webServiceUrl of the client.conf, else {DEFAULT_ADMIN_URL})"),
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print answers as JSON")] = False,
+    client_conf: ClientConfOpt = None,
+    auth_plugin: AuthPluginOpt = None,
+    auth_params: AuthParamsOpt = None,
+    tls_trust_cert_path: TlsTrustOpt = None,
+    tls_allow_insecure: TlsInsecureOpt = None,
+    tls_enable_hostname_verification: TlsHostnameOpt = None,
 ) -> None:
     """Administer a broker over its REST API, like pulsar-admin."""
-    ctx.obj = State(AdminClient(admin_url), json_output, Console(soft_wrap=False))
+    try:
+        conf = load_client_conf(
+            client_conf, auth_plugin=auth_plugin, auth_params=auth_params, tls_trust_cert_path=tls_trust_cert_path,
+            tls_allow_insecure=tls_allow_insecure, tls_enable_hostname_verification=tls_enable_hostname_verification,
+        )
+        url = admin_url or conf.web_service_url or DEFAULT_ADMIN_URL
+        context = conf.http_ssl_context() if url.startswith("https:") else None
+        client = AdminClient(url, authorization=conf.http_authorization(), ssl_context=context)
+    except (ClientConfError, OSError) as exc:
+        fail(str(exc))
+    ctx.obj = State(client, json_output, Console(soft_wrap=False))
 
 
 def state(ctx: typer.Context) -> State:

@@ -82,7 +82,7 @@ def create_app(service: BrokerService) -> FastAPI:
     app.include_router(routes_schemas.router(admin, access))
     for domain in ("persistent", "non-persistent"):
         app.include_router(routes_topics.router(admin, access, domain))
-    mount_console(app, admin)
+    mount_console(app, admin, access)
     return app
 
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from magnetar.admin.access import AccessGuard
 from magnetar.admin.console.pages import add_console_pages
 from magnetar.admin.console.routes import router
 from magnetar.broker.resources.admin import BrokerAdmin
 
 
-def mount_console(app: FastAPI, admin: BrokerAdmin) -> None:
-    """Serve the console and its routes on ``app``."""
-    app.include_router(router(admin))
+def mount_console(app: FastAPI, admin: BrokerAdmin, access: AccessGuard) -> None:
+    """Serve the console and its routes on ``app``, guarded by ``access``."""
+    app.include_router(router(admin, access))
     add_console_pages(app)
 
 

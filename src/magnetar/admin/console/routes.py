@@ -15,11 +15,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Query
 
 from magnetar import __version__
+from magnetar.admin.access import AccessGuard
 from magnetar.admin.console.browsing import MAX_COUNT, browse_messages, peek_messages
 from magnetar.admin.console.decoding import SchemaLookup
 from magnetar.admin.console.publishing import ProducerMessages, bearer_token, publish
 from magnetar.admin.errors import HttpError
 from magnetar.broker.resources.admin import BrokerAdmin
+from magnetar.broker.security import TopicOperation
 from magnetar.protocol.topic_name import TopicName
 
 T = "/{domain}/{tenant}/{namespace}/{topic}"
@@ -48,12 +50,15 @@ def schema_lookup(admin: BrokerAdmin, tn: TopicName) -> SchemaLookup:
     return lookup
 
 
-def router(admin: BrokerAdmin) -> APIRouter:
-    """The console's own read-only routes and the REST producer, over ``admin``."""
+def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
+    """The console's own read-only routes and the REST producer, over ``admin``, guarded by ``access``."""
     r = APIRouter()
     started_at = getattr(admin.service, "started_at", time.time())
 
-    @r.get("/magnetar/v1/broker", tags=["magnetar"], summary="This broker: version, start time, addresses")
+    @r.get(
+        "/magnetar/v1/broker", tags=["magnetar"], summary="This broker: version, start time, addresses",
+        dependencies=[access.open()],
+    )
     async def broker_info() -> dict[str, Any]:
         config = admin.service.config
         return {
@@ -66,7 +71,7 @@ def router(admin: BrokerAdmin) -> APIRouter:
         }
 
     @r.get(
-        "/magnetar/v1/messages" + T, tags=["magnetar"],
+        "/magnetar/v1/messages" + T, tags=["magnetar"], dependencies=[access.topic(TopicOperation.PEEK_MESSAGES)],
         summary="Messages decoded by the topic's schema: a subscription's next ones, or browsed from a position",
         description=(
             "With `subscription`, the next unacknowledged messages of that subscription (as peek). Otherwise "
@@ -91,6 +96,7 @@ def router(admin: BrokerAdmin) -> APIRouter:
 
     @r.post(
         "/topics" + T, tags=["REST producer"], summary="Publish messages (Pulsar's REST producer)",
+        dependencies=[access.topic(TopicOperation.PRODUCE)],
         description="Publishes with the topic's latest schema; an `Authorization: Bearer` token is used as the producer's.",
     )
     async def produce(

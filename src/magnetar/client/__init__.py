@@ -1,14 +1,25 @@
 """magnetar's native Pulsar client: asyncio-first (``AsyncClient``) with a sync face (``Client``).
 
-Names, options and defaults follow the official Python client (``pulsar.Client``); see
-docs/CLIENT.md for the differences.
+Names, options and defaults follow the official Python client: ``import magnetar.client as
+pulsar`` runs code written for ``pulsar`` (sync) and ``pulsar.asyncio`` (the
+:mod:`magnetar.client.asyncio` face); see docs/CLIENT.md for the differences.
 """
 
-from magnetar.client.auth import Authentication, AuthenticationToken
+from magnetar.client import asyncio, exceptions, schema
+from magnetar.client.auth import Authentication, AuthenticationBasic, AuthenticationTLS, AuthenticationToken
 from magnetar.client.client import AsyncClient
+from magnetar.client.compat import (
+    CompressionType,
+    ConsoleLogger,
+    ConsumerCryptoFailureAction,
+    ConsumerType,
+    FileLogger,
+    LoggerLevel,
+)
 from magnetar.client.config import BatchingType, ConsumerConfig, ProducerConfig
 from magnetar.client.consumer import Consumer
 from magnetar.client.errors import *  # noqa: F403 - the flat exception hierarchy is part of the API
+from magnetar.client.errors import Result
 from magnetar.client.message import Message, MessageId
 from magnetar.client.multi_topic import MultiTopicsConsumer
 from magnetar.client.partitioned import (
@@ -39,13 +50,11 @@ from magnetar.client.schema import (
 )
 from magnetar.client.sync import Client
 from magnetar.protocol.enums import (
-    CompressionType,
     InitialPosition,
     KeySharedMode,
     ProducerAccessMode,
     TopicsMode,
 )
-from magnetar.protocol.enums import SubType as ConsumerType
 
 #: the official client's name of the dead letter policy
 DeadLetterPolicy = ConsumerDeadLetterPolicy
@@ -53,25 +62,31 @@ DeadLetterPolicy = ConsumerDeadLetterPolicy
 __all__ = [
     "AsyncClient",
     "Authentication",
+    "AuthenticationBasic",
+    "AuthenticationTLS",
     "AuthenticationToken",
     "AvroSchema",
     "BatchingType",
     "BytesSchema",
     "Client",
     "CompressionType",
+    "ConsoleLogger",
     "Consumer",
     "ConsumerBatchReceivePolicy",
     "ConsumerConfig",
+    "ConsumerCryptoFailureAction",
     "ConsumerDeadLetterPolicy",
     "ConsumerKeySharedPolicy",
     "ConsumerType",
     "DeadLetterPolicy",
+    "FileLogger",
     "HashingScheme",
     "InitialPosition",
     "JsonSchema",
     "KeySharedMode",
     "KeyValueEncodingType",
     "KeyValueSchema",
+    "LoggerLevel",
     "Message",
     "MessageId",
     "MultiTopicsConsumer",
@@ -84,9 +99,13 @@ __all__ = [
     "Reader",
     "RedeliveryBackoff",
     "RegexSubscriptionMode",
+    "Result",
     "Schema",
     "SchemaSerializationError",
     "StringSchema",
     "TopicsMode",
+    "asyncio",
+    "exceptions",
     "partition_for_key",
+    "schema",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from magnetar.client.message import _UNSET, Message, MessageId
+from magnetar.client.message import _UNSET, IdPart, Message, MessageId, id_part
 from magnetar.protocol.framing import ProtocolError
 from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
 
@@ -69,14 +69,15 @@ def split_batch(
     malformed batch.
     """
     count = meta.num_messages_in_batch
-    ledger_id, entry_id = entry
-    topic, partition, schema = consumer.topic, consumer.partition, consumer.config.schema
+    ledger_id, entry_id = IdPart(entry[0]), IdPart(entry[1])
+    topic, partition, schema = consumer.topic, id_part(consumer.partition), consumer.config.schema
     # only messages of the start entry itself (or before it) can precede the start position
     check_start = start is not None and entry <= (start.ledger_id, start.entry_id)
     parse = SingleMessageMetadata.FromString
     unpack = _U32.unpack_from
     new_id = _new_message_id
     new_message = _new_message
+    part = id_part
     out = []
     end = len(payload)
     pos = 0
@@ -105,7 +106,7 @@ def split_batch(
             msg_id = new_id(MessageId)
             msg_id.ledger_id = ledger_id
             msg_id.entry_id = entry_id
-            msg_id.batch_index = index
+            msg_id.batch_index = part(index)
             msg_id.partition = partition
             msg_id.batch_size = count
             msg_id.topic = topic

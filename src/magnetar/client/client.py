@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from magnetar.client.auth import Authentication
+from magnetar.client.auth import Authentication, AuthenticationTLS
 from magnetar.client.config import ConsumerConfig, ProducerConfig
 from magnetar.client.connection import ConnectionPool
 from magnetar.client.consumer import Consumer
@@ -23,7 +23,6 @@ from magnetar.client.errors import (
     AlreadyClosed,
     InvalidConfiguration,
     InvalidTopicName,
-    OperationNotSupported,
     PulsarError,
 )
 from magnetar.client.lookup import HttpLookupService, LookupService, ServiceUrl
@@ -51,6 +50,13 @@ def _topic(name: str) -> str:
         raise InvalidTopicName(str(exc)) from None
 
 
+def _says_partition(mid: MessageId) -> bool:
+    """Whether a reader's start id can be placed on a partition (earliest and latest go everywhere)."""
+    if mid.ledger_id < 0 or mid == MessageId.latest or mid.partition >= 0:
+        return True
+    return mid.topic is not None and TopicName.parse(mid.topic).partition_index >= 0
+
+
 class AsyncClient:
     """A Pulsar client on the running asyncio loop. Use ``async with AsyncClient(url) as c``."""
 
@@ -75,6 +81,7 @@ class AsyncClient:
         tls_certificate_file_path: str | None = None,
         *,
         keep_alive_interval_seconds: float = 30,
+        partitions_update_interval_seconds: float = 60,
     ) -> None:
         self.service_url = ServiceUrl.parse(service_url)
         if use_tls and not self.service_url.tls:
@@ -86,6 +93,8 @@ class AsyncClient:
                 f"authentication must be a magnetar.client Authentication (e.g. AuthenticationToken), not {type(authentication).__name__}"
             )
         self.operation_timeout = float(operation_timeout_seconds)
+        #: partitioned producers, consumers and readers look their partitions up this often
+        self.partitions_update_interval = float(partitions_update_interval_seconds)
         self.authentication = authentication
         self.message_listener_threads = message_listener_threads
         ssl_context = None
@@ -96,6 +105,9 @@ class AsyncClient:
             ssl_context.check_hostname = bool(tls_validate_hostname) and not tls_allow_insecure_connection
             if tls_allow_insecure_connection:
                 ssl_context.verify_mode = ssl.CERT_NONE
+            if tls_certificate_file_path is None and isinstance(authentication, AuthenticationTLS):
+                tls_certificate_file_path = authentication.certificate_path
+                tls_private_key_file_path = authentication.private_key_path
             if tls_certificate_file_path:
                 ssl_context.load_cert_chain(tls_certificate_file_path, tls_private_key_file_path)
         self.pool = ConnectionPool(connection_timeout_ms / 1000.0, keep_alive_interval_seconds, ssl_context, authentication)
@@ -159,7 +171,9 @@ class AsyncClient:
     async def _new_producer(self, topic: str, config: ProducerConfig) -> Producer | PartitionedProducer:
         """A producer owned by someone else (dead letter producers): not closed with the client."""
         n = await self.lookup.partitions(topic)
-        producer: Any = PartitionedProducer(self, topic, n, config, 0, None, HashingScheme.JavaStringHash) if n else Producer(self, topic, config)
+        producer: Any = PartitionedProducer(
+            self, topic, n, config, PartitionsRoutingMode.RoundRobinDistribution, None, HashingScheme.JavaStringHash
+        ) if n else Producer(self, topic, config)
         await producer.start()
         return producer
 
@@ -243,8 +257,16 @@ class AsyncClient:
         crypto_key_reader: Any = None,
         start_message_id_inclusive: bool = False,
         crypto_failure_action: Any = None,
+        *,
+        start_message_from_rollback_duration_seconds: float = 0,
     ) -> Reader:
-        """A reader: a non-durable, exclusive subscription starting at ``start_message_id``."""
+        """A reader: a non-durable, exclusive subscription starting at ``start_message_id``.
+
+        On a partitioned topic, a message id starts the reader at it on the id's partition and
+        at the earliest message on the others. ``start_message_from_rollback_duration_seconds``
+        (the Java client's startMessageFromRollbackDuration) starts it instead at the first
+        message published that long ago or later, on every partition.
+        """
         self._check_open()
         if not isinstance(start_message_id, MessageId):
             raise InvalidConfiguration(f"create_reader: start_message_id must be a MessageId, not {type(start_message_id).__name__}")
@@ -263,13 +285,17 @@ class AsyncClient:
         )
         try:
             n = await self.lookup.partitions(name)
+            if n and not _says_partition(start_message_id):
+                raise InvalidConfiguration(
+                    f"{start_message_id!r} does not say which partition of {name} it belongs to (not an id this client received or sent)"
+                )
             if n:
-                if start_message_id not in (MessageId.earliest, MessageId.latest):
-                    raise OperationNotSupported("a reader of a partitioned topic starts at MessageId.earliest or MessageId.latest only")
                 consumer: Any = MultiTopicsConsumer(self, [name], sub, config, durable=False, start_message_id=start_message_id)
             else:
                 consumer = Consumer(self, name, sub, config, durable=False, start_message_id=start_message_id)
             await consumer.start()
+            if start_message_from_rollback_duration_seconds > 0:
+                await consumer.seek(int((time.time() - start_message_from_rollback_duration_seconds) * 1000))
         except PulsarError as exc:
             raise _context(exc, f"could not create a reader on {name}") from exc
         reader = Reader(consumer)

@@ -32,7 +32,7 @@ from magnetar.client.errors import (
 from magnetar.client.handler import ClientContext, ConnectionHandler
 from magnetar.client.message import Message, MessageId, _signed
 from magnetar.client.policies import ConsumerKeySharedPolicy
-from magnetar.client.receiver import ReceiverBase
+from magnetar.client.receiver import DONE, Completed, ReceiverBase
 from magnetar.client.redelivery import RedeliveryTimers
 from magnetar.protocol import commands
 from magnetar.protocol.compression import decompress
@@ -107,6 +107,8 @@ class Consumer(ConnectionHandler, ReceiverBase):
         self.active: bool | None = None
         #: set by a multi-topic consumer: messages go there instead of this queue
         self.sink: Callable[[Consumer, list[Message]], None] | None = None
+        #: set with ``sink``: told when what this consumer delivered before is void (a seek)
+        self.sink_reset: Callable[[Consumer], None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
@@ -362,8 +364,9 @@ class Consumer(ConnectionHandler, ReceiverBase):
         conn.send_command(commands.flow(self.consumer_id, permits))
 
     # -- acknowledgements ----------------------------------------------------------------
-    def acknowledge(self, message: Message | MessageId) -> None:
-        """Acknowledge one message (sent grouped within ack_group_time_ms)."""
+    def acknowledge(self, message: Message | MessageId) -> Completed:
+        """Acknowledge one message (sent grouped within ack_group_time_ms); awaiting the result
+        is optional."""
         mid = message._id if message.__class__ is Message else message.message_id() if isinstance(message, Message) else message
         if mid.batch_index >= 0 and not self._batch_index_acks and mid._chunk_ids is None:
             # the common case of a batched message, kept short
@@ -371,8 +374,9 @@ class Consumer(ConnectionHandler, ReceiverBase):
             if remaining is not None:
                 remaining.discard(mid.batch_index)
                 if remaining:
-                    return
+                    return DONE
         self._acks.acknowledge(mid)
+        return DONE
 
     def acknowledge_many(self, messages: Iterable[Message | MessageId]) -> None:
         """Acknowledge several messages."""
@@ -380,13 +384,14 @@ class Consumer(ConnectionHandler, ReceiverBase):
         for message in messages:
             ack(message)
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+    def acknowledge_cumulative(self, message: Message | MessageId) -> Completed:
         """Acknowledge every message up to and including this one (Exclusive / Failover)."""
         if self.config.consumer_type in (SubType.Shared, SubType.Key_Shared):
             raise CumulativeAcknowledgementNotAllowedError(
                 f"cumulative acknowledgement is not allowed on {self.config.consumer_type.name} subscriptions"
             )
         self._acks.acknowledge_cumulative(message.message_id() if isinstance(message, Message) else message)
+        return DONE
 
     def _untrack(self, key: EntryKey) -> None:
         """An entry was acknowledged: no redelivery for it."""
@@ -408,7 +413,7 @@ class Consumer(ConnectionHandler, ReceiverBase):
         conn.send_command(commands.ack(self.consumer_id, ack_type, ids))
 
     # -- negative acks, ack timeout, dead letters ----------------------------------------
-    def negative_acknowledge(self, message: Message | MessageId) -> None:
+    def negative_acknowledge(self, message: Message | MessageId) -> Completed:
         """Have this message redelivered after the negative ack delay (or backoff)."""
         if isinstance(message, Message):
             mid, count = message.message_id(), message.redelivery_count()
@@ -423,6 +428,7 @@ class Consumer(ConnectionHandler, ReceiverBase):
             deadline = self._nacks.add(key, count)
         if deadline is not None:
             self._timers.arm_nack_timer()
+        return DONE
 
     def _nack_due(self) -> None:
         """What the negative-ack timer does when it fires."""
@@ -486,6 +492,8 @@ class Consumer(ConnectionHandler, ReceiverBase):
         conn = self.conn
         if conn is None or conn.closed:
             return
+        # acknowledgements still grouped go first: what was acknowledged must not come back
+        self._acks.flush()
         dropped = len(self._queue)
         self._queue.clear()
         self._acks.clear_batches()
@@ -518,7 +526,10 @@ class Consumer(ConnectionHandler, ReceiverBase):
         self._possible_dlq.clear()
         self._connected_event.clear()
         await conn.request(cmd, rid, self.client.operation_timeout)
+        # (every message sent before the seek has arrived: the broker answered after them)
         self._queue.clear()
+        if self.sink_reset is not None:
+            self.sink_reset(self)
         try:
             await asyncio.wait_for(self._connected_event.wait(), self.client.operation_timeout)
         except TimeoutError:
@@ -538,12 +549,15 @@ class Consumer(ConnectionHandler, ReceiverBase):
         """Whether a message is queued or the topic holds one after the last one received."""
         if self._queue:
             return True
-        last, _ = await self.get_last_message_id()
+        last, mark_delete = await self.get_last_message_id()
         if last.entry_id < 0:
             return False
         seen = self._last_dequeued
         if seen is None:
             start = self._start_id
+            if start is None and mark_delete is not None:
+                # after a seek by time: whatever follows the position the broker moved to
+                return (last.ledger_id, last.entry_id) > (mark_delete.ledger_id, mark_delete.entry_id)
             if start is None or start == MessageId.earliest:
                 return True
             if start == MessageId.latest:

@@ -7,13 +7,89 @@ Every exception derives from :class:`PulsarError`; broker errors also carry the
 
 from __future__ import annotations
 
+import enum as _enum
+
 from magnetar.protocol.enums import ServerError
+
+
+class Result(_enum.IntEnum):
+    """The official client's result codes (``pulsar.Result``): what ``PulsarError.error()`` says.
+
+    A code also compares equal to what magnetar's ``send_async`` callbacks get in its place:
+    ``Result.Ok`` to None (success), any other code to an exception of that code, so that
+    official callbacks testing ``res == pulsar.Result.Ok`` work unchanged.
+    """
+
+    def __eq__(self, other: object) -> bool:
+        if other is None:
+            return self.value == 0
+        if isinstance(other, PulsarError):
+            return self.value == other.result.value
+        return int.__eq__(self, other)  # type: ignore[arg-type]
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = _enum.IntEnum.__hash__
+
+    Ok = 0
+    UnknownError = 1
+    InvalidConfiguration = 2
+    Timeout = 3
+    LookupError = 4
+    ConnectError = 5
+    ReadError = 6
+    AuthenticationError = 7
+    AuthorizationError = 8
+    ErrorGettingAuthenticationData = 9
+    BrokerMetadataError = 10
+    BrokerPersistenceError = 11
+    ChecksumError = 12
+    ConsumerBusy = 13
+    NotConnected = 14
+    AlreadyClosed = 15
+    InvalidMessage = 16
+    ConsumerNotInitialized = 17
+    ProducerNotInitialized = 18
+    ProducerBusy = 19
+    TooManyLookupRequestException = 20
+    InvalidTopicName = 21
+    InvalidUrl = 22
+    ServiceUnitNotReady = 23
+    OperationNotSupported = 24
+    ProducerBlockedQuotaExceededError = 25
+    ProducerBlockedQuotaExceededException = 26
+    ProducerQueueIsFull = 27
+    MessageTooBig = 28
+    TopicNotFound = 29
+    SubscriptionNotFound = 30
+    ConsumerNotFound = 31
+    UnsupportedVersionError = 32
+    TopicTerminated = 33
+    CryptoError = 34
+    IncompatibleSchema = 35
+    ConsumerAssignError = 36
+    CumulativeAcknowledgementNotAllowedError = 37
+    TransactionCoordinatorNotFoundError = 38
+    InvalidTxnStatusError = 39
+    NotAllowedError = 40
+    TransactionConflict = 41
+    TransactionNotFound = 42
+    ProducerFenced = 43
+    MemoryBufferIsFull = 44
+    Interrupted = 45
 
 
 class PulsarError(Exception):
     """Base of every error the client raises."""
 
     code: ServerError | None = None
+    #: the official client's result code of this error (set for every class below)
+    result: Result = Result.UnknownError
+
+    def error(self) -> Result:
+        """The result code, as ``pulsar.asyncio.PulsarException.error()`` returns it."""
+        return self.result
 
 
 # -- client-side conditions ------------------------------------------------------------------
@@ -243,6 +319,35 @@ class SchemaSerializationError(PulsarError):
     """A value does not fit its schema, or a payload does not decode with it."""
 
 
+# -- the official client's other conditions (kept so that code catching them runs unchanged) --
+class ReadError(ConnectError):
+    """Reading from a broker connection failed."""
+
+
+class InvalidMessage(PulsarError):
+    """A message could not be built or parsed."""
+
+
+class ConsumerNotInitialized(PulsarError):
+    """The consumer is not ready (not subscribed yet)."""
+
+
+class ProducerNotInitialized(PulsarError):
+    """The producer is not ready (not registered yet)."""
+
+
+class CryptoError(PulsarError):
+    """End-to-end encryption failed (magnetar's client has none: never raised)."""
+
+
+class MemoryBufferIsFull(ProducerQueueIsFull):
+    """The client's memory limit for pending messages was reached."""
+
+
+class Interrupted(PulsarError):
+    """A blocking call was interrupted."""
+
+
 # -- the official client's names for the same conditions ---------------------------------------
 PulsarException = PulsarError
 LookupError = LookupError_  # noqa: A001 - the official client's name; shadows the builtin only here
@@ -253,3 +358,15 @@ TooManyLookupRequestException = TooManyRequests
 TransactionCoordinatorNotFoundError = TransactionCoordinatorNotFound
 InvalidTxnStatusError = InvalidTxnStatus
 InvalidUrl = InvalidConfiguration
+
+
+def _assign_results() -> None:
+    """Give every class the result code of its official name (the first name of a class wins)."""
+    names = globals()
+    for result in Result:
+        cls = names.get(result.name)
+        if isinstance(cls, type) and issubclass(cls, PulsarError) and "result" not in cls.__dict__:
+            cls.result = result
+
+
+_assign_results()

@@ -31,6 +31,8 @@ class ClientContext(Protocol):
 
     lookup: LookupService
     operation_timeout: float
+    #: seconds between two lookups of a partitioned topic's partitions (0: never again)
+    partitions_update_interval: float
 
     async def _new_producer(self, topic: str, config: ProducerConfig) -> Any:
         """A producer not closed with the client (dead letter and retry producers)."""

@@ -15,12 +15,36 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value > _I64_MAX else value
 
 
+class IdPart(int):
+    """A part of a message id (ledger id, entry id, batch index, partition): an int that can also
+    be called, so that magnetar's ``msg_id.ledger_id`` and the official client's
+    ``msg_id.ledger_id()`` both read it. Arithmetic on it gives plain ints."""
+
+    __slots__ = ()
+
+    def __call__(self) -> int:
+        return int(self)
+
+
+#: the parts -1 .. 4094 (batch indexes, partitions), made once
+_SMALL_PARTS = tuple(IdPart(i) for i in range(-1, 4095))
+
+
+def id_part(value: int) -> IdPart:
+    """``value`` as an IdPart (small values come from a table: the hot paths call this per message)."""
+    if -1 <= value < 4094:
+        return _SMALL_PARTS[value + 1]
+    return IdPart(value)
+
+
 @total_ordering
 class MessageId:
     """Position of a message: (ledger, entry, batch index) plus its partition.
 
     Ordered by (ledger id, entry id, batch index); ``MessageId.earliest`` and
-    ``MessageId.latest`` are the positions before the first and after the last message.
+    ``MessageId.latest`` are the positions before the first and after the last message. The
+    parts read as attributes (``mid.ledger_id``) or, as in the official client, as calls
+    (``mid.ledger_id()``): see :class:`IdPart`.
     """
 
     __slots__ = ("ledger_id", "entry_id", "batch_index", "partition", "batch_size", "topic", "_chunk_ids")
@@ -37,10 +61,10 @@ class MessageId:
         batch_size: int = 0,
         topic: str | None = None,
     ) -> None:
-        self.ledger_id = _signed(ledger_id)
-        self.entry_id = _signed(entry_id)
-        self.batch_index = batch_index
-        self.partition = partition
+        self.ledger_id = IdPart(_signed(ledger_id))
+        self.entry_id = IdPart(_signed(entry_id))
+        self.batch_index = id_part(batch_index)
+        self.partition = id_part(partition)
         self.batch_size = batch_size
         self.topic = topic
         self._chunk_ids: list[MessageId] | None = None
@@ -86,9 +110,9 @@ class MessageId:
         return self.to_proto().SerializeToString()
 
     @classmethod
-    def deserialize(cls, data: bytes) -> MessageId:
+    def deserialize(cls, message_id_bytes: bytes, topic: str | None = None) -> MessageId:
         """Inverse of :meth:`serialize`."""
-        return cls.from_proto(MessageIdData.FromString(data))
+        return cls.from_proto(MessageIdData.FromString(message_id_bytes), topic)
 
     def ledger_entry(self) -> tuple[int, int]:
         """(ledger id, entry id): the stored entry this message belongs to."""
@@ -119,8 +143,10 @@ class MessageId:
 _new = object.__new__
 
 
-def fast_message_id(ledger_id: int, entry_id: int, batch_index: int, partition: int, batch_size: int, topic: str | None) -> MessageId:
-    """A MessageId from ids already signed (the consumer's hot path: no conversions, no checks)."""
+def fast_message_id(
+    ledger_id: IdPart, entry_id: IdPart, batch_index: IdPart, partition: IdPart, batch_size: int, topic: str | None
+) -> MessageId:
+    """A MessageId from parts already signed and made IdParts (a hot path: no conversions, no checks)."""
     mid = _new(MessageId)
     mid.ledger_id = ledger_id
     mid.entry_id = entry_id
@@ -243,6 +269,10 @@ class Message:
     def has_null_value(self) -> bool:
         """Same as :meth:`is_null_value` (the official client's name)."""
         return self.is_null_value()
+
+    def encryption_context(self) -> None:
+        """None: the message was not encrypted (magnetar's client has no end-to-end encryption)."""
+        return None
 
     def size(self) -> int:
         """Payload size in bytes."""

@@ -2,7 +2,14 @@
 
 A child :class:`~.consumer.Consumer` per topic (partition) delivers into this consumer's queue;
 acknowledgements go back to the child a message came from. Patterns are matched against the
-namespace's topics at start and every ``discovery_period`` seconds.
+namespace's topics at start and every ``discovery_period`` seconds; the partitions of listed
+topics are looked up again every ``partitions_update_interval`` seconds of the client, and new
+partitions are consumed from their first message (what a producer sent there before this
+consumer saw the partition is not skipped).
+
+A reader (``durable=False``) of a partitioned topic starts at its ``start_message_id``: earliest
+or latest on every partition, or a message id on the partition it belongs to and from the
+earliest message on the others.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import dataclasses
 import itertools
 import logging
 import re
+from collections import deque
 from collections.abc import Iterable
 
 from magnetar.client.config import ConsumerConfig
@@ -20,8 +28,9 @@ from magnetar.client.dead_letter import DeadLetterHandler
 from magnetar.client.errors import AlreadyClosed, OperationNotSupported, PulsarError
 from magnetar.client.handler import ClientContext
 from magnetar.client.message import Message, MessageId
-from magnetar.client.receiver import ReceiverBase
-from magnetar.protocol.enums import TopicsMode
+from magnetar.client.partitioned import start_partition_updates
+from magnetar.client.receiver import Completed, ReceiverBase
+from magnetar.protocol.enums import InitialPosition, TopicsMode
 from magnetar.protocol.topic_name import TopicName
 
 log = logging.getLogger("magnetar.client")
@@ -76,7 +85,13 @@ class MultiTopicsConsumer(ReceiverBase):
         else:
             for topic in self._topics:
                 await self._add_topic(topic)
+            self._discovery = start_partition_updates(self.client, self.topic, self.update_partitions)
         self._start_listener()
+
+    async def update_partitions(self) -> None:
+        """Look the partitions of the topics up again and consume the new ones."""
+        for topic in list(self._topics):
+            await self._add_topic(topic, added=True)
 
     def _handler_for(self, topic: str) -> DeadLetterHandler | None:
         policy = self.config.dead_letter_policy
@@ -91,19 +106,40 @@ class MultiTopicsConsumer(ReceiverBase):
             handler.schema = self.config.schema
         return handler
 
-    def _new_child(self, name: str, partition: int) -> Consumer:
+    def _start_for(self, name: str, partition: int) -> MessageId | None:
+        """Where a reader's child starts: the start id on its own partition (or everywhere when
+        it is earliest or latest), the earliest message elsewhere."""
+        start = self.start_message_id
+        if start is None or start.ledger_id < 0 or start == MessageId.latest:
+            return start
+        own = start.partition if start.partition >= 0 else TopicName.parse(start.topic).partition_index if start.topic else -1
+        return start if own == partition or start.topic == name else MessageId.earliest
+
+    def _new_child(self, name: str, partition: int, added: bool = False) -> Consumer:
+        config = self._child_config
+        start = self._start_for(name, partition)
+        if added:
+            # a partition added after the start: from its first message
+            config = dataclasses.replace(config, initial_position=InitialPosition.Earliest)
+            start = MessageId.earliest if start is not None else None
         child = Consumer(
-            self.client, name, self.subscription, self._child_config, partition=partition,
-            durable=self.durable, start_message_id=self.start_message_id, dead_letter=self._handler_for(name),
+            self.client, name, self.subscription, config, partition=partition,
+            durable=self.durable, start_message_id=start, dead_letter=self._handler_for(name),
         )
         child.sink = self._on_messages
+        child.sink_reset = self._drop_messages_of
         return child
 
-    async def _add_topic(self, topic: str) -> None:
+    def _drop_messages_of(self, child: Consumer) -> None:
+        """A child moved (seek): the messages it queued here before are not to be received."""
+        if any(m._consumer is child for m in self._queue):
+            self._queue = deque(m for m in self._queue if m._consumer is not child)
+
+    async def _add_topic(self, topic: str, added: bool = False) -> None:
         n = await self.client.lookup.partitions(topic)
         base = TopicName.parse(topic)
         names = [str(base.partition(i)) for i in range(n)] if n else [topic]
-        new = [self._new_child(name, i if n else -1) for i, name in enumerate(names) if name not in self.consumers]
+        new = [self._new_child(name, i if n else -1, added) for i, name in enumerate(names) if name not in self.consumers]
         for child in new:
             self.consumers[child.topic] = child
         results = await asyncio.gather(*(c.start() for c in new), return_exceptions=True)
@@ -184,22 +220,32 @@ class MultiTopicsConsumer(ReceiverBase):
         if isinstance(message, Message) and message._consumer is not None:
             return message._consumer
         mid = message.message_id() if isinstance(message, Message) else message
-        child = self.consumers.get(mid.topic or "")
+        child = self.child_of_id(mid)
         if child is None:
             raise OperationNotSupported(f"message id {mid} does not say which of the topics {sorted(self.consumers)} it belongs to")
         return child
 
-    def acknowledge(self, message: Message | MessageId) -> None:
-        """Acknowledge one message on the topic it came from."""
-        self._child(message).acknowledge(message)
+    def child_of_id(self, mid: MessageId) -> Consumer | None:
+        """The child a message id belongs to: by its topic, else by its partition when only one
+        child has that partition index (ids restored with MessageId.deserialize have no topic)."""
+        if mid.topic:
+            return self.consumers.get(mid.topic)
+        if mid.partition < 0:
+            return None
+        candidates = [c for c in self.consumers.values() if c.partition == mid.partition]
+        return candidates[0] if len(candidates) == 1 else None
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+    def acknowledge(self, message: Message | MessageId) -> Completed:
+        """Acknowledge one message on the topic it came from (awaiting the result is optional)."""
+        return self._child(message).acknowledge(message)
+
+    def acknowledge_cumulative(self, message: Message | MessageId) -> Completed:
         """Cumulative acknowledgement on the message's topic."""
-        self._child(message).acknowledge_cumulative(message)
+        return self._child(message).acknowledge_cumulative(message)
 
-    def negative_acknowledge(self, message: Message | MessageId) -> None:
+    def negative_acknowledge(self, message: Message | MessageId) -> Completed:
         """Negative acknowledgement on the message's topic."""
-        self._child(message).negative_acknowledge(message)
+        return self._child(message).negative_acknowledge(message)
 
     async def reconsume_later(self, message: Message, delay: float = 0, properties: dict[str, str] | None = None) -> None:
         """Send the message to the retry letter topic (see Consumer.reconsume_later)."""
@@ -212,10 +258,11 @@ class MultiTopicsConsumer(ReceiverBase):
             child.redeliver_unacknowledged_messages()
 
     async def seek(self, target: MessageId | int) -> None:
-        """Seek every topic (to a publish time or the earliest/latest id), or the topic of a message id."""
-        self._queue.clear()
-        if isinstance(target, MessageId) and target.topic and target.topic in self.consumers:
-            await self.consumers[target.topic].seek(target)
+        """Seek every topic (to a publish time or the earliest/latest id), or the topic of a message id
+        (the others keep their position and what they queued)."""
+        child = self.child_of_id(target) if isinstance(target, MessageId) else None
+        if child is not None:
+            await child.seek(target)
             return
         if isinstance(target, MessageId) and target not in (MessageId.earliest, MessageId.latest):
             raise OperationNotSupported("seek on several topics needs a publish time, MessageId.earliest/latest, or an id from one of them")

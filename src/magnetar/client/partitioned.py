@@ -2,30 +2,36 @@
 
 Keyed messages go to ``hash(key) % partitions`` as the Java client computes it; others follow
 the routing mode (round robin at batch boundaries by default, one partition, or a custom router).
+The number of partitions is polled every ``partitions_update_interval`` seconds of the client
+(the Java client's autoUpdatePartitions): producers for new partitions join at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from magnetar.client.config import ProducerConfig
-from magnetar.client.errors import InvalidConfiguration
+from magnetar.client.errors import InvalidConfiguration, PulsarError
 from magnetar.client.handler import ClientContext
 from magnetar.client.message import MessageId
 from magnetar.client.producer import Producer
 from magnetar.protocol.hashing import java_string_hash, murmur3_32
 from magnetar.protocol.topic_name import TopicName
 
+log = logging.getLogger("magnetar.client")
+
 
 class PartitionsRoutingMode:
-    """How a partitioned producer picks a partition for messages without a key."""
+    """How a partitioned producer picks a partition for messages without a key (the official
+    client's names and values)."""
 
-    RoundRobinDistribution = 0
-    UseSinglePartition = 1
+    UseSinglePartition = 0
+    RoundRobinDistribution = 1
     CustomPartition = 2
 
 
@@ -45,6 +51,26 @@ def partition_for_key(key: str, partitions: int, scheme: int = HashingScheme.Jav
     else:
         h = java_string_hash(key) & 0x7FFFFFFF
     return h % partitions
+
+
+def start_partition_updates(
+    client: ClientContext, what: str, update: Callable[[], Awaitable[None]]
+) -> asyncio.Task | None:
+    """A task running ``update()`` every ``client.partitions_update_interval`` seconds (None
+    when the interval is 0: no updates); a failed update is logged and tried again later."""
+    interval = client.partitions_update_interval
+    if not interval or interval <= 0:
+        return None
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await update()
+            except PulsarError as exc:
+                log.info("partition update of %s failed: %s", what, exc)
+
+    return asyncio.get_running_loop().create_task(loop())
 
 
 class PartitionedProducer:
@@ -68,12 +94,15 @@ class PartitionedProducer:
         self.router = router
         self.hashing_scheme = hashing_scheme
         self.clock = clock
-        base = TopicName.parse(topic)
+        self._base = TopicName.parse(topic)
         per_partition = config
         if config.max_pending_messages > 0 and config.max_pending_messages_across_partitions > 0:
             limit = max(1, min(config.max_pending_messages, config.max_pending_messages_across_partitions // partitions))
             per_partition = dataclasses.replace(config, max_pending_messages=limit)
-        self.producers = [Producer(client, str(base.partition(i)), per_partition, partition=i) for i in range(partitions)]
+        self._per_partition = per_partition
+        self._settled_hook: Callable[[int], None] | None = None
+        self.producers = [self._new_producer(i) for i in range(partitions)]
+        self._updater: asyncio.Task | None = None
         seed = time.time_ns()
         self._single = seed % partitions
         # round robin at batch boundaries: stay on a partition for one batch's worth of messages
@@ -92,13 +121,48 @@ class PartitionedProducer:
         """Highest sequence id published over the partitions."""
         return max(p.last_sequence_id_published for p in self.producers)
 
+    def _new_producer(self, partition: int) -> Producer:
+        producer = Producer(self.client, str(self._base.partition(partition)), self._per_partition, partition=partition)
+        producer.settled_hook = self._settled_hook
+        return producer
+
+    @property
+    def settled_hook(self) -> Callable[[int], None] | None:
+        """Called with a count of messages settled (receipt or failure) on any partition."""
+        return self._settled_hook
+
+    @settled_hook.setter
+    def settled_hook(self, hook: Callable[[int], None] | None) -> None:
+        self._settled_hook = hook
+        for producer in self.producers:
+            producer.settled_hook = hook
+
     async def start(self) -> None:
-        """Connect every partition's producer."""
-        results = await asyncio.gather(*(p.start() for p in self.producers), return_exceptions=True)
+        """Connect every partition's producer, then follow the number of partitions."""
+        await self._start_all(self.producers)
+        self._updater = start_partition_updates(self.client, self.topic, self.update_partitions)
+
+    async def _start_all(self, producers: list[Producer]) -> None:
+        results = await asyncio.gather(*(p.start() for p in producers), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
-            await asyncio.gather(*(p.close() for p in self.producers), return_exceptions=True)
+            await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
             raise errors[0]
+
+    async def update_partitions(self) -> None:
+        """Look the number of partitions up again and add producers for new ones (a partitioned
+        topic only grows)."""
+        n = await self.client.lookup.partitions(self.topic)
+        old = len(self.producers)
+        if n <= old:
+            return
+        new = [self._new_producer(i) for i in range(old, n)]
+        await self._start_all(new)
+        if len(self.producers) != old:  # another update got there first
+            await asyncio.gather(*(p.close() for p in new), return_exceptions=True)
+            return
+        self.producers.extend(new)
+        log.info("producer on %s: %d partitions now (was %d)", self.topic, n, old)
 
     def partition_for(self, content: bytes, options: dict) -> int:
         """The partition a message goes to."""
@@ -156,6 +220,8 @@ class PartitionedProducer:
 
     async def close(self) -> None:
         """Close every partition's producer."""
+        if self._updater is not None:
+            self._updater.cancel()
         await asyncio.gather(*(p.close() for p in self.producers), return_exceptions=True)
 
     def is_connected(self) -> bool:

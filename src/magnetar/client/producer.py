@@ -30,7 +30,7 @@ from magnetar.client.errors import (
     error_for,
 )
 from magnetar.client.handler import ClientContext, ConnectionHandler
-from magnetar.client.message import MessageId, _signed, fast_message_id
+from magnetar.client.message import IdPart, MessageId, _signed, fast_message_id, id_part
 from magnetar.client.sends import (
     PLAIN_HEADS,
     Batch,
@@ -483,11 +483,11 @@ class Producer(ConnectionHandler):
             for cb in callbacks:
                 resolve(cb, None, msg_id)
             return
-        lid, eid = _signed(ledger_id), _signed(entry_id)
+        lid, eid, part = IdPart(_signed(ledger_id)), IdPart(_signed(entry_id)), id_part(partition)
         for i, cb in enumerate(callbacks):
             if cb is None:
                 continue
-            mid_i = fast_message_id(lid, eid, i, partition, count, topic) if i < count else None
+            mid_i = fast_message_id(lid, eid, id_part(i), part, count, topic) if i < count else None
             if isinstance(cb, asyncio.Future):
                 if not cb.done():
                     cb.set_result(mid_i)

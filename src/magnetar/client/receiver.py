@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from magnetar.client.config import DEFAULT_BATCH_RECEIVE_POLICY, ConsumerConfig, MessageListener
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, PulsarError, Timeout
@@ -18,6 +18,25 @@ from magnetar.client.message import Message
 from magnetar.client.policies import ConsumerBatchReceivePolicy
 
 log = logging.getLogger("magnetar.client.consumer")
+
+
+class Completed:
+    """What acknowledge() and negative_acknowledge() return: nothing to wait for, yet awaitable,
+    so that both ``consumer.acknowledge(msg)`` and the official asyncio client's
+    ``await consumer.acknowledge(msg)`` work (acknowledgements are grouped and sent later, as in
+    the official clients, whose futures also complete once the ack is queued)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Iterator[None]:
+        return iter(())
+
+    def __repr__(self) -> str:
+        return "<completed>"
+
+
+#: the one Completed instance
+DONE = Completed()
 
 
 class ReceiverBase:

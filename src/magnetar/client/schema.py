@@ -5,8 +5,9 @@
 payload, INLINE encoding). A record is a dataclass (its Avro definition is derived from the
 type hints: str, int -> long, float -> double, bool, bytes, Optional[...], list[...],
 dict[str, ...], Enum subclasses and nested dataclasses; ``field(metadata={"avro": "int"})``
-overrides a field's type), or None with an explicit Avro
-definition, values then being dicts. JSON and Avro schemas carry the Avro definition in the
+overrides a field's type), a :class:`~magnetar.client.records.Record` class declared as for the
+official client (``pulsar.schema.Record``; its definition is the official client's), or None
+with an explicit Avro definition, values then being dicts. JSON and Avro schemas carry the Avro definition in the
 wire Schema's ``schema_data``, as every Pulsar client does; the Avro binary encoding is done
 here, without third-party libraries.
 """
@@ -24,6 +25,21 @@ from typing import Any
 
 from magnetar.client.avro_codec import AvroCodec
 from magnetar.client.errors import InvalidConfiguration, SchemaSerializationError
+from magnetar.client.records import (  # noqa: F401 - the official client's pulsar.schema names
+    Array,
+    Boolean,
+    Bytes,
+    CustomEnum,
+    Double,
+    Field,
+    Float,
+    Integer,
+    Long,
+    Map,
+    Null,
+    Record,
+    String,
+)
 from magnetar.protocol.enums import SchemaType
 from magnetar.protocol.schema import KeyValue
 from magnetar.protocol.schema import Schema as WireSchema
@@ -195,15 +211,21 @@ def _from_plain(tp: Any, value: Any) -> Any:
 class _RecordSchema(Schema):
     """Common part of JSON and Avro schemas: a record class or an explicit definition."""
 
+    #: records of a Record class are encoded by this schema as JSON (enums by value, bytes as text)
+    _json = False
+
     def __init__(self, record_cls: type | None = None, definition: dict | str | None = None) -> None:
         if record_cls is None and definition is None:
-            raise InvalidConfiguration(f"{type(self).__name__} needs a record class (a dataclass) or an Avro definition")
-        if record_cls is not None and not dataclasses.is_dataclass(record_cls):
-            raise InvalidConfiguration(f"{type(self).__name__}: {record_cls!r} is not a dataclass")
+            raise InvalidConfiguration(f"{type(self).__name__} needs a record class (a dataclass or a Record) or an Avro definition")
+        self._official_record = isinstance(record_cls, type) and issubclass(record_cls, Record)
+        if record_cls is not None and not self._official_record and not dataclasses.is_dataclass(record_cls):
+            raise InvalidConfiguration(f"{type(self).__name__}: {record_cls!r} is not a dataclass or a Record")
         self.record_cls = record_cls
         if isinstance(definition, str):
             definition = json.loads(definition)
-        self.avro = definition if definition is not None else avro_definition(record_cls)  # type: ignore[arg-type]
+        if definition is None:
+            definition = record_cls.schema() if self._official_record else avro_definition(record_cls)  # type: ignore[union-attr,arg-type]
+        self.avro = definition
         self.name = self.avro.get("name", "record") if isinstance(self.avro, dict) else "record"
         self._definition = json.dumps(self.avro, separators=(",", ":")).encode()
 
@@ -215,10 +237,16 @@ class _RecordSchema(Schema):
             raise SchemaSerializationError(
                 f"{type(self).__name__} of {self.record_cls.__name__} cannot encode a {type(value).__name__}"
             )
+        if self._official_record:
+            return value.to_plain(json=self._json)
         return _to_plain(value)
 
     def _typed(self, plain: Any) -> Any:
-        return plain if self.record_cls is None else _from_plain(self.record_cls, plain)
+        if self.record_cls is None:
+            return plain
+        if self._official_record:
+            return self.record_cls(**plain)
+        return _from_plain(self.record_cls, plain)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.record_cls.__name__ if self.record_cls else self.name})"
@@ -228,6 +256,7 @@ class JsonSchema(_RecordSchema):
     """Records as JSON objects (bytes fields in base64, enums by name)."""
 
     schema_type = SchemaType.JSON
+    _json = True
 
     def encode(self, value: Any) -> bytes:
         plain = self._check(value)
@@ -236,7 +265,7 @@ class JsonSchema(_RecordSchema):
     def decode(self, data: bytes) -> Any:
         try:
             return self._typed(json.loads(data))
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise SchemaSerializationError(f"payload does not decode as {self!r}: {exc}") from None
 
 
@@ -251,8 +280,8 @@ class AvroSchema(_RecordSchema):
 
     schema_type = SchemaType.AVRO
 
-    def __init__(self, record_cls: type | None = None, definition: dict | str | None = None) -> None:
-        super().__init__(record_cls, definition)
+    def __init__(self, record_cls: type | None = None, definition: dict | str | None = None, schema_definition: dict | str | None = None) -> None:
+        super().__init__(record_cls, definition if definition is not None else schema_definition)
         self._codec = AvroCodec(self.avro)
 
     def encode(self, value: Any) -> bytes:

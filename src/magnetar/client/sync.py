@@ -36,6 +36,7 @@ from magnetar.client.errors import (
     PulsarError,
     Timeout,
 )
+from magnetar.client.loop_thread import CallBatcher, LoopThread
 from magnetar.client.message import Message, MessageId
 from magnetar.client.multi_topic import MultiTopicsConsumer
 from magnetar.client.partitioned import PartitionedProducer
@@ -48,92 +49,12 @@ ConsumerType = SubType
 T = TypeVar("T")
 
 
-class _LoopThread:
-    """An event loop running in a daemon thread."""
-
-    def __init__(self) -> None:
-        try:
-            import uvloop
-
-            self.loop = uvloop.new_event_loop()
-        except ImportError:  # pragma: no cover - uvloop is absent on some platforms
-            self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="magnetar-client", daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        if threading.current_thread() is self.thread:
-            coro.close()
-            raise RuntimeError("blocking client call made from the client's own loop thread (inside a callback?)")
-        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        try:
-            return fut.result(timeout)
-        except concurrent.futures.TimeoutError:
-            fut.cancel()
-            raise Timeout(f"operation did not complete within {timeout:g} s") from None
-
-    def stop(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        if threading.current_thread() is not self.thread:
-            self.thread.join(5)
-            if not self.thread.is_alive():
-                self.loop.close()
-
-
-class _Batcher:
-    """Calls made from application threads, handed to the loop thread in bulk.
-
-    Lock-free: items go to a deque (atomic appends) and a drain is scheduled unless one is
-    pending. The drain clears the flag *before* emptying the deque, so an item appended while
-    it runs is either taken by it or finds the flag clear and schedules another drain.
-    Acknowledgements, the hot case, are queued as bare messages; other calls as (fn, args).
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, ack: Callable[[Any], None] | None = None) -> None:
-        self._loop = loop
-        self._ack = ack
-        self._items: collections.deque = collections.deque()
-        self._scheduled = False
-
-    def call(self, fn: Callable[..., Any], *args: Any) -> None:
-        self._items.append((fn, args))
-        if not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon_threadsafe(self.drain)
-
-    def ack(self, message: Any) -> None:
-        self._items.append(message)
-        if not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon_threadsafe(self.drain)
-
-    def drain(self) -> None:
-        self._scheduled = False
-        items = self._items
-        ack = self._ack
-        while items:
-            try:
-                item = items.popleft()
-            except IndexError:
-                break
-            try:
-                if item.__class__ is tuple:
-                    item[0](*item[1])
-                else:
-                    ack(item)  # type: ignore[misc]
-            except Exception:  # the caller is gone: the error can only be logged
-                import logging
-
-                logging.getLogger("magnetar.client").exception("deferred call on the client loop failed")
-
-
 class Client:
     """Synchronous client with the methods and options of ``pulsar.Client``."""
 
-    def __init__(self, service_url: str, **options: Any) -> None:
-        self._thread = _LoopThread()
+    def __init__(self, service_url: str, authentication: Any = None, **options: Any) -> None:
+        options["authentication"] = authentication
+        self._thread = LoopThread()
         self._listener_threads = max(1, int(options.get("message_listener_threads", 1)))
         self._listener_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -267,8 +188,7 @@ class Producer:
         self._blocked = 0
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
-        for p in getattr(core, "producers", None) or [core]:
-            p.settled_hook = self._settled
+        core.settled_hook = self._settled
 
     @property
     def core(self) -> AsyncProducer | PartitionedProducer:
@@ -287,7 +207,19 @@ class Producer:
         """Highest sequence id published."""
         return self._core.last_sequence_id_published
 
-    def send(self, content: Any, **options: Any) -> MessageId:
+    def send(
+        self,
+        content: Any,
+        properties: dict[str, str] | None = None,
+        partition_key: str | None = None,
+        ordering_key: bytes | None = None,
+        sequence_id: int | None = None,
+        replication_clusters: Any = None,
+        disable_replication: bool = False,
+        event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: Any = None,
+    ) -> MessageId:
         """Publish and wait for the receipt; returns the message id."""
         done = threading.Event()
         box: list[Any] = []
@@ -296,7 +228,10 @@ class Producer:
             box.append((error, msg_id))
             done.set()
 
-        self.send_async(content, callback, **options)
+        self.send_async(
+            content, callback, properties, partition_key, ordering_key, sequence_id, replication_clusters,
+            disable_replication, event_timestamp, deliver_at, deliver_after,
+        )
         timeout_ms = self._core.config.send_timeout_millis
         if not done.wait(timeout_ms / 1000.0 + 5 if timeout_ms > 0 else None):
             raise Timeout(f"producer {self._core.name}: send to {self._core.topic} did not complete")
@@ -422,7 +357,7 @@ class Consumer:
         self._client = client
         self._core = core
         self._loop = client.loop
-        self._calls = _Batcher(self._loop, core.acknowledge)
+        self._calls = CallBatcher(self._loop, core.acknowledge)
         #: messages taken from the core's queue (and counted as consumed there, so the broker
         #: gets its permits back at once), served by receive() without a round trip
         self._buffer: collections.deque[Message] = collections.deque()
@@ -467,10 +402,14 @@ class Consumer:
         wait = None if timeout_millis is None else timeout_millis / 1000 + 5
         return self._client._run(self._core.receive(timeout_millis), wait)
 
-    def _drop_buffer(self) -> None:
-        """Forget the buffered messages (seek, redelivery, close: the broker sends them again)."""
+    def _drop_buffer(self, of: Any = None) -> None:
+        """Forget the buffered messages (seek, redelivery, close: the broker sends them again),
+        or only those of the child consumer ``of`` (a seek of one topic of several)."""
         with self._refill_lock:
-            self._buffer.clear()
+            if of is None:
+                self._buffer.clear()
+            else:
+                self._buffer = collections.deque(m for m in self._buffer if m._consumer is not of)
 
     def batch_receive(self) -> list[Message]:
         """Messages as the consumer's batch receive policy allows (see ConsumerBatchReceivePolicy)."""
@@ -521,10 +460,12 @@ class Consumer:
         """Call the listener again."""
         self._calls.call(self._core.resume_message_listener)
 
-    def seek(self, target: MessageId | int) -> None:
+    def seek(self, messageid: MessageId | int) -> None:
         """Move to a message id or publish time (ms)."""
-        self._drop_buffer()
-        self._client._run(self._core.seek(target))
+        core = self._core
+        moved = core.child_of_id(messageid) if isinstance(core, MultiTopicsConsumer) and isinstance(messageid, MessageId) else None
+        self._drop_buffer(moved)
+        self._client._run(core.seek(messageid))
 
     def get_last_message_id(self) -> MessageId:
         """Id of the last message of the topic."""
@@ -581,9 +522,9 @@ class Reader:
         """Whether a next message exists."""
         return self._consumer.has_message_available()
 
-    def seek(self, target: MessageId | int) -> None:
+    def seek(self, messageid: MessageId | int) -> None:
         """Move to a message id or publish time (ms)."""
-        self._consumer.seek(target)
+        self._consumer.seek(messageid)
 
     def close(self) -> None:
         """Close the reader."""

@@ -1,0 +1,222 @@
+"""The official ``pulsar.asyncio`` API over magnetar's asyncio core.
+
+``import magnetar.client as pulsar`` then ``pulsar.asyncio.Client(url)`` (or
+``from magnetar.client.asyncio import Client``) runs code written for the official asyncio client:
+the same classes, method names, awaitability and ``PulsarException.error()``. Each object wraps
+the core one (``.core``), which :class:`~magnetar.client.client.AsyncClient` returns directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from magnetar.client.client import AsyncClient
+from magnetar.client.consumer import Consumer as CoreConsumer
+from magnetar.client.errors import PulsarError as PulsarException
+from magnetar.client.message import Message, MessageId
+from magnetar.client.multi_topic import MultiTopicsConsumer
+from magnetar.client.partitioned import PartitionedProducer
+from magnetar.client.producer import Producer as CoreProducer
+from magnetar.client.reader import Reader as CoreReader
+
+
+class Producer:
+    """A producer with the methods of ``pulsar.asyncio.Producer``."""
+
+    def __init__(self, core: CoreProducer | PartitionedProducer) -> None:
+        self.core = core
+
+    async def send(
+        self,
+        content: Any,
+        properties: dict[str, str] | None = None,
+        partition_key: str | None = None,
+        ordering_key: str | None = None,
+        sequence_id: int | None = None,
+        replication_clusters: list[str] | None = None,
+        disable_replication: bool | None = None,
+        event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: Any = None,
+    ) -> MessageId:
+        """Publish one message and return its id once the broker stored it."""
+        return await self.core.send(
+            content, properties=properties, partition_key=partition_key, ordering_key=ordering_key,
+            sequence_id=sequence_id, replication_clusters=replication_clusters,
+            disable_replication=bool(disable_replication), event_timestamp=event_timestamp,
+            deliver_at=deliver_at, deliver_after=deliver_after,
+        )
+
+    async def flush(self) -> None:
+        """Wait until every message sent so far has its receipt."""
+        await self.core.flush()
+
+    async def close(self) -> None:
+        """Flush and close the producer."""
+        await self.core.close()
+
+    def topic(self) -> str:
+        """The topic published to."""
+        return self.core.topic
+
+    def producer_name(self) -> str:
+        """The producer's name (given or assigned by the broker)."""
+        return self.core.name
+
+    def last_sequence_id(self) -> int:
+        """The highest sequence id published (-1 before the first)."""
+        return self.core.last_sequence_id_published
+
+    def is_connected(self) -> bool:
+        """Whether the producer is connected."""
+        return self.core.is_connected()
+
+
+class Consumer:
+    """A consumer with the methods of ``pulsar.asyncio.Consumer``."""
+
+    def __init__(self, core: CoreConsumer | MultiTopicsConsumer) -> None:
+        self.core = core
+
+    async def receive(self, timeout_millis: int | None = None) -> Message:
+        """The next message (``timeout_millis`` is magnetar's addition: Timeout after it)."""
+        return await self.core.receive(timeout_millis)
+
+    async def batch_receive(self) -> list[Message]:
+        """Messages as the batch receive policy allows (magnetar's addition)."""
+        return await self.core.batch_receive()
+
+    async def acknowledge(self, message: Message | MessageId) -> None:
+        """Acknowledge one message (grouped: sent within ack_group_time_ms)."""
+        self.core.acknowledge(message)
+
+    async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
+        """Acknowledge every message up to and including this one (Exclusive / Failover)."""
+        self.core.acknowledge_cumulative(message)
+
+    async def negative_acknowledge(self, message: Message | MessageId) -> None:
+        """Have this message redelivered after the negative acknowledgement delay."""
+        self.core.negative_acknowledge(message)
+
+    async def unsubscribe(self) -> None:
+        """Delete the subscription and close."""
+        await self.core.unsubscribe()
+
+    async def seek(self, messageid: MessageId | int) -> None:
+        """Move the subscription to a message id or a publish time (ms since the epoch)."""
+        if not isinstance(messageid, (MessageId, int)):
+            raise ValueError(f"invalid messageid type {type(messageid)}")
+        await self.core.seek(messageid)
+
+    async def close(self) -> None:
+        """Close the consumer (pending acknowledgements are sent first)."""
+        await self.core.close()
+
+    async def get_last_message_id(self) -> MessageId:
+        """The id of the last message of the topic."""
+        last, _ = await self.core.get_last_message_id()
+        return last
+
+    def redeliver_unacknowledged_messages(self) -> None:
+        """Have every message received and not acknowledged delivered again."""
+        self.core.redeliver_unacknowledged_messages()
+
+    def topic(self) -> str:
+        """The topic (or topics) consumed."""
+        return self.core.topic
+
+    def subscription_name(self) -> str:
+        """The subscription's name."""
+        return self.core.subscription
+
+    def consumer_name(self) -> str:
+        """The consumer's name."""
+        return self.core.name
+
+    def is_connected(self) -> bool:
+        """Whether the consumer is connected."""
+        return self.core.is_connected()
+
+
+class Reader:
+    """A reader with the methods of ``pulsar.asyncio.Reader``."""
+
+    def __init__(self, core: CoreReader) -> None:
+        self.core = core
+
+    async def read_next(self, timeout_millis: int | None = None) -> Message:
+        """The next message."""
+        return await self.core.read_next(timeout_millis)
+
+    async def has_message_available(self) -> bool:
+        """Whether a message follows the last one read."""
+        return await self.core.has_message_available()
+
+    async def seek(self, messageid: MessageId | int) -> None:
+        """Move to a message id or a publish time (ms since the epoch)."""
+        if not isinstance(messageid, (MessageId, int)):
+            raise ValueError(f"invalid messageid type {type(messageid)}")
+        await self.core.seek(messageid)
+
+    async def close(self) -> None:
+        """Close the reader."""
+        await self.core.close()
+
+    def topic(self) -> str:
+        """The topic read."""
+        return self.core.topic
+
+    def is_connected(self) -> bool:
+        """Whether the reader is connected."""
+        return self.core.is_connected()
+
+
+class Client:
+    """The asyncio client with the methods of ``pulsar.asyncio.Client``; options as ``pulsar.Client``."""
+
+    def __init__(self, service_url: str, **options: Any) -> None:
+        self.core = AsyncClient(service_url, **options)
+        self._shutdown: asyncio.Task | None = None
+
+    async def create_producer(self, topic: str, producer_name: str | None = None, schema: Any = None, **options: Any) -> Producer:
+        """A producer (options as ``pulsar.asyncio.Client.create_producer``)."""
+        return Producer(await self.core.create_producer(topic, producer_name, schema, **options))
+
+    async def subscribe(
+        self, topic: str | list[str], subscription_name: str, consumer_type: Any = None, schema: Any = None,
+        *, is_pattern_topic: bool = False, **options: Any,
+    ) -> Consumer:
+        """A consumer on a topic, a list of topics, or (``is_pattern_topic``) a regex of topics."""
+        if is_pattern_topic:
+            if not isinstance(topic, str):
+                raise ValueError("Argument 'topic' must be a string when 'is_pattern_topic' is True")
+            topic = re.compile(topic)  # type: ignore[assignment]
+        elif not isinstance(topic, (str, list)):
+            raise ValueError("Argument 'topic' is expected to be of type 'str' or 'list'")
+        if consumer_type is not None:
+            options["consumer_type"] = consumer_type
+        return Consumer(await self.core.subscribe(topic, subscription_name, schema=schema, **options))
+
+    async def create_reader(self, topic: str, start_message_id: MessageId, schema: Any = None, **options: Any) -> Reader:
+        """A reader starting at ``start_message_id`` (options as ``pulsar.asyncio.Client.create_reader``)."""
+        return Reader(await self.core.create_reader(topic, start_message_id, schema, **options))
+
+    async def get_topic_partitions(self, topic: str) -> list[str]:
+        """The partitions of a topic (the topic itself when not partitioned)."""
+        return await self.core.get_topic_partitions(topic)
+
+    async def close(self) -> None:
+        """Close every producer, consumer and reader, then the connections."""
+        await self.core.close()
+
+    def shutdown(self) -> None:
+        """Start closing everything without waiting (the official client's shutdown is not awaitable)."""
+        try:
+            self._shutdown = asyncio.get_running_loop().create_task(self.core.close())
+        except RuntimeError:  # no running loop: nothing can be connected any more
+            pass
+
+
+__all__ = ["Client", "Consumer", "Producer", "PulsarException", "Reader"]

@@ -13,7 +13,8 @@ app = typer.Typer(
 
 
 from magnetar.cli.admin import admin_app  # noqa: E402 - sub-commands are registered after `app` exists
-from magnetar.cli.messaging import consume, perf_app, produce  # noqa: E402
+from magnetar.cli.messaging import consume, produce  # noqa: E402
+from magnetar.cli.perf import perf_app  # noqa: E402
 from magnetar.cli.standalone import standalone  # noqa: E402
 from magnetar.cli.tokens import tokens_app  # noqa: E402
 

@@ -1,4 +1,5 @@
-"""``magnetar produce``, ``magnetar consume`` and ``magnetar perf``: messaging from the shell.
+"""``magnetar produce`` and ``magnetar consume``: messaging from the shell (``magnetar perf`` is
+in :mod:`magnetar.cli.perf`).
 
 They use magnetar's own client, so they work against magnetar and any Pulsar broker. The broker,
 credentials and TLS settings come from ``--client-conf`` / $PULSAR_CLIENT_CONF (Pulsar's client.conf)
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -218,106 +218,3 @@ def _print_message(msg, as_json: bool) -> None:  # noqa: ANN001 - client Message
     if msg.properties():
         parts.append("properties=" + ",".join(f"{k}={v}" for k, v in msg.properties().items()))
     typer.echo(" ".join(parts) + f" content={text}")
-
-
-perf_app = typer.Typer(help="Load generators: produce or consume as fast as possible and report rates.", no_args_is_help=True)
-
-
-@perf_app.command("produce")
-def perf_produce(
-    topic: Annotated[str, typer.Argument(help="Topic to produce to")],
-    num_messages: Annotated[int, typer.Option("--num-messages", "-n", help="Messages to send")] = 100_000,
-    size: Annotated[int, typer.Option("--size", "-s", help="Payload bytes")] = 100,
-    rate: Annotated[int, typer.Option("--rate", "-r", help="Messages per second (0 = unlimited)")] = 0,
-    batch_delay_ms: Annotated[int, typer.Option("--batch-delay-ms", help="Batching delay")] = 1,
-    service_url: ServiceUrl = None,
-    client_conf: ClientConfOpt = None,
-    auth_plugin: AuthPluginOpt = None,
-    auth_params: AuthParamsOpt = None,
-    tls_trust_cert_path: TlsTrustOpt = None,
-    tls_allow_insecure: TlsInsecureOpt = None,
-    tls_enable_hostname_verification: TlsHostnameOpt = None,
-) -> None:
-    """Produce ``--num-messages`` messages and report msg/s and MB/s."""
-    if num_messages < 1 or size < 0:
-        raise _fail("--num-messages must be at least 1 and --size not negative")
-
-    conn = Connection.resolve(service_url, client_conf, auth_plugin, auth_params, tls_trust_cert_path,
-                              tls_allow_insecure, tls_enable_hostname_verification)
-
-    async def main() -> None:
-        from magnetar.client import AsyncClient
-
-        async with AsyncClient(conn.service_url, operation_timeout_seconds=30, **conn.options) as client:
-            producer = await client.create_producer(
-                topic, batching_max_publish_delay_ms=batch_delay_ms, max_pending_messages=0
-            )
-            payload = b"x" * size
-            done = asyncio.Event()
-            acked = 0
-            errors = 0
-
-            def callback(error, _msg_id) -> None:  # noqa: ANN001
-                nonlocal acked, errors
-                acked += 1
-                errors += error is not None
-                if acked == num_messages:
-                    done.set()
-
-            start = time.perf_counter()
-            for i in range(num_messages):
-                producer.send_nowait(payload, callback)
-                if rate and i % 100 == 99:
-                    ahead = (i + 1) / rate - (time.perf_counter() - start)
-                    if ahead > 0:
-                        await asyncio.sleep(ahead)
-                elif i % 5000 == 4999:
-                    await asyncio.sleep(0)
-            await done.wait()
-            elapsed = time.perf_counter() - start
-            typer.echo(
-                f"produced {num_messages} messages of {size} bytes in {elapsed:.2f} s: "
-                f"{num_messages / elapsed:,.0f} msg/s, {num_messages * size / elapsed / 1e6:.1f} MB/s, {errors} errors"
-            )
-
-    _run(main())
-
-
-@perf_app.command("consume")
-def perf_consume(
-    topic: Annotated[str, typer.Argument(help="Topic to consume from")],
-    subscription: Annotated[str, typer.Option("--subscription-name", "-s", help="Subscription name")] = "perf",
-    num_messages: Annotated[int, typer.Option("--num-messages", "-n", help="Messages to receive")] = 100_000,
-    timeout: Annotated[float, typer.Option("--timeout", help="Give up after this many idle seconds")] = 10,
-    service_url: ServiceUrl = None,
-    client_conf: ClientConfOpt = None,
-    auth_plugin: AuthPluginOpt = None,
-    auth_params: AuthParamsOpt = None,
-    tls_trust_cert_path: TlsTrustOpt = None,
-    tls_allow_insecure: TlsInsecureOpt = None,
-    tls_enable_hostname_verification: TlsHostnameOpt = None,
-) -> None:
-    """Receive and acknowledge ``--num-messages`` messages from the earliest; report msg/s."""
-
-    conn = Connection.resolve(service_url, client_conf, auth_plugin, auth_params, tls_trust_cert_path,
-                              tls_allow_insecure, tls_enable_hostname_verification)
-
-    async def main() -> None:
-        from magnetar.client import AsyncClient
-        from magnetar.client.errors import Timeout
-
-        async with AsyncClient(conn.service_url, operation_timeout_seconds=30, **conn.options) as client:
-            consumer = await client.subscribe(topic, subscription, initial_position=InitialPosition.Earliest)
-            received = 0
-            start = time.perf_counter()
-            while received < num_messages:
-                try:
-                    msg = await consumer.receive(int(timeout * 1000))
-                except Timeout:
-                    raise _fail(f"no message within {timeout:g} s ({received} received)") from None
-                consumer.acknowledge(msg)
-                received += 1
-            elapsed = time.perf_counter() - start
-            typer.echo(f"consumed {received} messages in {elapsed:.2f} s: {received / elapsed:,.0f} msg/s")
-
-    _run(main())

@@ -1,0 +1,159 @@
+"""The consuming side of ``magnetar perf``: consumers receiving and acknowledging, timed.
+
+Each consumer takes what its receiver queue holds in one go (``receive_nowait``) and waits with
+``receive`` only when it is empty, then acknowledges the lot. Without a hook the end-to-end latency
+is the receive time minus the message's publish time, in milliseconds of the wall clock as
+pulsar-perf measures it (sender and receiver clocks must agree); ``perf end-to-end`` passes a
+hook that times each message from its intended send time instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from magnetar.cli.perf.options import ConsumerSettings
+from magnetar.cli.perf.rate_limiter import NANOS, RateSchedule, wait_until_due
+from magnetar.cli.perf.recorder import LatencyRecorder
+from magnetar.cli.perf.report import Rate, Snapshot
+from magnetar.cli.perf.runner import Output, drive, open_client
+from magnetar.client.errors import Timeout
+
+if TYPE_CHECKING:
+    from magnetar.cli.messaging import Connection
+
+#: most messages taken from a receiver queue at once
+TAKE_AT_ONCE = 1000
+#: how long a receive waits before the stop conditions are checked again, ms
+RECEIVE_POLL_MS = 100
+#: called with each batch of received messages and the time they were taken (perf_counter_ns)
+ReceiveHook = Callable[[list[Any], int], None]
+
+
+class ConsumerLoad:
+    """The consumers of a run and their counters: received, bytes, end-to-end latency."""
+
+    def __init__(self, settings: ConsumerSettings, on_receive: ReceiveHook | None = None) -> None:
+        self.settings = settings
+        self.on_receive = on_receive
+        self.consumers: list[Any] = []
+        self.latency = LatencyRecorder()
+        self.received = 0
+        self.received_bytes = 0
+        self.start_ns = 0
+        self.end_ns = 0
+        self._reported = (0, 0)
+
+    async def start(self, client: Any) -> None:
+        """Subscribe ``consumers_per_subscription`` consumers to each subscription of each topic."""
+        s = self.settings
+        options = s.subscribe_options()
+        for topic in s.topics:
+            for subscription in s.subscriptions:
+                for _ in range(s.consumers_per_subscription):
+                    self.consumers.append(await client.subscribe(topic, subscription, **options))
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Receive until the count or time limit is reached or ``stop`` is set."""
+        s = self.settings
+        schedule = RateSchedule(s.rate, time.perf_counter_ns(), s.max_messages, s.duration_s)
+        self.start_ns = self.end_ns = schedule.start_ns
+        tasks = [asyncio.ensure_future(self._consume(consumer, schedule, stop)) for consumer in self.consumers]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _consume(self, consumer: Any, schedule: RateSchedule, stop: asyncio.Event) -> None:
+        acknowledge_many = getattr(consumer, "acknowledge_many", None)
+        while not stop.is_set():
+            now = time.perf_counter_ns()
+            if schedule.finished(self.received, now):
+                return
+            budget = min(schedule.due(now) - self.received, TAKE_AT_ONCE)
+            if budget <= 0:
+                await wait_until_due(schedule, self.received)
+                continue
+            messages = consumer.receive_nowait(budget)
+            if not messages:
+                try:
+                    messages = [await consumer.receive(RECEIVE_POLL_MS)]
+                except Timeout:
+                    continue
+            self._took(messages)
+            if acknowledge_many is not None:
+                acknowledge_many(messages)
+            else:
+                for message in messages:
+                    consumer.acknowledge(message)
+
+    def _took(self, messages: list[Any]) -> None:
+        now = time.perf_counter_ns()
+        self.received += len(messages)
+        self.received_bytes += sum(len(m.data()) for m in messages)
+        self.end_ns = now
+        if self.on_receive is not None:
+            self.on_receive(messages, now)
+            return
+        wall_micros = time.time_ns() // 1000
+        counts = self.latency.counts
+        for message in messages:
+            micros = wall_micros - message.publish_timestamp() * 1000
+            counts[micros] = counts.get(micros, 0) + 1
+
+    def interval_rate(self, seconds: float) -> Rate:
+        """Messages and bytes received since the previous call."""
+        messages, size = self.received - self._reported[0], self.received_bytes - self._reported[1]
+        self._reported = (self.received, self.received_bytes)
+        return Rate(messages, size, seconds)
+
+    def total_rate(self) -> Rate:
+        """Messages and bytes received from the start to the last message."""
+        return Rate(self.received, self.received_bytes, (self.end_ns - self.start_ns) / NANOS)
+
+    def queued(self) -> int:
+        """Messages waiting in the consumers' receiver queues."""
+        return sum(consumer.queued() for consumer in self.consumers if hasattr(consumer, "queued"))
+
+    async def close(self, unsubscribe: bool = False) -> None:
+        """Close (or unsubscribe) the consumers; the client closes anything left."""
+        for consumer in self.consumers:
+            try:
+                await (consumer.unsubscribe() if unsubscribe else consumer.close())
+            except Exception:  # noqa: BLE001 - closing is best effort at the end of a run
+                pass
+
+
+class ConsumeRun:
+    """The figures of ``perf consume``: consumed rate, queued messages, end-to-end latency."""
+
+    def __init__(self, load: ConsumerLoad) -> None:
+        self.load = load
+
+    def interval(self, elapsed_s: float, seconds: float) -> Snapshot:
+        """The figures since the previous interval."""
+        load = self.load
+        return Snapshot(elapsed_s, {"consumed": load.interval_rate(seconds)}, {"queued": load.queued()},
+                        {"end_to_end": load.latency.interval()})
+
+    def total(self) -> Snapshot:
+        """The figures of the whole run, from the start to the last message."""
+        load = self.load
+        rate = load.total_rate()
+        return Snapshot(rate.seconds, {"consumed": rate}, {}, {"end_to_end": load.latency.total()})
+
+
+async def consume_main(connection: Connection, settings: ConsumerSettings, output: Output) -> bool:
+    """``magnetar perf consume``: run, report; whether it ended well (always, once subscribed)."""
+    async with open_client(connection) as client:
+        load = ConsumerLoad(settings)
+        await load.start(client)
+        stop = asyncio.Event()
+        figures = ConsumeRun(load)
+        intervals = await drive(load.run(stop), figures, output, stop)
+        output.final("consume", settings.describe(), figures.total(), intervals, settings.rate)
+        await load.close()
+        return True

@@ -1,0 +1,244 @@
+"""The producing side of ``magnetar perf``: producers sending on a schedule, receipts timed.
+
+Every topic is resolved to its partitions and each partition gets its own producers, which take
+the messages in turn. Each message carries its intended send time (its slot in the rate schedule,
+or the moment it was handed to the client without a rate) to its receipt callback; the publish
+latency is the receipt time minus that, so a broker that makes the sender wait shows as latency.
+Sequence ids are set here, 0, 1, 2... per producer, so that an end-to-end run can tell by
+(producer name, sequence id) when a received message was meant to be sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from magnetar.cli.perf.options import ProducerSettings
+from magnetar.cli.perf.rate_limiter import NANOS, RateSchedule, wait_until_due
+from magnetar.cli.perf.recorder import LatencyRecorder
+from magnetar.cli.perf.report import Rate, Snapshot
+from magnetar.cli.perf.runner import Output, drive, open_client
+
+if TYPE_CHECKING:
+    from magnetar.cli.messaging import Connection
+
+#: messages handed to the client between two yields to the loop when there is no rate
+UNLIMITED_CHUNK = 1000
+#: a hook told of every message sent: (producer index, sequence id, intended send time ns)
+SendHook = Callable[[int, int, int], None]
+
+
+class ProducerLoad:
+    """The producers of a run and their counters: sent, acknowledged, failed, publish latency."""
+
+    def __init__(self, settings: ProducerSettings, on_send: SendHook | None = None) -> None:
+        self.settings = settings
+        self.on_send = on_send
+        self.producers: list[Any] = []
+        self.names: list[str] = []
+        self.latency = LatencyRecorder()
+        self.sent = 0
+        self.sent_bytes = 0
+        self.acked = 0
+        self.acked_bytes = 0
+        self.errors = 0
+        self.first_error: str | None = None
+        self.start_ns = 0
+        #: when the sender stopped, and when the last receipt (or error) came
+        self.send_end_ns = 0
+        self.end_ns = 0
+        self._sequences: list[int] = []
+        self._space = asyncio.Event()
+        self._waiting_for_space = False
+        self._reported = (0, 0)
+
+    @property
+    def settled(self) -> int:
+        """Messages with a receipt or an error."""
+        return self.acked + self.errors
+
+    @property
+    def pending(self) -> int:
+        """Messages sent and awaiting their receipt."""
+        return self.sent - self.settled
+
+    async def start(self, client: Any) -> None:
+        """Create the producers: ``producers_per_topic`` on each topic, or on each of its partitions."""
+        s = self.settings
+        options = s.producer_options()
+        for topic in s.topics:
+            for partition in await client.get_topic_partitions(topic):
+                for _ in range(s.producers_per_topic):
+                    name = f"{s.producer_name_prefix}-{len(self.producers)}" if s.producer_name_prefix else None
+                    producer = await client.create_producer(partition, producer_name=name, **options)
+                    self.producers.append(producer)
+                    self.names.append(producer.name)
+        self._sequences = [0] * len(self.producers)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Send until the count or time limit is reached or ``stop`` is set; receipts may still be due."""
+        s = self.settings
+        schedule = RateSchedule(s.rate, time.perf_counter_ns(), s.max_messages, s.duration_s)
+        self.start_ns = self.end_ns = schedule.start_ns
+        try:
+            await self._send_on_schedule(schedule, stop)
+        finally:
+            self.send_end_ns = time.perf_counter_ns()
+
+    async def _send_on_schedule(self, schedule: RateSchedule, stop: asyncio.Event) -> None:
+        limit = self.settings.max_outstanding
+        while not stop.is_set():
+            now = time.perf_counter_ns()
+            if schedule.finished(self.sent, now):
+                break
+            due = schedule.due(now) if schedule.limited else min(schedule.due(now), self.sent + UNLIMITED_CHUNK)
+            if limit:
+                due = min(due, self.settled + limit)
+            if due > self.sent:
+                self._send(self.sent, due, schedule)
+            if limit and self.pending >= limit:
+                await self._wait_for_space()
+            elif schedule.limited:
+                await wait_until_due(schedule, self.sent)
+            else:
+                await asyncio.sleep(0)
+
+    async def _wait_for_space(self) -> None:
+        self._space.clear()
+        self._waiting_for_space = True
+        try:
+            await asyncio.wait_for(self._space.wait(), 0.1)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiting_for_space = False
+
+    def _send(self, first: int, end: int, schedule: RateSchedule) -> None:
+        """Hand messages ``first`` .. ``end - 1`` to the producers, in turn."""
+        producers, sequences, on_send = self.producers, self._sequences, self.on_send
+        payloads = self.settings.payloads
+        n_producers, n_payloads = len(producers), len(payloads)
+        settled = self._settled
+        clock = time.perf_counter_ns
+        start_ns = schedule.start_ns
+        step = NANOS / schedule.rate if schedule.limited else 0.0
+        key_of = self._key_function()
+        for i in range(first, end):
+            k = i % n_producers
+            payload = payloads[i % n_payloads]
+            intended = start_ns + int(i * step) if step else clock()
+            seq = sequences[k]
+            sequences[k] = seq + 1
+            if on_send is not None:
+                on_send(k, seq, intended)
+            size = len(payload)
+            producers[k].send_nowait(
+                payload, partial(settled, intended, size), sequence_id=seq,
+                partition_key=None if key_of is None else key_of(i),
+            )
+            self.sent = i + 1
+            self.sent_bytes += size
+
+    def _key_function(self) -> Callable[[int], str] | None:
+        mode = self.settings.key_mode
+        if mode == "autoIncrement":
+            return str
+        if mode == "random":
+            rng = random.Random()
+            return lambda _i: str(rng.getrandbits(31))
+        return None
+
+    def _settled(self, intended_ns: int, size: int, error: Exception | None, _message_id: Any) -> None:
+        """Receipt callback of one message: count it and time it from its intended send time."""
+        now = time.perf_counter_ns()
+        if error is None:
+            self.acked += 1
+            self.acked_bytes += size
+            micros = (now - intended_ns) // 1000
+            counts = self.latency.counts
+            counts[micros] = counts.get(micros, 0) + 1
+        else:
+            self.errors += 1
+            if self.first_error is None:
+                self.first_error = f"{type(error).__name__}: {error}"
+        self.end_ns = now
+        if self._waiting_for_space and self.pending < self.settings.max_outstanding:
+            self._space.set()
+
+    async def drain(self, timeout_s: float) -> None:
+        """Send the open batches and wait (at most ``timeout_s``) until every receipt is in."""
+        if not self.producers:
+            return
+        try:
+            await asyncio.wait_for(asyncio.gather(*(producer.flush() for producer in self.producers)), timeout_s)
+        except TimeoutError:
+            pass
+
+    def interval_rate(self, seconds: float) -> Rate:
+        """Messages and bytes acknowledged since the previous call."""
+        messages, size = self.acked - self._reported[0], self.acked_bytes - self._reported[1]
+        self._reported = (self.acked, self.acked_bytes)
+        return Rate(messages, size, seconds)
+
+    def total_rate(self) -> Rate:
+        """Messages and bytes acknowledged from the first send to the last receipt."""
+        return Rate(self.acked, self.acked_bytes, (self.end_ns - self.start_ns) / NANOS)
+
+    def send_rate(self) -> Rate:
+        """Messages and bytes handed to the client from the first send until the sender stopped:
+        the rate the schedule achieved."""
+        return Rate(self.sent, self.sent_bytes, (self.send_end_ns - self.start_ns) / NANOS)
+
+    async def close(self) -> None:
+        """Close the producers (the client closes anything left)."""
+        for producer in self.producers:
+            try:
+                await producer.close()
+            except Exception:  # noqa: BLE001 - closing is best effort at the end of a run
+                pass
+
+
+class ProduceRun:
+    """The figures of ``perf produce``: produced rate, pending receipts, errors, publish latency."""
+
+    def __init__(self, load: ProducerLoad) -> None:
+        self.load = load
+
+    def interval(self, elapsed_s: float, seconds: float) -> Snapshot:
+        """The figures since the previous interval."""
+        load = self.load
+        return Snapshot(elapsed_s, {"produced": load.interval_rate(seconds)},
+                        {"pending": load.pending, "errors": load.errors}, {"publish": load.latency.interval()})
+
+    def total(self) -> Snapshot:
+        """The figures of the whole run, from the first send to the last receipt."""
+        load = self.load
+        rate = load.total_rate()
+        return Snapshot(rate.seconds, {"sent": load.send_rate(), "produced": rate},
+                        {"pending": load.pending, "errors": load.errors}, {"publish": load.latency.total()})
+
+
+async def produce_main(connection: Connection, settings: ProducerSettings, output: Output, drain_timeout_s: float) -> bool:
+    """``magnetar perf produce``: run, report; whether every message got its receipt."""
+    async with open_client(connection) as client:
+        load = ProducerLoad(settings)
+        await load.start(client)
+        stop = asyncio.Event()
+
+        async def body() -> None:
+            try:
+                await load.run(stop)
+            finally:
+                await load.drain(drain_timeout_s)
+
+        figures = ProduceRun(load)
+        intervals = await drive(body(), figures, output, stop)
+        output.final("produce", settings.describe(), figures.total(), intervals, settings.rate)
+        if load.errors or load.pending:
+            output.note(f"{load.errors} messages failed, {load.pending} without a receipt; first error: {load.first_error}")
+        await load.close()
+        return not (load.errors or load.pending)

@@ -1,0 +1,142 @@
+"""Running a ``magnetar perf`` command: the event loop, Ctrl-C, the progress ticker, the output.
+
+A run's body (send, receive, drain) is one task; :func:`drive` prints a progress line every
+second while it runs. The first Ctrl-C (or SIGTERM) asks the body to stop and still gives the
+summary of what was done; a second one cancels the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import typer
+
+from magnetar.cli.perf.report import Snapshot, progress_line, result_document, summary_text
+
+if TYPE_CHECKING:
+    from magnetar.cli.messaging import Connection
+
+#: seconds between two progress lines
+PROGRESS_INTERVAL_S = 1.0
+
+
+class Measured(Protocol):
+    """What a run reports: its figures for an interval, and for the whole run."""
+
+    def interval(self, elapsed_s: float, seconds: float) -> Snapshot:
+        """The figures since the previous interval."""
+        ...
+
+    def total(self) -> Snapshot:
+        """The figures of the whole run."""
+        ...
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where things are printed: with ``as_json`` progress goes to stderr and one JSON document to
+    stdout; otherwise both progress and summary go to stdout."""
+
+    as_json: bool = False
+
+    def progress(self, snapshot: Snapshot) -> None:
+        """Print one progress line."""
+        typer.echo(progress_line(snapshot), err=self.as_json)
+
+    def final(self, command: str, settings: dict[str, Any], total: Snapshot, intervals: list[Snapshot],
+              target_rate: float = 0) -> None:
+        """Print the summary (or the JSON document)."""
+        if self.as_json:
+            typer.echo(json.dumps(result_document(command, settings, total, intervals, target_rate), indent=2))
+        else:
+            typer.echo(summary_text(command, total, target_rate))
+
+    def note(self, text: str) -> None:
+        """A remark on stderr (errors seen, messages lost)."""
+        typer.echo(text, err=True)
+
+
+async def drive(body: Awaitable[None], measured: Measured, output: Output, stop: asyncio.Event,
+                interval_s: float = PROGRESS_INTERVAL_S) -> list[Snapshot]:
+    """Run ``body`` to its end, printing progress every ``interval_s``; the intervals' figures."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(body)
+
+    def interrupted() -> None:
+        if stop.is_set():
+            task.cancel()
+        stop.set()
+
+    signals = [sig for sig in (signal.SIGINT, signal.SIGTERM) if _add_signal_handler(loop, sig, interrupted)]
+    started = last = time.perf_counter()
+    intervals: list[Snapshot] = []
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=max(0.0, last + interval_s - time.perf_counter()))
+            if done:
+                break
+            now = time.perf_counter()
+            snapshot = measured.interval(now - started, now - last)
+            last = now
+            intervals.append(snapshot)
+            output.progress(snapshot)
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        if not task.done():
+            task.cancel()
+    try:
+        task.result()
+    except asyncio.CancelledError:
+        output.note("interrupted: the figures cover what was done until then")
+    return intervals
+
+
+def _add_signal_handler(loop: asyncio.AbstractEventLoop, sig: signal.Signals, handler: Callable[[], None]) -> bool:
+    try:
+        loop.add_signal_handler(sig, handler)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+        return False
+    return True
+
+
+def fail(message: str) -> typer.Exit:
+    """Print ``error: message`` on stderr; the exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def run(coro: Coroutine[Any, Any, bool]) -> None:
+    """Run a perf command's coroutine on uvloop (asyncio without it); errors end the command, and
+    so does a run that reports failures (exit status 1, after its report)."""
+    from magnetar.client.errors import PulsarError
+
+    try:
+        try:
+            import uvloop
+        except ImportError:  # pragma: no cover
+            ok = asyncio.run(coro)
+        else:
+            ok = uvloop.run(coro)
+    except PulsarError as exc:
+        raise fail(f"{type(exc).__name__}: {exc}") from None
+    except ValueError as exc:  # options the client rejects before any I/O
+        raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    if not ok:
+        raise typer.Exit(1)
+
+
+def open_client(connection: Connection) -> Any:
+    """magnetar's asyncio client for a resolved connection (``async with`` it)."""
+    from magnetar.client import AsyncClient
+
+    return AsyncClient(connection.service_url, operation_timeout_seconds=30, connection_timeout_ms=5000,
+                       **connection.options)

@@ -41,7 +41,12 @@ def wait_for_port(port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> 
 
 
 class BrokerProcess:
-    """``magnetar standalone`` in a child process, on free ports, for end-to-end tests."""
+    """``magnetar standalone`` in a child process, on free ports, for end-to-end tests.
+
+    ``tls_port`` / ``https_port`` (``True``: a free port) open the TLS listeners (the certificate
+    comes from a ``--config`` file in ``args``); ``plain=False`` leaves the plain ports to that file
+    (which may switch them off) instead of passing ``--port`` / ``--http-port``.
+    """
 
     def __init__(
         self,
@@ -49,13 +54,19 @@ class BrokerProcess:
         *,
         port: int | None = None,
         http_port: int | None = None,
+        tls_port: int | bool | None = None,
+        https_port: int | bool | None = None,
+        plain: bool = True,
         args: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
         log_path: Path | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.plain = plain
         self.port = port or free_port()
         self.http_port = http_port or free_port()
+        self.tls_port = free_port() if tls_port is True else (tls_port or None)
+        self.https_port = free_port() if https_port is True else (https_port or None)
         self.args = args
         self.env = env or {}
         self.log_path = log_path or self.data_dir.with_name(self.data_dir.name + ".log")
@@ -71,19 +82,37 @@ class BrokerProcess:
         """http:// URL of the broker."""
         return f"http://127.0.0.1:{self.http_port}"
 
+    @property
+    def tls_service_url(self) -> str:
+        """pulsar+ssl:// URL of the broker, by the name test certificates are made for."""
+        return f"pulsar+ssl://localhost:{self.tls_port}"
+
+    @property
+    def https_url(self) -> str:
+        """https:// URL of the broker, by the name test certificates are made for."""
+        return f"https://localhost:{self.https_port}"
+
+    def command(self) -> list[str]:
+        """The command line that starts this broker."""
+        cmd = [sys.executable, "-m", "magnetar.cli.main", "standalone", "--data-dir", str(self.data_dir)]
+        if self.plain:
+            cmd += ["--port", str(self.port), "--http-port", str(self.http_port)]
+        if self.tls_port is not None:
+            cmd += ["--tls-port", str(self.tls_port)]
+        if self.https_port is not None:
+            cmd += ["--https-port", str(self.https_port)]
+        return [*cmd, *self.args]
+
     def start(self, timeout: float = 15.0) -> BrokerProcess:
-        """Start the broker and wait until both ports accept connections."""
-        cmd = [
-            sys.executable, "-m", "magnetar.cli.main", "standalone",
-            "--data-dir", str(self.data_dir), "--port", str(self.port),
-            "--http-port", str(self.http_port), *self.args,
-        ]
+        """Start the broker and wait until its ports accept connections."""
         env = {**os.environ, **self.env}
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        ports = [self.port, self.http_port] if self.plain else []
+        ports += [port for port in (self.tls_port, self.https_port) if port is not None]
         try:
-            wait_for_port(self.port, timeout)
-            wait_for_port(self.http_port, timeout)
+            for port in ports:
+                wait_for_port(port, timeout)
         except TimeoutError:
             self.kill()
             raise RuntimeError(f"broker did not start; log:\n{self.log()}") from None
@@ -142,6 +171,11 @@ class BrokerThread:
     def service_url(self) -> str:
         """pulsar:// URL of the broker."""
         return f"pulsar://127.0.0.1:{self.server.port}"
+
+    @property
+    def tls_service_url(self) -> str:
+        """pulsar+ssl:// URL of the broker (its TLS listener), by the name test certificates are made for."""
+        return f"pulsar+ssl://localhost:{self.server.tls_port}"
 
     def start(self) -> BrokerThread:
         """Start the loop thread and the broker on it."""

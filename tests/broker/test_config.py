@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from magnetar.broker.config import BrokerConfig, ConfigError
+from magnetar.testing import free_port
 
 
 def test_defaults_are_documented_values() -> None:
@@ -62,3 +65,122 @@ def test_unreadable_or_invalid_file_is_refused(tmp_path: Path) -> None:
     bad.write_text("port = = 3")
     with pytest.raises(ConfigError, match="not valid TOML"):
         BrokerConfig.load({}, bad, environ={})
+
+
+# -- Pulsar's configuration format and the security settings ------------------------------------
+
+PULSAR_CONF = """\
+# a Pulsar standalone.conf
+brokerServicePort=7650
+brokerServicePortTls=7651
+webServicePort=
+webServicePortTls=7443
+bindAddress=0.0.0.0
+advertisedAddress=broker.example
+clusterName=standalone
+maxMessageSize=1048576
+tlsCertificateFilePath=/etc/broker.cert.pem
+tlsKeyFilePath=/etc/broker.key.pem
+authenticationEnabled=true
+authenticationProviders=org.apache.pulsar.broker.authentication.AuthenticationProviderToken
+tokenSecretKey=file:///etc/secret.key
+authorizationEnabled=true
+superUserRoles=admin, superUser
+zookeeperServers=
+loadBalancerEnabled=false
+"""
+
+
+def _pulsar_conf(tmp_path: Path, text: str = PULSAR_CONF, name: str = "standalone.conf") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_pulsar_conf_is_read_with_its_security_settings(tmp_path: Path) -> None:
+    cfg = BrokerConfig.load({}, _pulsar_conf(tmp_path), environ={})
+    assert (cfg.port, cfg.tls_port, cfg.http_port, cfg.https_port) == (7650, 7651, 0, 7443)
+    assert cfg.max_message_size == 1048576 and cfg.bind == "0.0.0.0"
+    security = cfg.security
+    assert security.authentication_enabled and security.authorization_enabled
+    assert security.provider_methods == ("token",) and security.super_user_roles == ("admin", "superUser")
+    assert cfg.broker_service_url == "pulsar://broker.example:7650"
+    assert cfg.broker_service_url_tls == "pulsar+ssl://broker.example:7651"
+    assert cfg.web_service_url == "https://broker.example:7443"  # plain HTTP is off
+    assert cfg.web_service_url_tls == "https://broker.example:7443"
+    assert cfg.ignored_settings == ["zookeeperServers", "loadBalancerEnabled"]
+
+
+def test_pulsar_conf_recognised_by_content(tmp_path: Path) -> None:
+    cfg = BrokerConfig.load({}, _pulsar_conf(tmp_path, "brokerServicePort=7000\nfsync=never\n", "broker"), environ={})
+    assert (cfg.port, cfg.fsync) == (7000, "never")
+
+
+def test_empty_broker_service_port_means_tls_only(tmp_path: Path) -> None:
+    text = PULSAR_CONF.replace("brokerServicePort=7650", "brokerServicePort=")
+    cfg = BrokerConfig.load({}, _pulsar_conf(tmp_path, text), environ={})
+    assert cfg.port is None
+    assert cfg.broker_service_url == "pulsar+ssl://broker.example:7651"
+    no_listener = text.replace("brokerServicePortTls=7651", "brokerServicePortTls=")
+    with pytest.raises(ConfigError, match="^brokerServicePort: no binary listener"):
+        BrokerConfig.load({}, _pulsar_conf(tmp_path, no_listener), environ={})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("maxMessageSize=1048576", "maxMessageSize=big"), "maxMessageSize: 'big' is not an integer"),
+        (("authorizationEnabled=true", "authorizationEnabled=yes"), "authorizationEnabled: 'yes' is not true or false"),
+        (("tokenSecretKey=file:///etc/secret.key", "tokenSecretKey="), "tokenSecretKey: the token provider needs"),
+        (("tlsKeyFilePath=/etc/broker.key.pem", "#"), "tlsKeyFilePath: a TLS port is set but no private key file is"),
+    ],
+)
+def test_invalid_pulsar_value_is_one_line_naming_the_key(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as failure:
+        BrokerConfig.load({}, _pulsar_conf(tmp_path, PULSAR_CONF.replace(*change)), environ={})
+    assert str(failure.value).startswith(message) and "\n" not in str(failure.value)
+
+
+def test_flags_win_over_a_pulsar_conf(tmp_path: Path) -> None:
+    flags = {"port": 9650, "http_port": 9080, "broker_service_port_tls": 9651}
+    cfg = BrokerConfig.load(flags, _pulsar_conf(tmp_path), environ={"MAGNETAR_PORT": "1"})
+    assert (cfg.port, cfg.http_port, cfg.tls_port, cfg.https_port) == (9650, 9080, 9651, 7443)
+
+
+def test_security_from_toml_table_and_environment(tmp_path: Path) -> None:
+    toml = tmp_path / "broker.toml"
+    toml.write_text('port = 7000\n[security]\nauthenticationEnabled = true\nauthentication_providers = ["basic"]\n'
+                    'basic_auth_conf = "/etc/htpasswd"\n')
+    env = {"MAGNETAR_AUTHORIZATION_ENABLED": "true", "MAGNETAR_SUPER_USER_ROLES": "root,ops",
+           "MAGNETAR_AUTHENTICATION_ENABLED": "false"}
+    cfg = BrokerConfig.load({}, toml, environ=env)
+    security = cfg.security
+    assert security.authentication_enabled  # the file wins over the environment
+    assert security.authorization_enabled and security.super_user_roles == ("root", "ops")
+    assert security.provider_methods == ("basic",)
+    toml.write_text("[security]\ntoken_secret = 'x'\n")
+    with pytest.raises(ConfigError, match="token_secret: unknown security setting"):
+        BrokerConfig.load({}, toml, environ={})
+
+
+def _standalone(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "magnetar.cli.main", "standalone", "--data-dir", str(cwd / "data"), *args],
+        capture_output=True, text=True, timeout=60, cwd=cwd,
+    )
+
+
+def test_standalone_stops_with_one_line_for_a_bad_setting(tmp_path: Path) -> None:
+    bad = _pulsar_conf(tmp_path, "brokerServicePort=7650\nmaxMessageSize=-3\n")
+    done = _standalone("--config", str(bad), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (1, "error: maxMessageSize: -3 must be positive\n")
+
+
+def test_standalone_stops_with_one_line_for_an_unreadable_certificate(tmp_path: Path) -> None:
+    text = PULSAR_CONF.replace("7650", str(free_port())).replace("7651", str(free_port())).replace(
+        "7443", str(free_port())).replace("0.0.0.0", "127.0.0.1")
+    done = _standalone("--config", str(_pulsar_conf(tmp_path, text)), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith("error: tlsCertificateFilePath: cannot read /etc/broker.cert.pem")

@@ -1,10 +1,14 @@
-"""Broker settings: defaults, environment variables, an optional TOML file and flags.
+"""Broker settings: defaults, environment variables, an optional configuration file and flags.
 
-Precedence, highest first: command-line flags, the TOML file given with ``--config``,
-``MAGNETAR_*`` environment variables, the defaults below. Every setting is a field of
-:class:`BrokerConfig`; its environment variable is ``MAGNETAR_`` + the field name in upper case
-(``MAGNETAR_FSYNC=never``) and its TOML key is the field name (``fsync = "never"``), either at
-the top level or in a ``[broker]`` table.
+Precedence, highest first: command-line flags, the file given with ``--config``, ``MAGNETAR_*``
+environment variables, the defaults below. Every setting is a field of :class:`BrokerConfig`; its
+environment variable is ``MAGNETAR_`` + the field name in upper case (``MAGNETAR_FSYNC=never``).
+
+The file is TOML (keys are field names, at the top level or in a ``[broker]`` table; the security
+settings in a ``[security]`` table, see :class:`~magnetar.broker.security.SecuritySettings`) or
+Pulsar's ``broker.conf`` / ``standalone.conf`` format (:mod:`magnetar.broker.pulsar_conf`),
+recognised by extension or content. The security settings also come from ``MAGNETAR_*`` variables
+(``MAGNETAR_AUTHENTICATION_ENABLED=true``) and from flags named by their field.
 """
 
 from __future__ import annotations
@@ -17,7 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from magnetar.broker.pulsar_conf import (
+    PulsarConfError,
+    load_pulsar_conf,
+    looks_like_pulsar_conf,
+    parse_properties,
+)
+from magnetar.broker.security.errors import SecurityConfigError
+from magnetar.broker.security.settings import PULSAR_SECURITY_KEYS, SecuritySettings
+
 MiB = 1024 * 1024
+#: the fields of SecuritySettings, the names security settings take in TOML, the environment and flags
+SECURITY_FIELDS = frozenset(f.name for f in dataclasses.fields(SecuritySettings))
 
 FsyncPolicy = Literal["always", "never"]
 
@@ -34,9 +49,9 @@ class BrokerConfig:
     data_dir: Path = field(default_factory=lambda: Path("data"))
     #: address the binary protocol and HTTP listeners bind to
     bind: str = "127.0.0.1"
-    #: binary protocol port (Pulsar's 6650)
-    port: int = 6650
-    #: HTTP port for health (and later the admin API); 0 disables HTTP
+    #: binary protocol port (Pulsar's 6650); None: no plain listener (TLS only)
+    port: int | None = 6650
+    #: HTTP port of the admin API, lookups and metrics; 0 disables plain HTTP
     http_port: int = 8080
     #: host name put in lookup answers; defaults to the bind address (localhost for 0.0.0.0)
     advertised_address: str | None = None
@@ -106,6 +121,10 @@ class BrokerConfig:
     schema_validation_enforced: bool = False
     #: log level of the "magnetar" loggers
     log_level: str = "INFO"
+    #: authentication, authorization and TLS (with the TLS ports), under Pulsar's semantics
+    security: SecuritySettings = field(default_factory=SecuritySettings)
+    #: keys of a Pulsar configuration file that magnetar does not implement (logged at start-up)
+    ignored_settings: list[str] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def max_frame_size(self) -> int:
@@ -122,14 +141,49 @@ class BrokerConfig:
         return "localhost" if self.bind in ("0.0.0.0", "::", "") else self.bind
 
     @property
+    def tls_port(self) -> int | None:
+        """The ``pulsar+ssl://`` port (``brokerServicePortTls``), or None."""
+        return self.security.broker_service_port_tls
+
+    @property
+    def https_port(self) -> int | None:
+        """The HTTPS port (``webServicePortTls``), or None."""
+        return self.security.web_service_port_tls
+
+    @property
     def broker_service_url(self) -> str:
-        """The pulsar:// URL of this broker, as lookups return it."""
+        """The pulsar:// URL of this broker, as lookups return it (the TLS URL when there is no plain port)."""
+        if self.port is None and self.tls_port is not None:
+            return f"pulsar+ssl://{self.service_host}:{self.tls_port}"
         return f"pulsar://{self.service_host}:{self.port}"
 
     @property
+    def broker_service_url_tls(self) -> str | None:
+        """The pulsar+ssl:// URL of this broker (``brokerServiceUrlTls``), or None without a TLS port."""
+        if self.tls_port is None:
+            return None
+        return f"pulsar+ssl://{self.service_host}:{self.tls_port}"
+
+    @property
     def web_service_url(self) -> str:
-        """The http:// URL of this broker's HTTP port."""
+        """The http:// URL of this broker's HTTP port (the HTTPS URL when plain HTTP is off)."""
+        if not self.http_port and self.https_port is not None:
+            return f"https://{self.service_host}:{self.https_port}"
         return f"http://{self.service_host}:{self.http_port}"
+
+    @property
+    def web_service_url_tls(self) -> str | None:
+        """The https:// URL of this broker (``webServiceUrlTls``), or None without an HTTPS port."""
+        if self.https_port is None:
+            return None
+        return f"https://{self.service_host}:{self.https_port}"
+
+    def with_security(self, **changes: Any) -> None:
+        """Change security settings in place (bound TLS ports, flags); validated as a whole."""
+        try:
+            self.security = dataclasses.replace(self.security, **changes)
+        except SecurityConfigError as exc:
+            raise ConfigError(str(exc)) from None
 
     @classmethod
     def load(
@@ -138,45 +192,55 @@ class BrokerConfig:
         config_file: Path | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> BrokerConfig:
-        """Build a config from defaults, environment, TOML file and flags (flags win).
+        """Build a config from defaults, environment, configuration file and flags (flags win).
 
-        ``flags`` holds only the flags the user actually gave (None values are ignored).
+        ``flags`` holds only the flags the user actually gave (None values are ignored); a flag may
+        name a security setting by its field (``broker_service_port_tls``). ConfigError names a bad
+        setting in one line.
         """
+        names = _setting_names(cls)
         values: dict[str, Any] = {}
+        security: dict[str, Any] = {}
         env = os.environ if environ is None else environ
-        names = {f.name for f in dataclasses.fields(cls)}
-        for name in names:
+        for name in names | SECURITY_FIELDS:
             key = "MAGNETAR_" + name.upper()
             if key in env:
-                values[name] = env[key]
+                (values if name in names else security)[name] = env[key]
+        ignored: list[str] = []
         if config_file is not None:
-            try:
-                data = tomllib.loads(Path(config_file).read_text())
-            except OSError as exc:
-                raise ConfigError(f"cannot read config file {config_file}: {exc.strerror}") from None
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"config file {config_file} is not valid TOML: {exc}") from None
-            table = data.pop("broker", {})
-            if not isinstance(table, dict):
-                raise ConfigError(f"config file {config_file}: [broker] must be a table")
-            data.update(table)
-            for key, value in data.items():
-                if key not in names:
-                    raise ConfigError(f"config file {config_file}: unknown setting {key!r}")
-                values[key] = value
+            ignored = _load_file(Path(config_file), names, values, security)
         for key, value in (flags or {}).items():
-            if value is not None:
-                if key not in names:
-                    raise ConfigError(f"unknown setting {key!r}")
+            if value is None:
+                continue
+            if key in names:
                 values[key] = value
-        return cls.from_values(values)
+            elif key in SECURITY_FIELDS:
+                security[key] = value
+            else:
+                raise ConfigError(f"unknown setting {key!r}")
+        try:
+            values["security"] = SecuritySettings.from_values(security)
+        except SecurityConfigError as exc:
+            raise ConfigError(str(exc)) from None
+        config = cls.from_values(values)
+        config.ignored_settings = ignored
+        return config
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> BrokerConfig:
         """Build a config from raw values (strings from the environment are converted)."""
         kwargs: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
-            if f.name in values:
+            if f.name not in values:
+                continue
+            if f.name == "security":
+                security = values[f.name]
+                if not isinstance(security, SecuritySettings):
+                    raise ConfigError("setting 'security' must be a table of security settings")
+                kwargs[f.name] = security
+            elif f.name == "port" and (values[f.name] is None or str(values[f.name]).strip() == ""):
+                kwargs[f.name] = None
+            elif f.name != "ignored_settings":
                 kwargs[f.name] = _convert(f.name, values[f.name], _type_of(cls, f))
         config = cls(**kwargs)
         config.validate()
@@ -186,9 +250,11 @@ class BrokerConfig:
         """Reject values that cannot work."""
         if self.fsync not in ("always", "never"):
             raise ConfigError(f"fsync must be 'always' or 'never', not {self.fsync!r}")
+        if self.port is None and self.tls_port is None:
+            raise ConfigError("brokerServicePort: no binary listener (the plain port is off and no brokerServicePortTls is set)")
         for name in ("port", "http_port"):
             value = getattr(self, name)
-            if not 0 <= value <= 65535:
+            if value is not None and not 0 <= value <= 65535:
                 raise ConfigError(f"{name} must be between 0 and 65535, not {value}")
         if self.max_message_size < 1024:
             raise ConfigError("max_message_size must be at least 1024 bytes")
@@ -213,8 +279,50 @@ class BrokerConfig:
             )
 
 
+def _setting_names(cls: type) -> set[str]:
+    """The settings a file, the environment or a flag may give directly (not the security table)."""
+    return {f.name for f in dataclasses.fields(cls)} - {"security", "ignored_settings"}
+
+
+def _load_file(path: Path, names: set[str], values: dict[str, Any], security: dict[str, Any]) -> list[str]:
+    """Read a TOML or Pulsar configuration file into ``values`` / ``security``; return the ignored keys."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+    if looks_like_pulsar_conf(path, text):
+        try:
+            conf = load_pulsar_conf(text, names)
+        except PulsarConfError as exc:
+            raise ConfigError(str(exc)) from None
+        values.update(conf.settings)
+        present = {PULSAR_SECURITY_KEYS[key] for key, value in parse_properties(text).items()
+                   if key in PULSAR_SECURITY_KEYS and value.strip()}
+        security.update({name: getattr(conf.security, name) for name in present})
+        return conf.ignored
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    table = data.pop("broker", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"config file {path}: [broker] must be a table")
+    security_table = data.pop("security", {})
+    if not isinstance(security_table, dict):
+        raise ConfigError(f"config file {path}: [security] must be a table")
+    data.update(table)
+    for key, value in data.items():
+        if key not in names:
+            raise ConfigError(f"config file {path}: unknown setting {key!r}")
+        values[key] = value
+    security.update(security_table)
+    return []
+
+
 def _type_of(cls: type, f: dataclasses.Field) -> Any:
-    hints = {"data_dir": Path, "advertised_address": str, "fsync": str}
+    hints = {"data_dir": Path, "advertised_address": str, "fsync": str, "port": int}
     if f.name in hints:
         return hints[f.name]
     return type(f.default)

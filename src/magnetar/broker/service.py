@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from magnetar import __version__
@@ -20,6 +21,7 @@ from magnetar.broker.config import BrokerConfig
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.policies import resolve as resolve_policies
 from magnetar.broker.schemas import TopicSchemas
+from magnetar.broker.security import AuthenticationService, AuthorizationService
 from magnetar.broker.topics import lifecycle
 from magnetar.broker.topics.base import Topic
 from magnetar.broker.topics.compaction import Compactor
@@ -28,6 +30,8 @@ from magnetar.broker.topics.persistent import PersistentTopic
 from magnetar.protocol.enums import ServerError, TopicsMode
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
 from magnetar.storage import CacheBudget, CursorStore, ManagedCursor, ManagedLedger, MetadataStore
+from magnetar.storage.health import storage_health
+from magnetar.storage.repair import RepairReport, metadata_problem, salvage_metadata
 
 if TYPE_CHECKING:
     from magnetar.broker.transport import ClientSession
@@ -71,12 +75,24 @@ class BrokerService:
         #: ledger ids of non-persistent topics count down from the top, away from stored ones
         self._non_persistent_ids = 0
         self._flush_lock = asyncio.Lock()
+        #: the task persisting changed cursors round after round (acknowledgements at commit cadence)
+        self._cursor_rounds_task: asyncio.Task | None = None
         #: runs topic compactions and opens compacted views (compaction.py)
         self.compactor = Compactor(config, self.topics)
         self.started_at = time.time()
         self.running = False
         #: names of producers that did not choose one: this prefix, then a number
         self.producer_name_prefix = f"standalone-{self.instance_id}"
+        security = config.security
+        #: who a client is (None when authentication is off); loads keys and htpasswd now
+        self.authentication: AuthenticationService | None = (
+            AuthenticationService.from_settings(security) if security.authentication_enabled else None
+        )
+        #: what a role may do (None when authorization is off); reads grants from the store every time
+        self.authorization: AuthorizationService | None = (
+            AuthorizationService(security, self.tenant_info, self.namespace_policies)
+            if security.authorization_enabled else None
+        )
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
@@ -84,9 +100,15 @@ class BrokerService:
         data_dir = self.config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         (data_dir / "ledgers").mkdir(exist_ok=True)
+        self._salvage_damaged_metadata(data_dir)
         self.metadata = MetadataStore(data_dir / "metadata.db")
-        self.metadata.ensure_defaults()
+        if self.config.security.authentication_enabled:
+            self._ensure_secured_defaults()
+        else:
+            self.metadata.ensure_defaults()
         self.cursors = CursorStore(self.metadata)
+        if getattr(self.config, "cursor_persist", "commit") == "commit":
+            self.cursors.on_pending = self._cursors_pending
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
         self.committer = GroupCommitter(loop, self._sync_executor, self.config.fsync == "always")
@@ -96,6 +118,22 @@ class BrokerService:
         self.compactor.start(self.metadata)
         self.running = True
 
+    @staticmethod
+    def _salvage_damaged_metadata(data_dir: Path) -> None:
+        """A damaged metadata.db is set aside and rebuilt from its readable rows, so the broker starts;
+        what was found and what is lost goes to the log (as ``magnetar repair`` prints it)."""
+        metadata_dir = data_dir / "metadata.db"
+        problem = metadata_problem(metadata_dir)
+        if problem is None:
+            return
+        log.error("metadata database in %s is damaged (%s): salvaging what is readable", metadata_dir, problem)
+        report = RepairReport()
+        salvage_metadata(metadata_dir, report)
+        for line in report.found:
+            log.error("metadata repair: %s", line)
+        for line in report.repaired:
+            log.warning("metadata repair: %s", line)
+
     async def stop(self) -> None:
         """Flush everything and close storage; connections must be closed before."""
         if not self.running:
@@ -104,11 +142,14 @@ class BrokerService:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._cursor_rounds_task is not None:
+            await asyncio.gather(self._cursor_rounds_task, return_exceptions=True)
         await self.compactor.stop()
         await self.committer.drain()
         for topic in self.topics.values():
-            for sub in topic.subscriptions.values():
-                sub.cursor.mark_dirty()
+            if isinstance(topic, PersistentTopic):
+                for sub in topic.subscriptions.values():
+                    sub.cursor.mark_dirty()
         await self.flush_cursors()
         for topic in list(self.topics.values()):
             topic.close()
@@ -117,6 +158,23 @@ class BrokerService:
         self.metadata.close()
         self._sync_executor.shutdown(wait=True)
         self._meta_executor.shutdown(wait=True)
+
+    # -- security ------------------------------------------------------------------------
+    def _ensure_secured_defaults(self) -> None:
+        """Only cluster ``standalone``: with authentication on nothing is open by default, and the
+        administrator creates ``public`` and ``public/default`` with the admin roles and permissions
+        they choose (as the set-up scripts of Pulsar's secured standalone do)."""
+        assert self.metadata is not None
+        if self.metadata.get_cluster("standalone") is None:
+            self.metadata.create_cluster("standalone", {})
+
+    def tenant_info(self, tenant: str) -> dict | None:
+        """A tenant's stored TenantInfo (``adminRoles``), read afresh for authorization."""
+        return self.metadata.get_tenant(tenant) if self.metadata is not None else None
+
+    def namespace_policies(self, namespace: str) -> dict | None:
+        """A namespace's stored policies (``auth_policies``), read afresh for authorization."""
+        return self.metadata.get_namespace(namespace) if self.metadata is not None else None
 
     # -- names and namespaces ------------------------------------------------------------
     def parse_topic(self, name: str) -> TopicName:
@@ -231,6 +289,7 @@ class BrokerService:
             segment_max_bytes=self.config.segment_max_bytes,
             cache_max_bytes=self.config.entry_cache_max_bytes,
             cache_budget=self.cache_budget,
+            label=name,
         )
         topic = PersistentTopic(
             topic_name,
@@ -281,27 +340,38 @@ class BrokerService:
         (``cursor_persist_delay_seconds``), as it does after every change."""
         return self.cursors.open(topic.ledger, topic.name, name, mark_delete)
 
-    async def flush_cursors(self) -> None:
-        """Persist every changed cursor in one metadata transaction, then trim their ledgers."""
+    async def flush_cursors(self, dedup: bool = True) -> None:
+        """Persist every changed cursor (and, with ``dedup``, the deduplication snapshots) in one
+        metadata transaction, then trim their ledgers. When the write fails (a full disk) nothing is
+        marked persisted: the same changes go into the next flush, and the error is raised."""
         async with self._flush_lock:
-            if not self.cursors.pending and not any(t.dedup_dirty for t in self.topics.values()):
+            dedup_pending = dedup and any(t.dedup_dirty for t in self.topics.values())
+            if not self.cursors.pending and not dedup_pending:
                 return
             batch = self.cursors.take_batch()
             snapshots = []
-            for topic in self.topics.values():
+            for topic in self.topics.values() if dedup_pending else ():
                 snap = topic.dedup_snapshot()
                 if snap is not None:
                     entry_id, seqs = snap
-                    snapshots.append((_dedup_key(topic.name), json.dumps({"entry_id": entry_id, "sequence_ids": seqs})))
+                    snapshots.append((topic, json.dumps({"entry_id": entry_id, "sequence_ids": seqs})))
             metadata = self.metadata
             assert metadata is not None
 
             def write() -> None:
                 batch.write(metadata)
-                for key, value in snapshots:
-                    metadata.put_kv(key, value.encode())
+                for topic, value in snapshots:
+                    metadata.put_kv(_dedup_key(topic.name), value.encode())
 
-            await asyncio.get_running_loop().run_in_executor(self._meta_executor, write)
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._meta_executor, write)
+            except Exception as exc:
+                storage_health.write_failed("persisting cursors", exc, metadata=True)
+                self.cursors.write_failed(batch)
+                for topic, _ in snapshots:
+                    topic.dedup_dirty = True
+                raise
+            storage_health.write_succeeded()
             for name in batch.topics:
                 topic = self.topics.get(name)
                 if topic is not None:
@@ -380,6 +450,23 @@ class BrokerService:
                 await self.flush_cursors()
             except Exception:
                 log.exception("persisting cursors failed")
+
+    def _cursors_pending(self) -> None:
+        """A cursor changed: persist it in the next cursor round (``cursor_persist = "commit"``)."""
+        task = self._cursor_rounds_task
+        if self.running and (task is None or task.done()):
+            self._cursor_rounds_task = asyncio.get_running_loop().create_task(self._cursor_rounds(), name="cursor-rounds")
+
+    async def _cursor_rounds(self) -> None:
+        """Persist changed cursors round after round while there are changes, like the group commit:
+        one SQLite transaction per round covers every acknowledgement since the previous one."""
+        while self.running and self.cursors.pending:
+            await asyncio.sleep(0)  # take in the acknowledgements of this loop iteration
+            try:
+                await self.flush_cursors(dedup=False)
+            except Exception:
+                log.exception("persisting cursors failed; retrying in %.1f s", self.config.cursor_persist_delay_seconds)
+                await asyncio.sleep(self.config.cursor_persist_delay_seconds)
 
     # -- connections ---------------------------------------------------------------------
     async def _keepalive_loop(self) -> None:

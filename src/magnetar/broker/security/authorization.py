@@ -17,6 +17,7 @@ and tenants are administered by superusers only.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,6 +224,8 @@ class AuthorizationService:
         self.settings = settings
         self.tenant_info = tenant_info
         self.namespace_policies = namespace_policies
+        #: binary-protocol refusals by command (PRODUCER, SUBSCRIBE, LOOKUP, ...), for the metrics
+        self.refusals: Counter[str] = Counter()
 
     @property
     def enabled(self) -> bool:
@@ -389,6 +392,11 @@ class AuthorizationService:
         """GET_TOPICS_OF_NAMESPACE."""
         if not self.allow_namespace_operation(namespace, role, NamespaceOperation.GET_TOPICS):
             raise AuthorizationError(REFUSALS["topics_of_namespace"])
+
+    def check_schema_update(self, topic: str | TopicName, role: str | None) -> None:
+        """GET_OR_CREATE_SCHEMA registers a schema as a producer does: produce permission."""
+        if not self.allow_topic_operation(topic, role, TopicOperation.PRODUCE):
+            raise AuthorizationError(REFUSALS["schema"])
 
 
 def _topic(topic: str | TopicName) -> TopicName | None:

@@ -13,8 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.security import (
+    AuthenticationState,
+    AuthorizationError,
+    AuthorizationService,
+    peer_certificate,
+)
 from magnetar.net.transport import FramedProtocol
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType, ServerError
@@ -26,6 +34,7 @@ if TYPE_CHECKING:
     from magnetar.broker.subscriptions.consumer import Consumer
     from magnetar.broker.subscriptions.subscription import Subscription
     from magnetar.broker.topics.producer import Producer
+    from magnetar.protocol.topic_name import TopicName
     from magnetar.storage import Entry
 
 log = logging.getLogger("magnetar.broker.session")
@@ -47,6 +56,13 @@ class SessionBase(FramedProtocol):
         #: bytes this connection appended that are not durable yet
         self.pending_publish_bytes = 0
         self.reading_paused = False
+        #: whether the client came over TLS, and the certificate it presented (DER), if any
+        self.tls = False
+        self.peer_certificate: bytes | None = None
+        #: the role CONNECT proved (None when authentication is off) and its credentials' state
+        self.role: str | None = None
+        self.auth_state: AuthenticationState | None = None
+        self._refresh_timer: asyncio.TimerHandle | None = None
 
     # -- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -55,6 +71,9 @@ class SessionBase(FramedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.peer_host = peer[0] if isinstance(peer, tuple) else str(peer)
+        ssl_object = transport.get_extra_info("ssl_object")
+        self.tls = ssl_object is not None
+        self.peer_certificate = peer_certificate(ssl_object)
         refusal = self.service.connection_opened(self)
         if refusal is not None:
             log.warning("refusing connection from %s: %s", self.peer, refusal)
@@ -82,6 +101,37 @@ class SessionBase(FramedProtocol):
         super().resume_writing()
         for consumer in self.consumers.values():
             consumer.subscription.schedule_dispatch()
+
+    # -- authorization -------------------------------------------------------------------
+    def authorization_refusal(self, command: str, check: Callable[[AuthorizationService], None]) -> str | None:
+        """Run one authorization check of this session's role: None when allowed, else Pulsar's refusal.
+
+        Allowed when authorization is off. Refusals are logged with the role (never credentials).
+        """
+        authorization = self.service.authorization
+        if authorization is None:
+            return None
+        try:
+            check(authorization)
+        except AuthorizationError as exc:
+            authorization.refusals[command] += 1
+            log.warning("refused %s from %s with role %r: %s", command, self.peer, self.role, exc.message)
+            return exc.message
+        return None
+
+    def require_authorized(
+        self, command: str, check: Callable[[AuthorizationService], None], topic: TopicName | None = None
+    ) -> None:
+        """Run one authorization check; BrokerError AuthorizationError (answered as ERROR) when refused.
+
+        A refusal about a ``topic`` whose tenant does not exist is TopicNotFound instead, as in Pulsar.
+        """
+        refusal = self.authorization_refusal(command, check)
+        if refusal is None:
+            return
+        if topic is not None and self.service.tenant_info(topic.tenant) is None:
+            raise BrokerError(ServerError.TopicNotFound, f"Tenant or namespace or topic does not exist: {topic.namespace}")
+        raise BrokerError(ServerError.AuthorizationError, refusal)
 
     # -- publish backpressure ------------------------------------------------------------
     def publish_started(self, size: int) -> None:
@@ -181,6 +231,13 @@ class SessionBase(FramedProtocol):
         self.consumers.pop(consumer_id, None)
         if not self.closed:
             self.send_command(commands.close_consumer(consumer_id, commands.BROKER_REQUEST_ID))
+
+    def reached_end_of_topic(self, consumer_id: int) -> None:
+        """REACHED_END_OF_TOPIC: the consumer's topic is terminated and it acknowledged everything."""
+        if not self.closed:
+            cmd = BaseCommand(type=CommandType.REACHED_END_OF_TOPIC)
+            cmd.reached_end_of_topic.consumer_id = consumer_id
+            self.send_command(cmd)
 
     # -- responses -----------------------------------------------------------------------
     def send_success(self, request_id: int) -> None:

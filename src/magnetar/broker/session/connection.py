@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from magnetar.broker.errors import BrokerError
+from magnetar.broker.session.auth import AuthCommands
 from magnetar.broker.session.consumers import ConsumerCommands
 from magnetar.broker.session.lookup import LookupCommands
 from magnetar.broker.session.producers import ProducerCommands
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("magnetar.broker.session.connection")
 
 
-class ServerConnection(LookupCommands, ProducerCommands, ConsumerCommands):
+class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerCommands):
     """Broker side of one client connection."""
 
     def __init__(self, service: BrokerService) -> None:
@@ -55,6 +56,7 @@ class ServerConnection(LookupCommands, ProducerCommands, ConsumerCommands):
             CommandType.GET_SCHEMA: self._on_get_schema,
             CommandType.GET_OR_CREATE_SCHEMA: self._on_get_or_create_schema,
             CommandType.GET_TOPICS_OF_NAMESPACE: self._on_get_topics_of_namespace,
+            CommandType.AUTH_RESPONSE: self._on_auth_response,
         }
 
     def frame_received(self, frame: Frame) -> None:

@@ -45,6 +45,9 @@ class ConsumerCommands(SessionBase):
                 key_shared_meta.CopyFrom(req.key_shared_meta)
             check_key_shared_meta(key_shared_meta, consumer_name)
         name = self.service.parse_topic(req.topic)
+        self.require_authorized(
+            "SUBSCRIBE", lambda authz: authz.check_subscribe(name, self.role, req.subscription), name
+        )
         topic = self.service.get_topic(name, create=req.force_topic_creation)
         existing_sub = topic.subscriptions.get(req.subscription)
         if existing_sub is not None:

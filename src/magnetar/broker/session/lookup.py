@@ -1,7 +1,8 @@
 """Session commands that are not about one producer or consumer.
 
-CONNECT, PING / PONG, PARTITIONED_METADATA, LOOKUP, GET_TOPICS_OF_NAMESPACE, GET_SCHEMA and
-GET_OR_CREATE_SCHEMA: they ask the service about names, namespaces and schemas.
+PING / PONG, PARTITIONED_METADATA, LOOKUP, GET_TOPICS_OF_NAMESPACE, GET_SCHEMA and
+GET_OR_CREATE_SCHEMA: they ask the service about names, namespaces and schemas. Each one that
+Pulsar authorizes is checked against the session's role first (CONNECT is in auth.py).
 """
 
 from __future__ import annotations
@@ -11,19 +12,15 @@ from typing import TYPE_CHECKING
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.schemas import schema_from_wire, version_from_bytes, version_to_bytes
 from magnetar.broker.schemas.registry import type_to_wire
-from magnetar.broker.service import SERVER_VERSION
 from magnetar.broker.session.base import SessionBase
 from magnetar.protocol import commands
 from magnetar.protocol.enums import (
-    MIN_PROTOCOL_VERSION,
-    PROTOCOL_VERSION,
     CommandType,
     LookupType,
     PartitionedMetadataResult,
     ServerError,
     TopicsMode,
 )
-from magnetar.protocol.framing import ProtocolError
 from magnetar.protocol.schema import BaseCommand
 
 if TYPE_CHECKING:
@@ -32,20 +29,6 @@ if TYPE_CHECKING:
 
 class LookupCommands(SessionBase):
     """Connection-level, lookup and schema commands of a session."""
-
-    def _on_connect(self, command: BaseCommand, frame: Frame) -> None:
-        if self.connected:
-            raise ProtocolError("second CONNECT on a connection")
-        c = command.connect
-        self.client_version = c.client_version
-        self.protocol_version = c.protocol_version
-        self.connected = True
-        cmd = BaseCommand(type=CommandType.CONNECTED)
-        cmd.connected.server_version = SERVER_VERSION
-        cmd.connected.protocol_version = max(MIN_PROTOCOL_VERSION, min(PROTOCOL_VERSION, c.protocol_version or PROTOCOL_VERSION))
-        cmd.connected.max_message_size = self.service.config.max_message_size
-        cmd.connected.feature_flags.supports_auth_refresh = False
-        self.send_command(cmd)
 
     def _on_ping(self, command: BaseCommand, frame: Frame) -> None:
         self.write(commands.PONG_FRAME)
@@ -60,6 +43,9 @@ class LookupCommands(SessionBase):
         resp.request_id = req.request_id
         try:
             name = self.service.parse_topic(req.topic)
+            self.require_authorized(
+                "PARTITIONED_METADATA", lambda authz: authz.check_lookup(name, self.role, "partitioned_metadata"), name
+            )
             self.service.check_namespace(name)
             resp.partitions = self.service.partitions_for_client(name, req.metadata_auto_creation_enabled)
             resp.response = PartitionedMetadataResult.Success
@@ -81,10 +67,13 @@ class LookupCommands(SessionBase):
                     f"the broker do not have {req.advertised_listener_name} listener",
                 )
             name = self.service.parse_topic(req.topic)
+            self.require_authorized("LOOKUP", lambda authz: authz.check_lookup(name, self.role), name)
             self.service.check_namespace(name)
+            config = self.service.config
             resp.response = LookupType.Connect
-            resp.broker_service_url = self.service.config.broker_service_url
-            resp.broker_service_url_tls = self.service.config.broker_service_url
+            # clients on pulsar+ssl:// connect to the TLS URL, the others to the plain one (as in Pulsar)
+            resp.broker_service_url = config.broker_service_url
+            resp.broker_service_url_tls = config.broker_service_url_tls or config.broker_service_url
             resp.authoritative = True
         except BrokerError as exc:
             resp.response = LookupType.Failed
@@ -94,6 +83,9 @@ class LookupCommands(SessionBase):
 
     def _on_get_topics_of_namespace(self, command: BaseCommand, frame: Frame) -> None:
         req = command.get_topics_of_namespace
+        self.require_authorized(
+            "GET_TOPICS_OF_NAMESPACE", lambda authz: authz.check_topics_of_namespace(req.namespace, self.role)
+        )
         if self.service.metadata.get_namespace(req.namespace) is None:
             raise BrokerError(ServerError.MetadataError, f"namespace {req.namespace} does not exist")
         cmd = BaseCommand(type=CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE)
@@ -111,6 +103,7 @@ class LookupCommands(SessionBase):
         resp.request_id = req.request_id
         try:
             name = self.service.parse_topic(req.topic)
+            self.require_authorized("GET_SCHEMA", lambda authz: authz.check_lookup(name, self.role, "schema"))
             version = None
             if req.HasField("schema_version") and req.schema_version:
                 version = version_from_bytes(req.schema_version)
@@ -121,7 +114,7 @@ class LookupCommands(SessionBase):
                     )
             stored = self.service.schemas.get_for_client(name, version)
         except BrokerError as exc:
-            resp.error_code = ServerError.TopicNotFound
+            resp.error_code = exc.code if exc.code == ServerError.AuthorizationError else ServerError.TopicNotFound
             resp.error_message = exc.message
         else:
             resp.schema.name = stored.schema_id
@@ -141,6 +134,7 @@ class LookupCommands(SessionBase):
         resp.request_id = req.request_id
         try:
             name = self.service.parse_topic(req.topic)
+            self.require_authorized("GET_OR_CREATE_SCHEMA", lambda authz: authz.check_schema_update(name, self.role))
             self.service.get_topic(name, create=False)
             schema = schema_from_wire(req.schema) if req.HasField("schema") else None
             version = self.service.schemas.producer_schema(name, schema)

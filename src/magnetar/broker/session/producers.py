@@ -78,6 +78,7 @@ class ProducerCommands(SessionBase):
                 return
             raise BrokerError(ServerError.ProducerBusy, f"producer id {req.producer_id} is already in use on this connection")
         name = service.parse_topic(req.topic)
+        self.require_authorized("PRODUCER", lambda authz: authz.check_producer(name, self.role), name)
         topic = service.get_topic(name)
         schema_version = service.schemas.producer_schema(
             name, schema_from_wire(req.schema) if req.HasField("schema") else None

@@ -90,10 +90,14 @@ def produce(pulsar, client, stop: threading.Event, tally: Tally) -> None:  # noq
     producer.close()
 
 
+#: extra subscribe options (``--ack-group-ms`` for the magnetar client)
+CONSUMER_OPTIONS: dict = {}
+
+
 def consume(pulsar, client, stop: threading.Event, tally: Tally) -> None:  # noqa: ANN001
     """Receive and acknowledge until told to stop."""
     consumer = client.subscribe(TOPIC, "crash-sub", consumer_type=pulsar.ConsumerType.Shared,
-                                initial_position=pulsar.InitialPosition.Earliest)
+                                initial_position=pulsar.InitialPosition.Earliest, **CONSUMER_OPTIONS)
     while not stop.is_set():
         try:
             msg = consumer.receive(timeout_millis=200)
@@ -194,8 +198,15 @@ def main() -> int:
     parser.add_argument("--max-cycle-seconds", type=float, default=2.5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--ack-group-ms", type=int, default=None,
+                        help="the consumer's ack grouping time (magnetar client only; default: the client's, 100 ms)")
     args = parser.parse_args()
+    if args.ack_group_ms is not None:
+        if args.client != "magnetar":
+            parser.error("--ack-group-ms needs --client magnetar (the official Python client has no such option)")
+        CONSUMER_OPTIONS["ack_group_time_ms"] = args.ack_group_ms
     figures = run(args)
+    figures["ack_group_ms"] = args.ack_group_ms
     print(json.dumps(figures, indent=2))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")

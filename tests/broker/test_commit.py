@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from magnetar.broker.commit import GroupCommitter
 
@@ -84,3 +86,46 @@ def test_without_fsync_entries_are_durable_at_the_end_of_the_loop_iteration() ->
         pool.shutdown()
 
     asyncio.run(run())
+
+
+def test_failed_fsync_fails_the_publishes_and_the_resend_is_stored_once(tmp_path: Path) -> None:
+    """fsyncgate: an fsync that fails is never assumed to have worked. The ledger is fenced, the
+    publishes waiting on it fail with PersistenceError, nothing they appended is ever readable, and a
+    producer resending them (same sequence ids, deduplication on) gets them stored exactly once."""
+    from magnetar.protocol.enums import ServerError
+    from magnetar.storage import ManagedLedger
+    from magnetar.storage.files import FaultyFileLayer
+    from tests.broker.topics.topic_harness import TopicHarness
+
+    async def run() -> None:
+        pool = ThreadPoolExecutor(1)
+        files = FaultyFileLayer()
+        harness = TopicHarness(tmp_path)
+        harness.ledger.close()
+        ledger = ManagedLedger.open(tmp_path / "faulty", 11, files=files)
+        topic = harness.topic
+        topic.ledger = ledger
+        committer = GroupCommitter(asyncio.get_running_loop(), pool, fsync=True)
+        topic._committer = committer
+        harness.enable_deduplication()
+        producer = harness.producer("p")
+        for seq in range(3):
+            harness.publish(producer, seq)
+        await asyncio.wait_for(committer.drain(), 5)
+        assert [e[0] for e in harness.log] == ["receipt"] * 3
+        files.inject("datasync", errno.EIO)
+        harness.publish(producer, 3)
+        harness.publish(producer, 4)
+        await asyncio.wait_for(committer.drain(), 5)
+        assert harness.log[3:] == [("error", 3, ServerError.PersistenceError), ("error", 4, ServerError.PersistenceError)]
+        assert topic.last_readable_id == 2 and ledger.last_entry_id == 2 and not ledger.fenced
+        harness.publish(producer, 3)  # the client's resend after its SEND_ERROR
+        harness.publish(producer, 4)
+        await asyncio.wait_for(committer.drain(), 5)
+        assert harness.log[5:] == [("receipt", 3, 11, 3), ("receipt", 4, 11, 4)]
+        ledger.close()
+        pool.shutdown()
+
+    asyncio.run(run())
+    with ManagedLedger.open(tmp_path / "faulty", 11) as reopened:
+        assert reopened.last_entry_id == 4

@@ -6,13 +6,16 @@ directory (and the same port, so that clients created before can reconnect).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
 
 import pulsar
 
+from magnetar.storage import CursorState
 from magnetar.testing import BrokerProcess
 
 from .helpers import RECEIVE_MS, assert_nothing_more
@@ -29,6 +32,26 @@ def _index_of(payload: bytes) -> int:
     i = int(payload[4:9])
     assert payload == _payload(i), f"corrupted payload {payload[:40]!r}"
     return i
+
+
+def _wait_persisted(
+    broker: BrokerProcess, topic: str, subscription: str, done: Callable[[CursorState], bool], timeout: float = 20.0
+) -> None:
+    """Wait until the cursor persisted in the broker's metadata database satisfies ``done``."""
+    db = broker.data_dir / "metadata.db" / "metadata.db"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+                row = conn.execute(
+                    "SELECT state FROM cursors WHERE topic = ? AND subscription = ?", (topic, subscription)
+                ).fetchone()
+        except sqlite3.Error:
+            row = None
+        if row is not None and done(CursorState.from_bytes(row[0])):
+            return
+        assert time.monotonic() < deadline, "the acknowledgements were never persisted"
+        time.sleep(0.05)
 
 
 def _restart(old: BrokerProcess, start: Callable[..., BrokerProcess], *, kill: bool) -> BrokerProcess:
@@ -195,8 +218,7 @@ def test_kill_9_redelivers_only_recent_acks(
 
     for msg in received[:100]:
         consumer.acknowledge(msg)
-    # well past the cursor persist delay (1 s) plus the client's ack grouping (0.1 s)
-    time.sleep(2.0)
+    _wait_persisted(broker, topic, "sub", lambda state: state.mark_delete >= 99)
     for msg in received[100:150]:
         consumer.acknowledge(msg)
     time.sleep(0.2)  # these acks reach the broker but need not be persisted yet
@@ -247,7 +269,8 @@ def test_individual_and_batch_index_acks_survive_kill_9(
     acked = set(range(0, 7)) | {9, 12, 13, 19} | {20, 22, 29} | set(range(30, 40))
     for i in sorted(acked):
         consumer.acknowledge(received[i])
-    time.sleep(2.0)  # persisted: past the cursor persist delay
+    singles = [i for i in acked if i < 20]
+    _wait_persisted(broker, topic, "sub", lambda state: all(state.is_acked(i) for i in singles) and state.is_acked(21))
     broker.kill()
     client.close()
 

@@ -426,3 +426,56 @@ def test_a_cursor_over_nothing() -> None:
     assert cursor.backlog_bytes() == 0
     cursor.mark_dirty()
     assert not cursor.dirty, "a non-durable cursor is never persisted"
+
+
+# -- damaged entries -----------------------------------------------------------------------------
+def _damage(ledger_dir: Path, entry_ids: set[int], count: int) -> None:
+    """Flip a data byte of the given entries in a one-segment ledger of ``count`` entries."""
+    from magnetar.storage.segment import RECORD_OVERHEAD, segment_file_name
+
+    path = ledger_dir / segment_file_name(0)
+    raw = bytearray(path.read_bytes())
+    pos = 0
+    for entry_id in range(count):
+        length = int.from_bytes(raw[pos : pos + 4], "big")
+        if entry_id in entry_ids:
+            raw[pos + RECORD_OVERHEAD + 1] ^= 0xFF
+        pos += RECORD_OVERHEAD + length
+    path.write_bytes(bytes(raw))
+
+
+def test_a_damaged_entry_is_skipped_and_acknowledged_never_served(tmp_path: Path) -> None:
+    from magnetar.storage.health import storage_health
+
+    storage_health.reset()
+    with ManagedLedger.open(tmp_path / "ledger", 1) as ledger:
+        for i in range(8):
+            ledger.append(b"m%03d" % i + bytes(40))
+    _damage(tmp_path / "ledger", {2, 5, 6}, 8)
+    ledger = ManagedLedger.open(tmp_path / "ledger", 1, cache_max_bytes=0)
+    cursor = ManagedCursor(ledger, TOPIC, "s")
+    got = []
+    for _ in range(10):  # the dispatcher's loop: never stalls on the damage
+        entries = cursor.read_entries(4, last_readable=7)
+        if not entries:
+            break
+        got.extend(entries)
+    assert _ids(got) == [0, 1, 3, 4, 7]
+    assert all(e.data.startswith(b"m%03d" % e.entry_id) for e in got)
+    assert cursor.is_acked(2) and cursor.is_acked(5) and cursor.is_acked(6)
+    assert storage_health.damaged_entries_skipped == 3
+    assert _ids(cursor.read_ids([1, 2, 3])) == [1, 3], "redelivery skips damage too"
+    ledger.close()
+    storage_health.reset()
+
+
+def test_a_range_of_only_damaged_entries_does_not_end_the_read(tmp_path: Path) -> None:
+    with ManagedLedger.open(tmp_path / "ledger", 1) as ledger:
+        for i in range(6):
+            ledger.append(b"m%03d" % i + bytes(40))
+    _damage(tmp_path / "ledger", {0, 1, 2, 3}, 6)
+    ledger = ManagedLedger.open(tmp_path / "ledger", 1, cache_max_bytes=0)
+    cursor = ManagedCursor(ledger, TOPIC, "s")
+    assert _ids(cursor.read_entries(2, last_readable=5)) == [4, 5]
+    assert cursor.mark_delete == 3
+    ledger.close()

@@ -181,10 +181,31 @@ def test_huge_announced_length_is_truncated_without_allocation(tmp_path: Path) -
 
 
 def test_sealed_segment_corrupted_in_the_middle(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A damaged record's bytes (its length intact) cost that entry only: the ones after stay readable."""
     path = tmp_path / segment_file_name(0)
     offsets = _write_segment(path, PAYLOADS)
     raw = bytearray(path.read_bytes())
     raw[offsets[2] + RECORD_OVERHEAD] ^= 0x01
+    path.write_bytes(bytes(raw))
+    segment = Segment.open(path, 0, writable=False)
+    with caplog.at_level(logging.ERROR, logger="magnetar.storage"):
+        assert segment.read(1) == (PAYLOADS[1], crc32c(PAYLOADS[1]))
+    assert any("damaged" in r.getMessage() for r in caplog.records)
+    assert segment.entry_count == len(PAYLOADS)
+    with pytest.raises(CorruptEntryError):
+        segment.read(2)
+    for entry_id in (3, 4):
+        assert segment.read(entry_id) == (PAYLOADS[entry_id], crc32c(PAYLOADS[entry_id]))
+    assert os.path.getsize(path) == len(raw), "sealed segments are never truncated"
+    segment.close()
+
+
+def test_sealed_segment_with_a_damaged_length_in_the_middle(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A damaged record header loses the framing: entries from it on are unavailable, those before are served."""
+    path = tmp_path / segment_file_name(0)
+    offsets = _write_segment(path, PAYLOADS)
+    raw = bytearray(path.read_bytes())
+    raw[offsets[2]] ^= 0x40
     path.write_bytes(bytes(raw))
     segment = Segment.open(path, 0, writable=False)
     with caplog.at_level(logging.ERROR, logger="magnetar.storage"):
@@ -195,6 +216,22 @@ def test_sealed_segment_corrupted_in_the_middle(tmp_path: Path, caplog: pytest.L
         with pytest.raises(EntryNotFoundError):
             segment.read(entry_id)
     assert os.path.getsize(path) == len(raw), "sealed segments are never truncated"
+    segment.close()
+
+
+def test_active_segment_keeps_entries_after_a_damaged_middle_record(tmp_path: Path) -> None:
+    """Recovery of the writable segment truncates a torn tail only, never confirmed entries after a damaged one."""
+    path = tmp_path / segment_file_name(0)
+    offsets = _write_segment(path, PAYLOADS)
+    raw = bytearray(path.read_bytes())
+    raw[offsets[2] + RECORD_OVERHEAD + 3] ^= 0x08
+    path.write_bytes(bytes(raw))
+    segment = Segment.open(path, 0, writable=True)
+    assert segment.entry_count == len(PAYLOADS)
+    assert os.path.getsize(path) == len(raw)
+    with pytest.raises(CorruptEntryError):
+        segment.read(2)
+    assert segment.read(4) == (PAYLOADS[4], crc32c(PAYLOADS[4]))
     segment.close()
 
 

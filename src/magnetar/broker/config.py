@@ -61,7 +61,10 @@ class BrokerConfig:
     fsync: FsyncPolicy = "always"
     #: a connection silent for this long gets a PING, and is closed after twice as long
     keepalive_seconds: float = 30.0
-    #: longest delay before an acknowledgement reaches the metadata store
+    #: "commit": acknowledgements are persisted in their own rounds right after they change (a few
+    #: ms, like the group commit); "delay": at most every ``cursor_persist_delay_seconds``
+    cursor_persist: Literal["commit", "delay"] = "commit"
+    #: with ``cursor_persist = "delay"``, longest delay before an acknowledgement is persisted
     cursor_persist_delay_seconds: float = 1.0
     #: a segment file rolls over past this size
     segment_max_bytes: int = 64 * MiB
@@ -250,6 +253,8 @@ class BrokerConfig:
         """Reject values that cannot work."""
         if self.fsync not in ("always", "never"):
             raise ConfigError(f"fsync must be 'always' or 'never', not {self.fsync!r}")
+        if self.cursor_persist not in ("commit", "delay"):
+            raise ConfigError(f"cursor_persist must be 'commit' or 'delay', not {self.cursor_persist!r}")
         if self.port is None and self.tls_port is None:
             raise ConfigError("brokerServicePort: no binary listener (the plain port is off and no brokerServicePortTls is set)")
         for name in ("port", "http_port"):

@@ -31,7 +31,7 @@ from magnetar.protocol.enums import ServerError, TopicsMode
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
 from magnetar.storage import CacheBudget, CursorStore, ManagedCursor, ManagedLedger, MetadataStore
 from magnetar.storage.health import storage_health
-from magnetar.storage.repair import RepairReport, metadata_problem, salvage_metadata
+from magnetar.storage.repair import metadata_problem, repair_data_dir
 
 if TYPE_CHECKING:
     from magnetar.broker.transport import ClientSession
@@ -107,7 +107,7 @@ class BrokerService:
         else:
             self.metadata.ensure_defaults()
         self.cursors = CursorStore(self.metadata)
-        if getattr(self.config, "cursor_persist", "commit") == "commit":
+        if self.config.cursor_persist == "commit":
             self.cursors.on_pending = self._cursors_pending
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
@@ -127,8 +127,7 @@ class BrokerService:
         if problem is None:
             return
         log.error("metadata database in %s is damaged (%s): salvaging what is readable", metadata_dir, problem)
-        report = RepairReport()
-        salvage_metadata(metadata_dir, report)
+        report = repair_data_dir(data_dir)
         for line in report.found:
             log.error("metadata repair: %s", line)
         for line in report.repaired:

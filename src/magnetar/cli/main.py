@@ -15,6 +15,7 @@ app = typer.Typer(
 from magnetar.cli.admin import admin_app  # noqa: E402 - sub-commands are registered after `app` exists
 from magnetar.cli.messaging import consume, produce  # noqa: E402
 from magnetar.cli.perf import perf_app  # noqa: E402
+from magnetar.cli.repair import repair  # noqa: E402
 from magnetar.cli.standalone import standalone  # noqa: E402
 from magnetar.cli.tokens import tokens_app  # noqa: E402
 
@@ -25,6 +26,7 @@ app.command()(produce)
 app.command()(consume)
 app.command("sql")(__import__("magnetar.cli.sql", fromlist=["sql"]).sql)
 app.command()(standalone)
+app.command()(repair)
 
 
 @app.callback()

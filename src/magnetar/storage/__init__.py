@@ -2,7 +2,7 @@
 
 from magnetar.storage.compacted import CompactedEntry, CompactedView, CompactedWriter, compacted_root
 from magnetar.storage.cursor import CursorState, longs_to_mask, mask_to_longs
-from magnetar.storage.ledger import CacheBudget, Entry, ManagedLedger
+from magnetar.storage.ledger import CacheBudget, Entry, LedgerFencedError, ManagedLedger
 from magnetar.storage.managed_cursor import CursorBatch, CursorStore, EntrySource, ManagedCursor, NoEntries
 from magnetar.storage.metadata import (
     MetadataConflictError,
@@ -26,6 +26,7 @@ __all__ = [
     "Entry",
     "EntryNotFoundError",
     "EntrySource",
+    "LedgerFencedError",
     "ManagedCursor",
     "ManagedLedger",
     "MetadataConflictError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
@@ -13,19 +14,29 @@ from types import TracebackType
 
 from crc32c import crc32c
 
+from magnetar.storage.files import FileLayer, default_file_layer
+from magnetar.storage.health import storage_health
 from magnetar.storage.segment import (
     RECORD_OVERHEAD,
+    CorruptEntryError,
     EntryNotFoundError,
     Segment,
     StorageError,
-    datasync,
     parse_segment_file_name,
     segment_file_name,
 )
 
-__all__ = ["Entry", "EntryNotFoundError", "ManagedLedger", "StorageError"]
+__all__ = ["Entry", "EntryNotFoundError", "LedgerFencedError", "ManagedLedger", "StorageError"]
+
+log = logging.getLogger("magnetar.storage.ledger")
+
+
+class LedgerFencedError(StorageError):
+    """A sync of the ledger failed: it accepts no appends until :meth:`ManagedLedger.recover`."""
 
 DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
+#: a file in a ledger directory naming what the ledger belongs to (rebuilds lost metadata)
+LABEL_FILE = "LABEL"
 DEFAULT_CACHE_MAX_BYTES = 32 * 1024 * 1024
 
 
@@ -88,8 +99,12 @@ class ManagedLedger:
         segment_max_bytes: int,
         cache_max_bytes: int,
         cache_budget: CacheBudget | None = None,
+        files: FileLayer | None = None,
     ) -> None:
         """Wrap opened segments (the last one writable); use :meth:`ManagedLedger.open`."""
+        self._files = files if files is not None else default_file_layer()
+        #: the failed sync that fenced the ledger (None: appends are accepted)
+        self._fenced: BaseException | None = None
         self._cache_budget = cache_budget
         self._directory = directory
         self._ledger_id = ledger_id
@@ -121,12 +136,17 @@ class ManagedLedger:
         segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
         cache_budget: CacheBudget | None = None,
+        files: FileLayer | None = None,
+        label: str | None = None,
     ) -> ManagedLedger:
         """Open (creating if needed) the ledger stored in ``directory``.
 
         The last segment is opened writable and recovered (torn tail truncated);
-        older segments are opened read-only and indexed lazily.
+        older segments are opened read-only and indexed lazily. ``files`` is the file layer
+        (default: :func:`~magnetar.storage.files.default_file_layer`). ``label`` (the topic name) is
+        written next to the segments once, so that ``magnetar repair`` can rebuild lost metadata.
         """
+        files = files if files is not None else default_file_layer()
         if segment_max_bytes <= 0:
             raise ValueError("segment_max_bytes must be positive")
         if cache_max_bytes < 0:
@@ -142,16 +162,19 @@ class ManagedLedger:
         segments: list[Segment] = []
         try:
             for base in bases[:-1]:
-                segments.append(Segment.open(directory / segment_file_name(base), base, writable=False))
-            segments.append(Segment.open(directory / segment_file_name(bases[-1]), bases[-1], writable=True))
+                segments.append(Segment.open(directory / segment_file_name(base), base, writable=False, files=files))
+            last = bases[-1]
+            segments.append(Segment.open(directory / segment_file_name(last), last, writable=True, files=files))
+            if label is not None and not (directory / LABEL_FILE).exists():
+                (directory / LABEL_FILE).write_text(label)
+                created = True
+            if created:
+                files.sync_directory(directory)
         except BaseException:
             for segment in segments:
                 segment.close()
             raise
-        ledger = cls(directory, ledger_id, segments, segment_max_bytes, cache_max_bytes, cache_budget)
-        if created:
-            _fsync_directory(directory)
-        return ledger
+        return cls(directory, ledger_id, segments, segment_max_bytes, cache_max_bytes, cache_budget, files)
 
     @property
     def ledger_id(self) -> int:
@@ -204,6 +227,11 @@ class ManagedLedger:
         """Whether the ledger was closed."""
         return self._closed
 
+    @property
+    def fenced(self) -> bool:
+        """Whether a failed sync fenced the ledger (appends refused until :meth:`recover`)."""
+        return self._fenced is not None
+
     def append(self, data: bytes | bytearray | memoryview, crc: int | None = None) -> int:
         """Write one entry (not yet durable, see :meth:`sync`) and return its entry id.
 
@@ -211,13 +239,22 @@ class ManagedLedger:
         trusted, not verified); it is computed otherwise.
         """
         self._check_open()
+        if self._fenced is not None:
+            raise LedgerFencedError(f"ledger {self._ledger_id} is fenced after a failed sync: {self._fenced}")
         if crc is None:
             crc = crc32c(data)
         size = memoryview(data).nbytes
-        active = self._active
-        if active.entry_count > 0 and active.size_bytes + RECORD_OVERHEAD + size > self._segment_max_bytes:
-            active = self._roll()
-        entry_id = active.append(data, crc)
+        try:
+            active = self._active
+            if active.entry_count > 0 and active.size_bytes + RECORD_OVERHEAD + size > self._segment_max_bytes:
+                active = self._roll()
+            entry_id = active.append(data, crc)
+        except (OSError, StorageError) as exc:
+            storage_health.write_failed(f"append to ledger {self._ledger_id}", exc)
+            if isinstance(exc, StorageError):
+                raise
+            raise StorageError(f"append to ledger {self._ledger_id} failed: {exc}") from exc
+        storage_health.write_succeeded()
         with self._lock:
             self._last_entry_id = entry_id
             self._unsynced[active.base_entry_id] = active
@@ -232,34 +269,91 @@ class ManagedLedger:
 
         Safe to call from a worker thread while another thread appends: only the
         entries appended before the call started are reported durable.
+
+        A failed sync is never retried (after a failed fsync the kernel may have dropped the dirty
+        pages and a second fsync would succeed without writing them): the ledger is fenced and
+        raises LedgerFencedError until :meth:`recover` cut it back to what is known durable.
         """
         with self._sync_mutex:
             with self._lock:
+                if self._fenced is not None:
+                    raise LedgerFencedError(f"ledger {self._ledger_id} is fenced after a failed sync: {self._fenced}")
                 target = self._last_entry_id
                 pending = list(self._unsynced.values())
                 self._unsynced.clear()
                 dir_dirty, self._dir_dirty = self._dir_dirty, False
                 # Duplicated descriptors stay valid even if trim/close closes the originals.
-                fds = [os.dup(s.fileno()) for s in pending if not s.closed]
+                fds = [self._files.dup(s.fileno()) for s in pending if not s.closed]
             try:
                 for fd in fds:
-                    datasync(fd)
+                    self._files.datasync(fd)
                 if dir_dirty:
-                    _fsync_directory(self._directory)
+                    self._files.sync_directory(self._directory)
             except OSError as exc:
                 with self._lock:
-                    for segment in pending:
-                        if not segment.closed:
-                            self._unsynced.setdefault(segment.base_entry_id, segment)
-                    self._dir_dirty = self._dir_dirty or dir_dirty
-                raise StorageError(f"sync of ledger {self._ledger_id} failed: {exc}") from exc
+                    self._fenced = exc
+                storage_health.write_failed(f"sync of ledger {self._ledger_id}", exc)
+                storage_health.ledger_fenced()
+                raise LedgerFencedError(f"sync of ledger {self._ledger_id} failed: {exc}") from exc
             finally:
                 for fd in fds:
-                    os.close(fd)
+                    self._files.close(fd)
             with self._lock:
                 if target > self._durable:
                     self._durable = target
                 return self._durable
+
+    def recover(self) -> int:
+        """Reopen a fenced ledger from what is known durable; returns the last entry id kept.
+
+        Every entry after the last durable one (none of them was ever confirmed) is cut off the
+        segment files, and the cut is synced; then appends are accepted again. Raises StorageError
+        (the ledger stays fenced) when that fails too. Call it on the loop thread, once the
+        publishes waiting on the failed sync were failed.
+        """
+        self._check_open()
+        with self._sync_mutex:
+            if self._fenced is None:
+                return self._last_entry_id
+            keep = self._durable + 1
+            try:
+                self._cut_from(keep)
+            except OSError as exc:
+                storage_health.write_failed(f"recovery of ledger {self._ledger_id}", exc)
+                raise StorageError(f"ledger {self._ledger_id} cannot be recovered: {exc}") from exc
+            with self._lock:
+                self._last_entry_id = keep - 1
+                self._unsynced.clear()
+                self._fenced = None
+            log.warning("ledger %d recovered: entries from %d on were not durable and were dropped", self._ledger_id, keep)
+            return keep - 1
+
+    def _cut_from(self, keep: int) -> None:
+        """Remove entries ``>= keep`` from the files (and the cache), syncing the result."""
+        while self._cache and self._cache_first + len(self._cache) - 1 >= keep:
+            last = self._cache_first + len(self._cache) - 1
+            data, _ = self._cache.pop(last)
+            self._cache_bytes -= len(data)
+            if self._cache_budget is not None:
+                self._cache_budget.used -= len(data)
+        self._cache_first = min(self._cache_first, keep)
+        removed = False
+        while len(self._segments) > 1 and self._bases[-1] >= keep:
+            with self._lock:
+                segment = self._segments.pop()
+                self._bases.pop()
+            segment.delete()
+            removed = True
+        last = self._segments[-1]
+        if not last.writable:
+            last.close()
+            last = Segment.open(last.path, last.base_entry_id, writable=True, files=self._files)
+            with self._lock:
+                self._segments[-1] = last
+        last.truncate(keep)
+        self._active = last
+        if removed:
+            self._files.sync_directory(self._directory)
 
     def read(self, entry_id: int) -> Entry:
         """Return one entry, from the tail cache when possible."""
@@ -268,7 +362,10 @@ class ManagedLedger:
         cached = self._cache.get(entry_id)
         if cached is not None:
             return Entry(entry_id, cached[0], cached[1])
-        data, crc = self._segment_for(entry_id).read(entry_id)
+        try:
+            data, crc = self._segment_for(entry_id).read(entry_id)
+        except EntryNotFoundError as exc:
+            raise self._lost(entry_id, entry_id) from exc
         return Entry(entry_id, data, crc)
 
     def read_range(self, first: int, last: int, max_bytes: int | None = None) -> list[Entry]:
@@ -299,7 +396,10 @@ class ManagedLedger:
             chunk_last = min(last, self._cache_first - 1)
             if index + 1 < len(self._bases):
                 chunk_last = min(chunk_last, self._bases[index + 1] - 1)
-            chunk = segment.read_many(entry_id, chunk_last, budget, at_least_one=not out)
+            try:
+                chunk = segment.read_many(entry_id, chunk_last, budget, at_least_one=not out)
+            except EntryNotFoundError as exc:
+                raise self._lost(entry_id, chunk_last) from exc
             for data, crc in chunk:
                 out.append(Entry(entry_id, data, crc))
                 entry_id += 1
@@ -308,6 +408,20 @@ class ManagedLedger:
             if entry_id <= chunk_last:
                 break
         return out
+
+    def read_intact(self, first: int, last: int) -> list[Entry]:
+        """Entries ``first..last`` like :meth:`read_range`, leaving out the ones damaged on disk (for
+        rebuilding state from the log: one damaged entry must not stop a topic from loading)."""
+        try:
+            return self.read_range(first, last)
+        except CorruptEntryError:
+            out = []
+            for entry_id in range(first, last + 1):
+                try:
+                    out.append(self.read(entry_id))
+                except CorruptEntryError as exc:
+                    log.error("ledger %d: entry %d left out, damaged on disk: %s", self._ledger_id, entry_id, exc)
+            return out
 
     def sealed_segments(self) -> list[SegmentInfo]:
         """Every segment but the active one, oldest first (what trimming may delete)."""
@@ -371,7 +485,8 @@ class ManagedLedger:
         """Sync and close every segment file; idempotent."""
         if self._closed:
             return
-        self.sync()
+        if self._fenced is None:
+            self.sync()
         self._closed = True
         with self._lock:
             segments = list(self._segments)
@@ -416,13 +531,17 @@ class ManagedLedger:
                 f"{self.first_entry_id}..{self._last_entry_id}"
             )
 
+    def _lost(self, first: int, last: int) -> CorruptEntryError:
+        """The error for entries in the stored range that their segment cannot index (damage)."""
+        return CorruptEntryError(f"ledger {self._ledger_id}: entries {first}..{last} are lost to a damaged segment")
+
     def _segment_for(self, entry_id: int) -> Segment:
         return self._segments[bisect_right(self._bases, entry_id) - 1]
 
     def _roll(self) -> Segment:
         """Seal the active segment and start a new one at the next entry id."""
         base = self._last_entry_id + 1
-        segment = Segment.open(self._directory / segment_file_name(base), base, writable=True)
+        segment = Segment.open(self._directory / segment_file_name(base), base, writable=True, files=self._files)
         self._active.seal()
         with self._lock:
             self._segments.append(segment)
@@ -457,10 +576,9 @@ class ManagedLedger:
         self._cache_bytes = 0
 
 
-def _fsync_directory(directory: Path) -> None:
-    """Persist directory entries (file creations) of ``directory``."""
-    fd = os.open(directory, os.O_RDONLY)
+def read_ledger_label(directory: Path) -> str | None:
+    """The label a ledger was opened with (its topic name), or None."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        return (Path(directory) / LABEL_FILE).read_text().strip() or None
+    except OSError:
+        return None

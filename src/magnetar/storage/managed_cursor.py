@@ -13,14 +13,19 @@ event loop and writes them in one SQLite transaction in a worker thread. The per
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from magnetar.storage.compacted import CompactedView
 from magnetar.storage.cursor import CursorState
+from magnetar.storage.health import storage_health
 from magnetar.storage.ledger import Entry
 from magnetar.storage.metadata import MetadataStore
 from magnetar.storage.rangeset import RangeSet
-from magnetar.storage.segment import EntryNotFoundError
+from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError
+
+log = logging.getLogger("magnetar.storage.cursor")
 
 #: a cursor's key in the metadata store: (topic name, subscription name)
 CursorKey = tuple[str, str]
@@ -242,15 +247,43 @@ class ManagedCursor:
             if entries:
                 self._read_position = entries[-1].entry_id + 1
                 return entries
-            position = self._read_position = compacted.horizon + 1
-        first = max(position, self._source.first_entry_id)
-        last = min(last_readable, first + count - 1)
-        if first > last:
-            return []
-        entries = self._source.read_range(first, last)
-        if entries:
-            self._read_position = entries[-1].entry_id + 1
-        return entries
+            self._read_position = compacted.horizon + 1
+        while True:
+            first = max(self._read_position, self._source.first_entry_id)
+            last = min(last_readable, first + count - 1)
+            if first > last:
+                return []
+            try:
+                entries = self._source.read_range(first, last)
+            except CorruptEntryError:
+                # Damaged entries are skipped; read on when a whole range of them was.
+                entries = self._read_around_damage(first, last)
+                if not entries:
+                    continue
+            if entries:
+                self._read_position = entries[-1].entry_id + 1
+            return entries
+
+    def _read_around_damage(self, first: int, last: int) -> list[Entry]:
+        """Entries ``first..last`` one by one, skipping (and acknowledging, as Pulsar does with
+        non-recoverable ledger data) every entry damaged on disk: corrupt bytes are never served and
+        the subscription does not stall on them. Stops before the first entry past a damaged one,
+        so the read position moves past the damage."""
+        out: list[Entry] = []
+        for entry_id in range(first, last + 1):
+            try:
+                out.append(self._source.read(entry_id))
+            except (CorruptEntryError, EntryNotFoundError) as exc:
+                if out:
+                    break  # skipped as the first entry of the next read
+                self._skip_damaged(entry_id, exc)
+                self._read_position = entry_id + 1
+        return out
+
+    def _skip_damaged(self, entry_id: int, exc: Exception) -> None:
+        log.error("%s/%s: skipping entry %d, damaged on disk (%s)", self.topic, self.name, entry_id, exc)
+        storage_health.entry_skipped()
+        self.ack(entry_id)
 
     def read_ids(self, entry_ids: list[int], compacted: CompactedView | None = None) -> list[Entry]:
         """The given entries that are still stored (redelivery); the read position does not move.
@@ -270,6 +303,8 @@ class ManagedCursor:
                 out.append(source.read(entry_id))
             except EntryNotFoundError:
                 continue
+            except CorruptEntryError as exc:
+                self._skip_damaged(entry_id, exc)
         return out
 
     def rewind_to(self, entry_id: int) -> None:
@@ -290,10 +325,17 @@ class ManagedCursor:
 class CursorBatch:
     """The cursor changes one flush writes: snapshots of changed cursors, and deleted cursors."""
 
-    def __init__(self, saved: list[tuple[str, str, bytes]], deleted: list[CursorKey]) -> None:
-        """Snapshots ``(topic, subscription, state bytes)`` to upsert and keys to delete."""
+    def __init__(
+        self,
+        saved: list[tuple[str, str, bytes]],
+        deleted: list[CursorKey],
+        cursors: list[ManagedCursor] | None = None,
+    ) -> None:
+        """Snapshots ``(topic, subscription, state bytes)`` to upsert and keys to delete; ``cursors``
+        are the cursors the snapshots were taken of (marked changed again when the write fails)."""
         self.saved = saved
         self.deleted = deleted
+        self.cursors = cursors if cursors is not None else []
 
     @property
     def topics(self) -> set[str]:
@@ -316,6 +358,8 @@ class CursorStore:
         self.metadata = metadata
         self._changed: dict[CursorKey, ManagedCursor] = {}
         self._deleted: set[CursorKey] = set()
+        #: called when the store goes from nothing pending to something pending (schedules a flush)
+        self.on_pending: Callable[[], None] | None = None
 
     def open(self, source: EntrySource, topic: str, name: str, mark_delete: int) -> ManagedCursor:
         """A new durable cursor with every entry up to ``mark_delete`` acknowledged (persisted soon)."""
@@ -333,13 +377,19 @@ class CursorStore:
 
     def cursor_changed(self, cursor: ManagedCursor) -> None:
         """A durable cursor changed: it goes into the next batch."""
+        was_pending = self.pending
         self._deleted.discard(cursor.key)
         self._changed[cursor.key] = cursor
+        if not was_pending and self.on_pending is not None:
+            self.on_pending()
 
     def cursor_deleted(self, key: CursorKey) -> None:
         """A durable cursor was deleted: its persisted state goes in the next batch."""
+        was_pending = self.pending
         self._changed.pop(key, None)
         self._deleted.add(key)
+        if not was_pending and self.on_pending is not None:
+            self.on_pending()
 
     @property
     def pending(self) -> bool:
@@ -350,8 +400,19 @@ class CursorStore:
         """Snapshot every changed cursor and take the deletions (on the loop, in one go)."""
         changed, self._changed = self._changed, {}
         deleted, self._deleted = self._deleted, set()
-        saved = [(cursor.topic, cursor.name, cursor.snapshot()) for cursor in changed.values()]
-        return CursorBatch(saved, sorted(deleted))
+        cursors = list(changed.values())
+        saved = [(cursor.topic, cursor.name, cursor.snapshot()) for cursor in cursors]
+        return CursorBatch(saved, sorted(deleted), cursors)
+
+    def write_failed(self, batch: CursorBatch) -> None:
+        """Writing ``batch`` failed: its cursors and deletions go into the next batch again (unless a
+        later change superseded them), so nothing is marked persisted that was not."""
+        for cursor in batch.cursors:
+            if cursor.durable and cursor.key not in self._deleted:
+                cursor.mark_dirty()
+        for key in batch.deleted:
+            if key not in self._changed:
+                self.cursor_deleted(key)
 
     def forget_topic(self, topic: str) -> None:
         """A topic is being deleted with its cursors: drop what is pending for it."""

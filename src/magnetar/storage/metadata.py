@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from magnetar.storage.health import storage_health
+
 __all__ = [
     "DEFAULT_CLUSTER",
     "DEFAULT_NAMESPACE",
@@ -270,6 +272,24 @@ class MetadataStore:
             assert cur.lastrowid is not None
             return int(cur.lastrowid)
 
+    def register_topic(self, name: str, ledger_id: int) -> bool:
+        """Record a topic under an existing ledger id (repair); False when the name or id is taken."""
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT OR IGNORE INTO topics (ledger_id, name, namespace, created_at, properties) VALUES (?, ?, ?, ?, ?)",
+                (ledger_id, name, topic_namespace(name), time.time(), "{}"),
+            )
+            return cur.rowcount > 0
+
+    def reserve_ledger_ids(self, upto: int) -> None:
+        """New topics get ledger ids above ``upto`` (repair: ledgers on disk whose rows were lost)."""
+        with self._tx() as db:
+            row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'topics'").fetchone()
+            if row is None:
+                db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('topics', ?)", (upto,))
+            elif row[0] < upto:
+                db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'topics'", (upto,))
+
     def get_topic(self, name: str) -> int | None:
         """Return the ledger id of a topic, or None."""
         row = self._one("SELECT ledger_id FROM topics WHERE name = ?", (name,))
@@ -397,10 +417,17 @@ class MetadataStore:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                if isinstance(exc, sqlite3.OperationalError):
+                    storage_health.write_failed(f"metadata write to {self._path}", exc, metadata=True)
+                # Also when COMMIT itself failed (a full disk): never leave the transaction open.
+                if self._conn.in_transaction:
+                    try:
+                        self._conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
                 raise
-            self._conn.execute("COMMIT")
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self._lock:

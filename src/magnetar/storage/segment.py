@@ -15,6 +15,8 @@ from pathlib import Path
 
 from crc32c import crc32c
 
+from magnetar.storage.files import FileLayer, default_file_layer
+
 logger = logging.getLogger("magnetar.storage")
 
 RECORD_HEADER = struct.Struct(">II")
@@ -22,14 +24,6 @@ RECORD_OVERHEAD = RECORD_HEADER.size
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 SEGMENT_SUFFIX = ".log"
 _NAME_DIGITS = 20
-
-
-def datasync(fd: int) -> None:
-    """Flush a file's data to stable storage (fdatasync where available, else fsync)."""
-    if hasattr(os, "fdatasync"):
-        os.fdatasync(fd)
-    else:
-        os.fsync(fd)
 
 
 class StorageError(Exception):
@@ -57,12 +51,21 @@ def parse_segment_file_name(name: str) -> int | None:
     return int(stem)
 
 
-def _scan(fd: int, size: int) -> tuple[array, int, str | None]:
-    """Index the records of a file: return (record offsets, end of last good record, problem)."""
+def _scan(fd: int, size: int) -> tuple[array, int, str | None, int]:
+    """Index the records of a file: return (record offsets, end of the last intact record, problem,
+    damaged records).
+
+    A record whose checksum fails while its framing holds, and that is followed by an intact record
+    (damage in the middle, not a torn tail), keeps its place in the index, so the entries after it
+    stay readable; reading it raises CorruptEntryError. Damaged records at the very end are cut off
+    as a torn tail.
+    """
     offsets = array("Q")
     if size == 0:
-        return offsets, 0, None
+        return offsets, 0, None, 0
     pos = 0
+    damaged = 0
+    intact_count, intact_end = 0, 0
     problem: str | None = None
     with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm, memoryview(mm) as view:
         while pos < size:
@@ -78,21 +81,31 @@ def _scan(fd: int, size: int) -> tuple[array, int, str | None]:
                 problem = "torn record data"
                 break
             with view[pos + RECORD_OVERHEAD : end] as data:
-                if crc32c(data) != crc:
-                    problem = "checksum mismatch"
-                    break
+                intact = crc32c(data) == crc
             offsets.append(pos)
             pos = end
-    return offsets, pos, problem
+            if intact:
+                intact_count, intact_end = len(offsets), pos
+            else:
+                damaged += 1
+    if intact_count < len(offsets):  # damaged records with nothing intact after them: a torn tail
+        damaged -= len(offsets) - intact_count
+        del offsets[intact_count:]
+        pos = intact_end
+        problem = problem or "checksum mismatch"
+    return offsets, pos, problem, damaged
 
 
-def _write_all(fd: int, header: bytes, data: bytes | bytearray | memoryview, total: int) -> None:
+def _write_all(files: FileLayer, fd: int, header: bytes, data: bytes | bytearray | memoryview, total: int) -> None:
     """Write header and data at the current file position, retrying short writes."""
-    written = os.writev(fd, [header, data])
+    written = files.writev(fd, [header, data])
     if written < total:
         rest = memoryview(b"".join((header, data)))
         while written < total:
-            written += os.write(fd, rest[written:])
+            n = files.write(fd, rest[written:])
+            if n <= 0:
+                raise OSError(f"write made no progress ({written} of {total} bytes)")
+            written += n
 
 
 class Segment:
@@ -112,8 +125,10 @@ class Segment:
         offsets: array | None,
         end: int,
         file_size: int,
+        files: FileLayer | None = None,
     ) -> None:
         """Wrap already-opened state; use :meth:`Segment.open` instead."""
+        self._files = files if files is not None else default_file_layer()
         self._path = path
         self._base = base_entry_id
         self._fd = fd
@@ -124,7 +139,7 @@ class Segment:
         self._closed = False
 
     @classmethod
-    def open(cls, path: Path | str, base_entry_id: int, *, writable: bool) -> Segment:
+    def open(cls, path: Path | str, base_entry_id: int, *, writable: bool, files: FileLayer | None = None) -> Segment:
         """Open (creating it when writable) the segment file at ``path``.
 
         A writable segment is scanned immediately and its file is truncated to the
@@ -132,13 +147,16 @@ class Segment:
         first read.
         """
         path = Path(path)
+        files = files if files is not None else default_file_layer()
         if not writable:
             size = path.stat().st_size
-            return cls(path, base_entry_id, None, False, None, size, size)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            return cls(path, base_entry_id, None, False, None, size, size, files)
+        fd = files.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            size = os.fstat(fd).st_size
-            offsets, end, problem = _scan(fd, size)
+            size = files.size(fd)
+            offsets, end, problem, damaged = _scan(fd, size)
+            if damaged:
+                logger.error("segment %s: %d damaged records in the middle; they will be skipped", path, damaged)
             if problem is not None:
                 logger.warning(
                     "segment %s: %s at byte %d after entry %d; truncating %d bytes",
@@ -148,13 +166,13 @@ class Segment:
                     base_entry_id + len(offsets) - 1,
                     size - end,
                 )
-                os.ftruncate(fd, end)
-                os.fsync(fd)
-            os.lseek(fd, end, os.SEEK_SET)
+                files.truncate(fd, end)
+                files.fsync(fd)
+            files.seek(fd, end)
         except BaseException:
-            os.close(fd)
+            files.close(fd)
             raise
-        return cls(path, base_entry_id, fd, True, offsets, end, end)
+        return cls(path, base_entry_id, fd, True, offsets, end, end, files)
 
     @property
     def path(self) -> Path:
@@ -216,12 +234,12 @@ class Segment:
         start = self._end
         total = RECORD_OVERHEAD + size
         try:
-            _write_all(self._fd, RECORD_HEADER.pack(size, crc), data, total)
+            _write_all(self._files, self._fd, RECORD_HEADER.pack(size, crc), data, total)
         except OSError as exc:
             # Drop whatever part of the record reached the file so the tail stays clean.
             try:
-                os.ftruncate(self._fd, start)
-                os.lseek(self._fd, start, os.SEEK_SET)
+                self._files.truncate(self._fd, start)
+                self._files.seek(self._fd, start)
             except OSError:
                 logger.exception("segment %s: cannot roll back a failed append", self._path)
             raise StorageError(f"append to {self._path} failed: {exc}") from exc
@@ -233,7 +251,25 @@ class Segment:
     def sync(self) -> None:
         """Flush written data to stable storage (fdatasync)."""
         if self._fd is not None:
-            datasync(self._fd)
+            self._files.datasync(self._fd)
+
+    def truncate(self, next_entry_id: int) -> None:
+        """Drop every entry from ``next_entry_id`` on and make the cut durable (writable segment).
+
+        Used to reopen a ledger from what is known durable after a failed sync.
+        """
+        if not self._writable or self._fd is None:
+            raise StorageError(f"segment {self._path} is not writable")
+        offsets = self._index()
+        keep = max(0, next_entry_id - self._base)
+        if keep >= len(offsets):
+            return
+        cut = offsets[keep]
+        self._files.truncate(self._fd, cut)
+        self._files.fsync(self._fd)
+        self._files.seek(self._fd, cut)
+        del offsets[keep:]
+        self._end = self._file_size = cut
 
     def read(self, entry_id: int) -> tuple[bytes, int]:
         """Return ``(data, crc)`` of one entry, verifying its checksum."""
@@ -243,7 +279,7 @@ class Segment:
             raise EntryNotFoundError(f"entry {entry_id} is not in segment {self._path.name}")
         start = offsets[i]
         end = self._record_end(i)
-        buf = os.pread(self._open_fd(), end - start, start)
+        buf = self._files.pread(self._open_fd(), end - start, start)
         data, crc, _ = self._decode(buf, 0, entry_id)
         return data, crc
 
@@ -274,7 +310,7 @@ class Segment:
             if j < i:
                 return []
         start = offsets[i]
-        buf = os.pread(self._open_fd(), self._record_end(j) - start, start)
+        buf = self._files.pread(self._open_fd(), self._record_end(j) - start, start)
         out: list[tuple[bytes, int]] = []
         pos = 0
         for k in range(i, j + 1):
@@ -288,7 +324,7 @@ class Segment:
         self._writable = False
         if self._fd is not None:
             fd, self._fd = self._fd, None
-            os.close(fd)
+            self._files.close(fd)
 
     def delete(self) -> None:
         """Close and remove the segment file."""
@@ -303,7 +339,7 @@ class Segment:
         if self._closed:
             raise StorageError(f"segment {self._path} is closed")
         if self._fd is None:
-            self._fd = os.open(self._path, os.O_RDONLY)
+            self._fd = self._files.open(self._path, os.O_RDONLY)
         return self._fd
 
     def _index(self) -> array:
@@ -314,8 +350,10 @@ class Segment:
 
     def _load_index(self) -> None:
         fd = self._open_fd()
-        size = os.fstat(fd).st_size
-        offsets, end, problem = _scan(fd, size)
+        size = self._files.size(fd)
+        offsets, end, problem, damaged = _scan(fd, size)
+        if damaged:
+            logger.error("sealed segment %s: %d damaged records in the middle; they will be skipped", self._path, damaged)
         if problem is not None:
             logger.error(
                 "sealed segment %s: %s at byte %d; entries from %d on are unavailable",

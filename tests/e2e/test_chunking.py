@@ -143,3 +143,43 @@ def test_oversized_message_without_chunking_is_refused(
     producer.send(b"small-2")
     assert [consumer.receive(timeout_millis=RECEIVE_MS).data() for _ in range(2)] == [b"small-1", b"small-2"]
     assert_nothing_more(consumer, QUIET_MS // 2)
+
+
+@pytest.fixture(scope="module")
+def small_message_broker(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - Iterator[BrokerProcess]
+    """A broker whose maximum message size is 100 KiB, so that 350 KB messages go in 4 chunks."""
+    data = tmp_path_factory.mktemp("chunks-shared") / "data"
+    with BrokerProcess(data, env={"MAGNETAR_MAX_MESSAGE_SIZE": str(100 * 1024)}) as broker:
+        yield broker
+
+
+def test_every_chunk_of_a_message_goes_to_one_shared_consumer(
+    small_message_broker: BrokerProcess, client_factory: Callable[[str], pulsar.Client]
+) -> None:
+    """Issue 12 defect 7: on a Shared subscription with two consumers, every chunk of a chunked
+    message goes to the same consumer (as Pulsar since 2.11), so both consumers reassemble theirs."""
+    topic = f"chunks-shared-{random.randrange(1 << 30)}"
+    clients = [client_factory(small_message_broker.service_url) for _ in range(3)]
+    consumers = [
+        c.subscribe(topic, "shared", consumer_type=pulsar.ConsumerType.Shared, consumer_name=f"c{i}")
+        for i, c in enumerate(clients[:2])
+    ]
+    producer = _chunking_producer(clients[2], topic)
+    payloads = [_payload(350_000, 100 + i) for i in range(4)]
+    for payload in payloads:
+        producer.send(payload)
+    got: dict[str, int] = {}
+    deadline = time.monotonic() + 30
+    while len(got) < len(payloads) and time.monotonic() < deadline:
+        for i, consumer in enumerate(consumers):
+            try:
+                msg = consumer.receive(timeout_millis=200)
+            except pulsar.Timeout:
+                continue
+            consumer.acknowledge(msg)
+            digest = _digest(msg.data())
+            assert digest not in got, "a message was delivered twice"
+            got[digest] = i
+    assert set(got) == {_digest(p) for p in payloads}
+    for consumer in consumers:
+        assert_nothing_more(consumer, QUIET_MS // 2)

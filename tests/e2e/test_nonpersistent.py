@@ -11,6 +11,7 @@ import pytest
 
 from magnetar.testing import BrokerProcess
 
+from .failover_helpers import failover_topic
 from .helpers import QUIET_MS, RECEIVE_MS, assert_nothing_more
 
 
@@ -164,6 +165,7 @@ def test_shared_on_non_persistent_each_message_once(
 
 
 def test_failover_on_non_persistent(broker: BrokerProcess, client_factory, np_topic: str) -> None:
+    np_topic = failover_topic(["a", "b"], active="a", prefix="non-persistent://public/default/e2e-np")
     client_a = client_factory(broker.service_url)
     client_b = client_factory(broker.service_url)
     a = client_a.subscribe(np_topic, "fo", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a")

@@ -107,3 +107,34 @@ def test_consumer_of_explicit_topic_list(client: pulsar.Client, client2: pulsar.
     # acknowledged on every listed topic: nothing comes back when re-subscribing
     again = client.subscribe(listed, "multi", consumer_type=pulsar.ConsumerType.Shared)
     assert_nothing_more(again)
+
+
+def test_issue_12_scenario_new_topic_is_picked_up_at_the_next_discovery(
+    client: pulsar.Client, client2: pulsar.Client, prefix: str, discovery_every_second: None
+) -> None:
+    """Issue 12, defect 1: subscribe to ``<prefix>-.*`` (default initial position: latest), create
+    ``<prefix>-c`` and send to it before and 4 s after. The first discovery (within the 1 s period)
+    subscribes the new topic at its latest position, so, as with Apache Pulsar and the C++ client,
+    the message sent before it is not delivered and the one sent 4 s later is.
+
+    The defect as reported came from the official wrapper dropping ``pattern_auto_discovery_period``
+    (see ``discovery_every_second``): the C++ default of 60 s applied, so both messages were sent
+    before the topic was discovered and both were before the subscription's start.
+    """
+    consumer = client.subscribe(
+        re.compile(f"{NS}/{prefix}-.*"), "rx", consumer_type=pulsar.ConsumerType.Shared, pattern_auto_discovery_period=1
+    )
+    new_topic = f"{NS}/{prefix}-c"
+    producer = client2.create_producer(new_topic)
+    producer.send(b"before")
+    time.sleep(4)
+    producer.send(b"after")
+    got = []
+    while b"after" not in got:
+        msg = consumer.receive(timeout_millis=RECEIVE_MS)
+        assert msg.topic_name() == new_topic
+        consumer.acknowledge(msg)
+        got.append(msg.data())
+    # "before" only if a discovery happened to run between the topic's creation and that send
+    assert got in ([b"after"], [b"before", b"after"])
+    assert_nothing_more(consumer)

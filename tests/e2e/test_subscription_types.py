@@ -7,6 +7,7 @@ import time
 import pulsar
 import pytest
 
+from .failover_helpers import failover_topic
 from .helpers import RECEIVE_MS, assert_nothing_more
 
 
@@ -81,7 +82,8 @@ def test_shared_splits_messages_between_clients(
 def test_failover_only_active_receives_then_other_takes_over(
     client: pulsar.Client, client2: pulsar.Client, topic: str
 ) -> None:
-    # the active consumer is the first by name: "a-..." on the first client
+    # the topic's hash picks "a-active" on the ring of the two consumers (on the first client)
+    topic = failover_topic(["a-active", "b-standby"], active="a-active")
     active = client.subscribe(
         topic, "fo", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a-active"
     )
@@ -111,6 +113,7 @@ def test_failover_only_active_receives_then_other_takes_over(
 def test_failover_standby_gets_nothing_while_active_lives(
     client: pulsar.Client, client2: pulsar.Client, topic: str
 ) -> None:
+    topic = failover_topic(["a", "b"], active="a")
     active = client.subscribe(topic, "fo", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a")
     standby = client2.subscribe(topic, "fo", consumer_type=pulsar.ConsumerType.Failover, consumer_name="b")
     producer = client2.create_producer(topic)
@@ -125,6 +128,7 @@ def test_failover_standby_gets_nothing_while_active_lives(
 def test_failover_new_preferred_consumer_takes_over_unacked(
     client: pulsar.Client, client2: pulsar.Client, topic: str
 ) -> None:
+    topic = failover_topic(["a", "b"], active="a")
     first = client.subscribe(topic, "fo", consumer_type=pulsar.ConsumerType.Failover, consumer_name="b")
     producer = client.create_producer(topic)
     expected = [f"m{i}".encode() for i in range(20)]
@@ -133,7 +137,8 @@ def test_failover_new_preferred_consumer_takes_over_unacked(
     for _ in range(5):
         first.acknowledge(first.receive(timeout_millis=RECEIVE_MS))
     time.sleep(0.3)  # the client sends acks grouped every 100 ms
-    # "a" sorts before "b": it becomes the active consumer and gets what "b" did not acknowledge
+    # the topic's hash picks "a" on the ring of ("a", "b"): it becomes the active consumer and
+    # gets what "b" did not acknowledge
     preferred = client2.subscribe(topic, "fo", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a")
     for payload in expected[10:]:
         producer.send(payload)

@@ -90,6 +90,9 @@ class ConsumerTransport(SessionInfo, Protocol):
     def consumer_closed_by_broker(self, consumer_id: int) -> None:
         """The broker detached the consumer (seek, unsubscribe, deletion): tell the client."""
 
+    def reached_end_of_topic(self, consumer_id: int) -> None:
+        """The consumer's topic is terminated and it acknowledged everything: REACHED_END_OF_TOPIC."""
+
 
 class ClientSession(Protocol):
     """What the service sees of one client connection."""

@@ -34,6 +34,7 @@ class FakeTopic:
         self.ledger_id = 7
         self.partition_index = -1
         self.compacted = None
+        self.terminated = False
         self.entries: list[Entry] = []
         self.policies = TopicPolicies()
         self.subscriptions: dict[str, Subscription] = {}
@@ -74,9 +75,6 @@ class FakeTopic:
 
     def read_entry_list(self, ids: list[int]) -> list[Entry]:
         return [self.entries[i] for i in ids if 0 <= i < len(self.entries)]
-
-    def cursor_moved(self, sub: Subscription) -> None:
-        pass
 
     def remove_subscription(self, name: str) -> None:
         pass

@@ -234,7 +234,10 @@ def test_a_failure_mid_way_keeps_the_old_view(tmp_path: Path) -> None:
         assert status(service)["status"] == "ERROR" and "disk on fire" in status(service)["lastError"]
         assert json.loads(service.metadata.get_kv(POINTER_PREFIX + TOPIC))["dir"] == int(old.name)
         assert topic.compaction_pin is None
-        await asyncio.sleep(0.2)  # the half-written ledger is removed by the worker
+        for _ in range(400):  # the half-written ledger is removed by the worker: wait for it (20 s at most)
+            if [p.name for p in compacted_root(tmp_path, topic.ledger_id).iterdir()] == [old.name]:
+                break
+            await asyncio.sleep(0.05)
         assert [p.name for p in compacted_root(tmp_path, topic.ledger_id).iterdir()] == [old.name]
 
         # a failure of the switch itself: the new ledger is complete but never used
@@ -251,7 +254,10 @@ def test_a_failure_mid_way_keeps_the_old_view(tmp_path: Path) -> None:
             await service.compact(topic.topic_name)
         service.metadata.put_kv = real_put  # type: ignore[method-assign]
         assert topic.compacted is old
-        await asyncio.sleep(0.2)
+        for _ in range(400):  # wait for the worker's clean-up (20 s at most)
+            if [p.name for p in compacted_root(tmp_path, topic.ledger_id).iterdir()] == [old.name]:
+                break
+            await asyncio.sleep(0.05)
         assert [p.name for p in compacted_root(tmp_path, topic.ledger_id).iterdir()] == [old.name]
 
     run(tmp_path, body)

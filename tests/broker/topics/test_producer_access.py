@@ -92,3 +92,29 @@ def test_exclusive_is_refused_while_other_producers_are_attached(harness: TopicH
     with pytest.raises(BrokerError) as refused:
         topic.add_producer(harness.producer("x", ProducerAccessMode.Exclusive))
     assert refused.value.code == ServerError.ProducerFenced
+
+
+def test_a_fenced_waiter_is_refused_on_its_own_request_and_the_next_waiter_gets_the_topic(
+    harness: TopicHarness,
+) -> None:
+    """Issue 12 defect 9: W (WaitForExclusive, epoch 1) is fenced by F (ExclusiveWithFencing),
+    reconnects with its old epoch and waits behind F with another waiter V. When F closes, W's own
+    request fails with ProducerFenced (not the CLOSE_PRODUCER of F) and V takes the topic."""
+    topic = harness.topic
+    first = harness.producer("w", WAIT)
+    topic.add_producer(first)
+    assert topic.topic_epoch == 1
+    fencer = harness.producer("f", FENCE)
+    topic.add_producer(fencer)
+    assert topic.topic_epoch == 2
+    stale = harness.producer("w", WAIT)
+    stale.topic_epoch = 1  # the reconnection of w carries the epoch it held
+    assert topic.add_producer(stale) is False
+    behind = harness.producer("v", WAIT)
+    assert topic.add_producer(behind) is False
+    harness.session.calls.clear()
+    topic.remove_producer(fencer)  # must not raise: F's close succeeds
+    assert harness.session.calls == [("refused", stale.producer_id), ("ready", behind.producer_id)]
+    assert "fenced" in harness.session.reasons[-1]
+    assert stale.closed and topic.exclusive_producer is behind and list(topic.producers) == ["v"]
+    assert topic.topic_epoch == 3

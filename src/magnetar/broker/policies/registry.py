@@ -17,6 +17,7 @@ from typing import Any
 
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.policies.validation import (
+    INT64_MAX,
     non_negative,
     validate_auto_topic_creation,
     validate_backlog_quotas,
@@ -200,7 +201,7 @@ AUTO_TOPIC_CREATION = Policy(
 COMPACTION_THRESHOLD = Policy(
     "compaction_threshold",
     "int",
-    non_negative("compaction threshold", "compactionThreshold must be 0 or more"),
+    non_negative("compaction threshold", "compactionThreshold must be 0 or more", INT64_MAX),
     lambda c: c.compaction_threshold_bytes,
     namespace=Scope("compactionThreshold"),
     topic=Scope("compactionThreshold"),

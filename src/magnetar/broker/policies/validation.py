@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from magnetar.broker.resources.errors import OutOfRangeError, PreconditionFailedError
+from magnetar.broker.resources.errors import BadRequestError, OutOfRangeError, PreconditionFailedError
 
+#: the largest value of a Java ``Integer`` / ``Long`` policy field
+INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
 #: the most partitions a partitioned topic may have (Pulsar's maxNumPartitionsPerPartitionedTopic)
 MAX_PARTITIONS = 10_000
 
@@ -35,12 +38,18 @@ def check_int(value: Any, what: str) -> int:
     return value
 
 
-def non_negative(what: str, message: str) -> Any:
-    """A validator of integers that must be 0 or more: ``message`` is the reason for a negative one."""
+def non_negative(what: str, message: str, maximum: int = INT32_MAX) -> Any:
+    """A validator of integers that must be 0 or more: ``message`` is the reason for a negative one.
+
+    Pulsar's policy fields are Java ``Integer`` (``maximum`` 2^31 - 1) unless said otherwise (``Long``):
+    a larger value is refused with 400, as Pulsar's JSON mapping refuses it.
+    """
 
     def validate(value: Any, current: Current) -> int:
         if check_int(value, what) < 0:
             raise PreconditionFailedError(message)
+        if value > maximum:
+            raise BadRequestError(f"Invalid value for {what}: {value} is out of range (at most {maximum})")
         return value
 
     return validate

@@ -12,6 +12,14 @@ if TYPE_CHECKING:
     from magnetar.storage import Entry
 
 
+_U64 = (1 << 64) - 1
+
+
+def count_unacked(ack_set: list[int] | None) -> int:
+    """Messages an ack set (bits set: still unacknowledged) leaves unacknowledged."""
+    return sum(bin(word & _U64).count("1") for word in ack_set) if ack_set else 0
+
+
 class MessageSource(Protocol):
     """What a consumer uses of its subscription's topic: the ids its messages carry."""
 
@@ -124,8 +132,10 @@ class Consumer(Generic[SubscriptionT]):
         """Send one entry as a MESSAGE frame and account for it."""
         self.permits -= messages
         if entry.entry_id not in self.pending:
-            self.pending[entry.entry_id] = messages
-            self.unacked_messages += messages
+            # of a partly acknowledged batch, only the messages still unacknowledged count
+            unacked = min(messages, count_unacked(ack_set)) if ack_set else messages
+            self.pending[entry.entry_id] = unacked
+            self.unacked_messages += unacked
             limit = self.subscription.consumer_unacked_limit
             if limit > 0 and self.unacked_messages >= limit:
                 self.blocked = True
@@ -144,6 +154,21 @@ class Consumer(Generic[SubscriptionT]):
         """Detach the consumer from its subscription and tell its client (which then resubscribes)."""
         self.subscription.remove_consumer(self)
         self.connection.consumer_closed_by_broker(self.consumer_id)
+
+    def acked_partly(self, entry_id: int, remaining: int) -> bool:
+        """Some messages of an in-flight batch were acknowledged, ``remaining`` are not; True if
+        the entry is in flight to this consumer."""
+        messages = self.pending.get(entry_id)
+        if messages is None:
+            return False
+        if remaining < messages:
+            self.pending[entry_id] = remaining
+            self.unacked_messages -= messages - remaining
+        return True
+
+    def reached_end_of_topic(self) -> None:
+        """The topic is terminated and everything in it is acknowledged: tell the client."""
+        self.connection.reached_end_of_topic(self.consumer_id)
 
     def forget(self, entry_id: int) -> bool:
         """Drop an entry from the in-flight set (acknowledged or taken back); True if it was there."""

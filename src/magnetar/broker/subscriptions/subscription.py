@@ -2,59 +2,39 @@
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import logging
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from magnetar.broker.errors import BrokerError
+from magnetar.broker.subscriptions.base import BaseSubscribedTopic, SubscriptionBase
+from magnetar.broker.subscriptions.consumer import count_unacked
 from magnetar.broker.subscriptions.delayed import DelayedDeliveryTracker
-from magnetar.broker.subscriptions.dispatchers import (
-    Dispatcher,
-    KeySharedDispatcher,
-    RoundRobinDispatcher,
-    SingleActiveDispatcher,
-)
 from magnetar.protocol.enums import ServerError, SubType
 from magnetar.storage import CompactedView, Entry, ManagedCursor
 
 if TYPE_CHECKING:
-    from magnetar.broker.config import BrokerConfig
-    from magnetar.broker.policies import TopicPolicies
     from magnetar.broker.subscriptions.consumer import Consumer
-    from magnetar.protocol.topic_name import TopicName
 
 log = logging.getLogger("magnetar.broker.subscriptions.subscription")
-
-_DISPATCHERS: dict[SubType, type[Dispatcher]] = {
-    SubType.Exclusive: SingleActiveDispatcher,
-    SubType.Failover: SingleActiveDispatcher,
-    SubType.Shared: RoundRobinDispatcher,
-    SubType.Key_Shared: KeySharedDispatcher,
-}
-
-#: subscription types whose consumers and subscription are bound by the unacked-message limits
-_LIMITED_TYPES = frozenset({SubType.Shared, SubType.Key_Shared})
 
 #: subscription types that honour deliver_at_time (Exclusive and Failover deliver at once)
 _DELAYING_TYPES = frozenset({SubType.Shared, SubType.Key_Shared})
 
 
-class SubscribedTopic(Protocol):
-    """What a subscription (and its dispatcher) uses of its topic."""
+class SubscribedTopic(BaseSubscribedTopic, Protocol):
+    """What a persistent subscription (and its dispatcher) uses of its topic."""
 
-    name: str
-    topic_name: TopicName
-    #: the id message ids of the topic carry
-    ledger_id: int
-    config: BrokerConfig
-    policies: TopicPolicies
     subscriptions: dict[str, Subscription]
     #: highest entry id consumers may read
     last_readable_id: int
     #: the latest message per key up to a horizon, when the topic was compacted
     compacted: CompactedView | None
+    #: a terminated topic accepts no more messages
+    terminated: bool
 
     @property
     def first_entry_id(self) -> int:
@@ -70,13 +50,13 @@ class SubscribedTopic(Protocol):
         """(ledger id, entry id, batch index) of the last readable message."""
         ...
 
-    def remove_subscription(self, name: str) -> None:
-        """Forget a subscription."""
+    def entry_publish_time(self, entry_id: int) -> int:
+        """Publish time (ms) of an entry, from its metadata (0 when unknown)."""
         ...
 
 
-class Subscription:
-    """Consumers, dispatcher and redelivery bookkeeping of one named subscription.
+class Subscription(SubscriptionBase):
+    """A persistent topic's subscription: its cursor, acknowledgements, redelivery and dispatch.
 
     ``cursor`` (a :class:`~magnetar.storage.ManagedCursor`) owns what has been acknowledged, the
     read position (the next entry never dispatched), persistence (durable cursors) and the trim
@@ -84,26 +64,21 @@ class Subscription:
     consumers that left), each with a per-subscription ``redelivery_counts``.
     """
 
+    persistent: ClassVar[bool] = True
+
     def __init__(self, topic: SubscribedTopic, name: str, cursor: ManagedCursor, *, sub_type: SubType | None = None) -> None:
-        self.topic = topic
-        self.name = name
+        super().__init__(topic, name, sub_type=sub_type)
+        self.topic: SubscribedTopic = topic
         self.cursor = cursor
-        self.sub_type = sub_type
         self.redelivery: set[int] = set()
         self.redelivery_counts: dict[int, int] = {}
-        self.dispatcher: Dispatcher | None = None
-        #: when a consumer last joined or left (subscription expiration)
-        self.last_active = time.time()
         #: entries waiting for their deliver_at_time (Shared and Key_Shared only)
         self.delayed: DelayedDeliveryTracker | None = None
         self.resetting = False
-        self.msg_out_counter = 0
-        config = topic.config
-        self.batch_index_ack_enabled = config.batch_index_ack_enabled
-        override = topic.policies.max_unacked_per_consumer
-        self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
-        self._max_unacked = config.max_unacked_messages_per_subscription
-        self._blocked = False
+        self.batch_index_ack_enabled = topic.config.batch_index_ack_enabled
+        #: messages message TTL or expire-messages acknowledged, and when that last happened
+        self.msg_expired_counter = 0
+        self.last_expire_time = 0.0
 
     @property
     def durable(self) -> bool:
@@ -116,53 +91,22 @@ class Subscription:
         return self.cursor.read_position
 
     # -- consumers -----------------------------------------------------------------------
-    @property
-    def consumers(self) -> list[Consumer]:
-        """The consumers attached now."""
-        return self.dispatcher.consumers if self.dispatcher else []
-
-    def policies_changed(self) -> None:
-        """Pick up the topic's policies (unacked limit per consumer)."""
-        override = self.topic.policies.max_unacked_per_consumer
-        config = self.topic.config
-        self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
-        self.update_blocked()
-
-    def check_can_add(self, sub_type: SubType) -> None:
-        """Raise BrokerError when a consumer of ``sub_type`` may not join now."""
-        limit = self.topic.policies.max_consumers_per_subscription
-        if limit > 0 and len(self.consumers) >= limit:
-            raise BrokerError(ServerError.ConsumerBusy, f"subscription {self.name} reached its maximum of {limit} consumers")
-        topic_limit = self.topic.config.max_consumers_per_topic
-        if topic_limit > 0 and sum(len(s.consumers) for s in self.topic.subscriptions.values()) >= topic_limit:
-            raise BrokerError(ServerError.ConsumerBusy, f"topic {self.topic.name} reached its maximum of {topic_limit} consumers")
-        if sub_type not in _DISPATCHERS:
-            raise BrokerError(ServerError.NotAllowedError, f"subscription type {sub_type.name} is not supported yet")
-        if self.consumers:
-            if sub_type != self.sub_type:
-                raise BrokerError(
-                    ServerError.ConsumerBusy,
-                    f"subscription {self.name} is of type {self.sub_type.name}, not {sub_type.name}",
-                )
-            if sub_type == SubType.Exclusive:
-                raise BrokerError(ServerError.ConsumerBusy, f"exclusive consumer is already connected to {self.name}")
-
-    def add_consumer(self, consumer: Consumer) -> None:
-        """Attach a consumer; call check_can_add first."""
-        self.check_can_add(consumer.sub_type)
+    def check_consumer(self, consumer: Consumer) -> None:
+        """readCompacted is for Exclusive and Failover subscriptions only."""
         if consumer.read_compacted and consumer.sub_type not in (SubType.Exclusive, SubType.Failover):
             raise BrokerError(ServerError.NotAllowedError, "readCompacted only allowed on failover or exclusive subscriptions")
-        if self.dispatcher is None or self.sub_type != consumer.sub_type:
-            self.sub_type = consumer.sub_type
-            self.dispatcher = _DISPATCHERS[consumer.sub_type](self)
-            self._set_delayed_tracker(consumer.sub_type in _DELAYING_TYPES)
-        self.resetting = False
-        self.last_active = time.time()
-        self.dispatcher.add_consumer(consumer)
 
-    def _set_delayed_tracker(self, enabled: bool) -> None:
+    def add_consumer(self, consumer: Consumer) -> None:
+        """Attach a consumer (BrokerError when it may not join)."""
+        super().add_consumer(consumer)
+        self.resetting = False
+        if self.topic.terminated:
+            # after the session has answered the SUBSCRIBE
+            asyncio.get_running_loop().call_soon(self.check_end_of_topic)
+
+    def dispatcher_created(self) -> None:
         """Hold delayed messages (Shared, Key_Shared) or deliver them at once (Exclusive, Failover)."""
-        enabled = enabled and self.topic.policies.delayed_delivery_active
+        enabled = self.sub_type in _DELAYING_TYPES and self.topic.policies.delayed_delivery_active
         if enabled and self.delayed is None:
             config = self.topic.config
             self.delayed = DelayedDeliveryTracker(
@@ -176,18 +120,12 @@ class Subscription:
         self.redelivery.update(e for e in entry_ids if not self.cursor.is_acked(e))
         self.schedule_dispatch()
 
-    def remove_consumer(self, consumer: Consumer) -> None:
-        """Detach a consumer; what it had not acknowledged is redelivered to the others."""
-        if self.dispatcher is None or consumer not in self.dispatcher.consumers:
-            return
-        consumer.closed = True
-        self.last_active = time.time()
-        self.take_back(consumer)
-        self.dispatcher.remove_consumer(consumer)
+    def consumer_removed(self) -> None:
+        """A non-durable subscription goes with its last consumer (unless a seek disconnected it)."""
         if not self.consumers and not self.durable and not self.resetting:
             self.topic.remove_subscription(self.name)
         elif self.consumers:
-            self.dispatcher.schedule()
+            self.dispatcher.schedule()  # type: ignore[union-attr]
 
     def take_back(self, consumer: Consumer) -> None:
         """Queue every entry in flight to ``consumer`` for redelivery, counting it as redelivered."""
@@ -199,12 +137,15 @@ class Subscription:
                 counts[entry_id] = counts.get(entry_id, 0) + 1
         self.update_blocked()
 
-    def notify_active(self, consumers: list[Consumer], active: Consumer, only: Consumer | None = None) -> None:
-        """Tell Failover consumers which of them is active (all of them, or just ``only``)."""
-        if self.sub_type != SubType.Failover:
-            return
-        for consumer in [only] if only is not None else consumers:
-            consumer.connection.send_active_consumer_change(consumer.consumer_id, consumer is active)
+    def check_end_of_topic(self) -> bool:
+        """On a terminated topic whose every message this subscription acknowledged, tell the
+        consumers (REACHED_END_OF_TOPIC, as Pulsar does); True when it did."""
+        topic = self.topic
+        if not topic.terminated or self.backlog() > 0:
+            return False
+        for consumer in self.consumers:
+            consumer.reached_end_of_topic()
+        return True
 
     # -- flow, dispatch and limits -------------------------------------------------------
     def flow(self, consumer: Consumer, permits: int) -> None:
@@ -277,58 +218,15 @@ class Subscription:
         """Put back entries taken for redelivery but not sent."""
         self.redelivery.update(entry_ids)
 
-    def blocked_on_unacked(self) -> bool:
-        """Whether the subscription as a whole has too many unacknowledged messages."""
-        return self._blocked
-
-    @property
-    def consumer_unacked_limit(self) -> int:
-        """Unacked messages at which a consumer is blocked; as in Pulsar, the limits apply only to
-        Shared and Key_Shared subscriptions (0 = no limit)."""
-        return self.max_unacked_per_consumer if self.sub_type in _LIMITED_TYPES else 0
-
-    def update_blocked(self) -> None:
-        """Recompute the unacked-message limits of the subscription and its consumers."""
-        limited = self.sub_type in _LIMITED_TYPES
-        per_consumer = self.max_unacked_per_consumer if limited else 0
-        if not limited:
-            unblocked = self._blocked or any(c.blocked for c in self.consumers)
-            self._blocked = False
-            for consumer in self.consumers:
-                consumer.blocked = False
-            if unblocked:
-                self.schedule_dispatch()
-            return
-        total = 0
-        unblocked = False
-        for consumer in self.consumers:
-            total += consumer.unacked_messages
-            if per_consumer > 0:
-                if consumer.blocked:
-                    if consumer.unacked_messages <= per_consumer // 2:
-                        consumer.blocked = False
-                        unblocked = True
-                elif consumer.unacked_messages >= per_consumer:
-                    consumer.blocked = True
-        if self._max_unacked > 0:
-            if self._blocked and total <= self._max_unacked // 2:
-                self._blocked = False
-                unblocked = True
-            elif total >= self._max_unacked:
-                self._blocked = True
-        if unblocked:
-            self.schedule_dispatch()
-
-    def after_delivery(self) -> None:
-        """Check the limits after a dispatch run."""
-        if self.max_unacked_per_consumer > 0 or self._max_unacked > 0:
-            self.update_blocked()
-
     # -- acknowledgements ----------------------------------------------------------------
     def acknowledge(self, consumer: Consumer, cumulative: bool, message_ids: Iterable) -> None:
-        """Apply an ACK command's message ids to the cursor and the consumers' in-flight sets."""
+        """Apply an ACK command's message ids to the cursor and the consumers' in-flight sets.
+
+        A batch-index acknowledgement lowers the unacked count of the consumer holding the entry
+        by the messages it acknowledged, as Pulsar counts them; the entry leaves the consumer's
+        in-flight set once all its messages are acknowledged.
+        """
         topic = self.topic
-        cursor = self.cursor
         ledger_id = topic.ledger_id
         last = topic.last_entry_id
         for mid in message_ids:
@@ -340,36 +238,57 @@ class Subscription:
                     continue
                 entry_id = last  # a reader's close acks "everything" with entry id 2^64-1
             ack_set = list(mid.ack_set) if self.batch_index_ack_enabled else None
+            batch_size = (mid.batch_size or 64 * len(ack_set)) if ack_set else 0
             if cumulative:
-                if ack_set:
-                    cursor.ack_cumulative(entry_id - 1)
-                    batch_size = mid.batch_size or 64 * len(ack_set)
-                    cursor.ack_batch_indexes(entry_id, ack_set, batch_size)
-                else:
-                    cursor.ack_cumulative(entry_id)
-                for c in self.consumers:
-                    for eid in [e for e in c.pending if cursor.is_acked(e)]:
-                        c.forget(eid)
-                self.redelivery = {e for e in self.redelivery if not cursor.is_acked(e)}
+                self._ack_cumulative(entry_id, ack_set, batch_size)
             else:
-                if ack_set:
-                    batch_size = mid.batch_size or 64 * len(ack_set)
-                    if not cursor.ack_batch_indexes(entry_id, ack_set, batch_size):
-                        continue
-                else:
-                    cursor.ack(entry_id)
-                if not consumer.forget(entry_id):
-                    for c in self.consumers:
-                        if c.forget(entry_id):
-                            break
-                self.redelivery.discard(entry_id)
-                self.redelivery_counts.pop(entry_id, None)
+                self._ack_individual(consumer, entry_id, ack_set, batch_size)
         if cumulative and self.redelivery_counts:
-            md = cursor.mark_delete
+            md = self.cursor.mark_delete
             self.redelivery_counts = {e: n for e, n in self.redelivery_counts.items() if e > md}
         self.update_blocked()
         if self.dispatcher is not None:
             self.dispatcher.acknowledged()
+        if topic.terminated:
+            self.check_end_of_topic()
+
+    def _ack_cumulative(self, entry_id: int, ack_set: list[int] | None, batch_size: int) -> None:
+        cursor = self.cursor
+        if ack_set:
+            cursor.ack_cumulative(entry_id - 1)
+            cursor.ack_batch_indexes(entry_id, ack_set, batch_size)
+        else:
+            cursor.ack_cumulative(entry_id)
+        for c in self.consumers:
+            for eid in [e for e in c.pending if cursor.is_acked(e)]:
+                c.forget(eid)
+        self.redelivery = {e for e in self.redelivery if not cursor.is_acked(e)}
+        if ack_set and not cursor.is_acked(entry_id):
+            self._count_partial_ack(self.consumers[0] if self.consumers else None, entry_id)
+
+    def _ack_individual(self, consumer: Consumer, entry_id: int, ack_set: list[int] | None, batch_size: int) -> None:
+        cursor = self.cursor
+        if ack_set:
+            if not cursor.ack_batch_indexes(entry_id, ack_set, batch_size):
+                self._count_partial_ack(consumer, entry_id)
+                return
+        else:
+            cursor.ack(entry_id)
+        if not consumer.forget(entry_id):
+            for c in self.consumers:
+                if c.forget(entry_id):
+                    break
+        self.redelivery.discard(entry_id)
+        self.redelivery_counts.pop(entry_id, None)
+
+    def _count_partial_ack(self, consumer: Consumer | None, entry_id: int) -> None:
+        """Some messages of a batch were acknowledged: lower its holder's unacked count to what is left."""
+        remaining = count_unacked(self.cursor.unacked_batch_mask(entry_id))
+        if consumer is not None and consumer.acked_partly(entry_id, remaining):
+            return
+        for c in self.consumers:
+            if c.acked_partly(entry_id, remaining):
+                return
 
     def redeliver_unacknowledged(self, consumer: Consumer, message_ids: Iterable | None) -> None:
         """Send again the given entries (or all in flight to ``consumer``) that are unacked."""
@@ -415,10 +334,6 @@ class Subscription:
         """Messages (entries) not yet acknowledged by this subscription."""
         return self.cursor.backlog(self.topic.last_entry_id)
 
-    def unacked_messages(self) -> int:
-        """Messages delivered to consumers and not yet acknowledged."""
-        return sum(c.unacked_messages for c in self.consumers)
-
     # -- admin operations (skip, clear backlog, expire) ---------------------------------
     def admin_ack_before(self, entry_id: int) -> int:
         """Acknowledge every entry below ``entry_id`` (clear-backlog, expiry); returns how many."""
@@ -427,6 +342,22 @@ class Subscription:
         if self.cursor.ack_cumulative(last):
             self._admin_acked()
         return before - self.backlog()
+
+    def expire_before(self, entry_id: int) -> int:
+        """Message TTL or expire-messages: acknowledge every entry below ``entry_id`` and count
+        them as expired (totalMsgExpired); returns how many."""
+        expired = self.admin_ack_before(entry_id)
+        if expired:
+            self.msg_expired_counter += expired
+            self.last_expire_time = time.time()
+        return expired
+
+    def earliest_publish_time_in_backlog(self) -> int:
+        """Publish time (ms) of the oldest message not acknowledged, 0 when there is none."""
+        first = self.cursor.first_unacked()
+        if first > self.topic.last_entry_id:
+            return 0
+        return self.topic.entry_publish_time(max(first, self.topic.first_entry_id))
 
     def admin_skip(self, count: int) -> int:
         """Acknowledge the first ``count`` unacknowledged entries; returns how many were skipped."""
@@ -454,6 +385,3 @@ class Subscription:
         cursor.skip_acknowledged()
         self.update_blocked()
         self.schedule_dispatch()
-
-    def __repr__(self) -> str:
-        return f"Subscription({self.topic.name}/{self.name})"

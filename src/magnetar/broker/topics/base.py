@@ -21,8 +21,8 @@ from magnetar.protocol.enums import InitialPosition, ProducerAccessMode, ServerE
 
 if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
+    from magnetar.broker.subscriptions.base import SubscriptionBase
     from magnetar.broker.subscriptions.consumer import Consumer
-    from magnetar.broker.subscriptions.subscription import Subscription
     from magnetar.broker.topics.producer import Producer
     from magnetar.broker.transport import PublishContext
     from magnetar.protocol.topic_name import TopicName
@@ -47,7 +47,7 @@ class Topic(ABC):
         self.config = config
         self._producer_name_prefix = producer_name_prefix
         self.producers: dict[str, Producer] = {}
-        self.subscriptions: dict[str, Subscription] = {}
+        self.subscriptions: dict[str, SubscriptionBase] = {}
         self.policies = TopicPolicies()
         #: a terminated topic accepts no more messages
         self.terminated = False
@@ -61,6 +61,9 @@ class Topic(ABC):
         self.closed = False
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
+        #: what subscriptions that are gone had sent to their consumers
+        self.msg_out_from_removed_subscriptions = 0
+        self.bytes_out_from_removed_subscriptions = 0
         #: deduplication state changed since it was last persisted (see :meth:`dedup_snapshot`)
         self.dedup_dirty = False
 
@@ -144,7 +147,12 @@ class Topic(ABC):
             nxt = self._waiting.pop(0)
             if nxt.closed:
                 continue
-            self._take_exclusive(nxt)
+            try:
+                self._take_exclusive(nxt)
+            except BrokerError as exc:
+                # fenced meanwhile: its own PRODUCER request fails; the next waiter gets its turn
+                nxt.refuse(exc.message)
+                continue
             self.producers[nxt.name] = nxt
             nxt.became_ready()
 
@@ -203,18 +211,29 @@ class Topic(ABC):
         initial_position: InitialPosition,
         start_message_id: tuple[int, int] | None,
         read_compacted: bool = False,
-    ) -> Subscription:
+    ) -> SubscriptionBase:
         """The subscription ``name``, created at its start position if it does not exist."""
 
     @abstractmethod
     def remove_subscription(self, name: str) -> None:
         """Forget a subscription (unsubscribe, or the last reader of a non-durable one left)."""
 
-    @abstractmethod
-    def cursor_moved(self, sub: Subscription) -> None:
-        """A subscription's acknowledgements changed."""
+    def subscription_removed(self, sub: SubscriptionBase) -> None:
+        """Keep what a subscription that is gone had sent in the topic's out counters."""
+        self.msg_out_from_removed_subscriptions += sub.msg_out_counter
+        self.bytes_out_from_removed_subscriptions += sub.bytes_out_counter
 
-    def unsubscribe(self, sub: Subscription, force: bool, requester: Consumer) -> None:
+    @property
+    def msg_out_counter(self) -> int:
+        """Messages sent to consumers of every subscription, those gone included."""
+        return self.msg_out_from_removed_subscriptions + sum(s.msg_out_counter for s in self.subscriptions.values())
+
+    @property
+    def bytes_out_counter(self) -> int:
+        """Bytes sent to consumers of every subscription, those gone included."""
+        return self.bytes_out_from_removed_subscriptions + sum(s.bytes_out_counter for s in self.subscriptions.values())
+
+    def unsubscribe(self, sub: SubscriptionBase, force: bool, requester: Consumer) -> None:
         """Delete a subscription on a consumer's request (refused while others are attached)."""
         others = [c for c in sub.consumers if c is not requester]
         if others and not force:

@@ -100,7 +100,7 @@ def expire_messages(topic: Topic, now: float | None = None) -> int:
     expired = 0
     for sub in list(topic.subscriptions.values()):
         if sub.durable and sub.cursor.is_behind(cutoff):
-            expired += sub.admin_ack_before(cutoff)
+            expired += sub.expire_before(cutoff)
     return expired
 
 

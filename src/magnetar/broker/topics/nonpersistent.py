@@ -3,8 +3,8 @@
 Nothing is written to disk. A published message is handed to every subscription's dispatcher
 at once; a subscription whose selected consumer has no permits (or has no consumer) drops it,
 as Pulsar does. The producer gets its receipt immediately. Producer access modes, names and
-subscription types behave as on persistent topics; acknowledgements, redelivery, seek and
-last-message-id have nothing to act on.
+subscription types behave as on persistent topics; the subscriptions are
+:class:`~magnetar.broker.subscriptions.live.NonPersistentSubscription` (live delivery only).
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ import time
 from typing import TYPE_CHECKING, ClassVar
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.subscriptions.subscription import Subscription
+from magnetar.broker.subscriptions.live import NonPersistentSubscription
 from magnetar.broker.topics.base import Topic
 from magnetar.protocol.enums import InitialPosition, ServerError
-from magnetar.storage import Entry, ManagedCursor, NoEntries
+from magnetar.storage import Entry
 
 if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
-    from magnetar.broker.subscriptions.consumer import Consumer
     from magnetar.broker.topics.producer import Producer
     from magnetar.broker.transport import PublishContext
     from magnetar.protocol.topic_name import TopicName
@@ -39,6 +38,7 @@ class NonPersistentTopic(Topic):
         #: id of the last message published (ids count up from 0; nothing is kept)
         self.last_readable_id = -1
         self.msg_dropped_counter = 0
+        self.subscriptions: dict[str, NonPersistentSubscription] = {}  # type: ignore[assignment]
 
     def check_quota_for_producer(self) -> None:
         """Nothing is kept, so there is no backlog and no quota to exceed."""
@@ -50,7 +50,7 @@ class NonPersistentTopic(Topic):
         self.last_readable_id += 1
         item = Entry(self.last_readable_id, entry, crc)
         for sub in list(self.subscriptions.values()):
-            if not sub.deliver_now(item, num_messages):  # type: ignore[attr-defined]
+            if not sub.deliver_now(item, num_messages):
                 self.msg_dropped_counter += num_messages
         producer.msg_in_counter += num_messages
         producer.bytes_in_counter += len(entry)
@@ -95,7 +95,7 @@ class NonPersistentTopic(Topic):
         initial_position: InitialPosition,
         start_message_id: tuple[int, int] | None,
         read_compacted: bool = False,
-    ) -> Subscription:
+    ) -> NonPersistentSubscription:
         """The subscription ``name`` (always non-durable here)."""
         sub = self.subscriptions.get(name)
         if sub is None:
@@ -104,12 +104,11 @@ class NonPersistentTopic(Topic):
         return sub
 
     def remove_subscription(self, name: str) -> None:
-        """Forget a subscription."""
+        """Forget a subscription (what it delivered stays in the topic's counters)."""
         self.last_active = time.time()
-        self.subscriptions.pop(name, None)
-
-    def cursor_moved(self, sub: Subscription) -> None:
-        """Nothing to persist."""
+        sub = self.subscriptions.pop(name, None)
+        if sub is not None:
+            self.subscription_removed(sub)
 
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
@@ -118,56 +117,4 @@ class NonPersistentTopic(Topic):
 
     def stats_storage_size(self) -> int:
         """Nothing is stored."""
-        return 0
-
-
-class NonPersistentSubscription(Subscription):
-    """A subscription on a non-persistent topic: live delivery only."""
-
-    def __init__(self, topic: NonPersistentTopic, name: str) -> None:
-        super().__init__(topic, name, ManagedCursor(NoEntries(), topic.name, name))
-
-    def deliver_now(self, entry: Entry, messages: int) -> bool:
-        """Hand one message to the consumer the dispatcher selects; False when dropped."""
-        dispatcher = self.dispatcher
-        if dispatcher is None or not dispatcher.consumers:
-            return False
-        consumer = dispatcher.select(entry, messages)
-        if consumer is None:
-            return False
-        consumer.deliver_live(entry, messages)
-        return True
-
-    def flow(self, consumer: Consumer, permits: int) -> None:
-        """Permits only; there is no backlog to dispatch."""
-        consumer.add_permits(permits)
-
-    def schedule_dispatch(self) -> None:
-        """There is no backlog to dispatch."""
-
-    def remove_consumer(self, consumer: Consumer) -> None:
-        """Detach a consumer; the subscription goes with its last consumer."""
-        if self.dispatcher is None or consumer not in self.dispatcher.consumers:
-            return
-        consumer.closed = True
-        self.dispatcher.remove_consumer(consumer)
-        if not self.consumers:
-            self.topic.remove_subscription(self.name)
-
-    def acknowledge(self, consumer: Consumer, cumulative: bool, message_ids) -> None:  # noqa: ANN001
-        """Nothing to acknowledge: messages are not kept."""
-
-    def redeliver_unacknowledged(self, consumer: Consumer, message_ids) -> None:  # noqa: ANN001
-        """Nothing to redeliver: messages are not kept."""
-
-    def last_message_id(self, read_compacted: bool) -> tuple[int, int, int]:
-        """Not available: nothing is kept."""
-        return self.topic.last_message_id()
-
-    def reset_cursor(self, entry_id: int) -> None:
-        """Seek is meaningless without storage."""
-        raise BrokerError(ServerError.NotAllowedError, f"{self.topic.name} is non-persistent: seek is not supported")
-
-    def backlog(self) -> int:
-        """Nothing is kept, so nothing is behind."""
         return 0

@@ -76,6 +76,7 @@ class PersistentTopic(Topic):
     ) -> None:
         super().__init__(topic_name, ledger.ledger_id, config, producer_name_prefix)
         self.ledger = ledger
+        self.subscriptions: dict[str, Subscription] = {}  # type: ignore[assignment]
         self._committer = committer
         self._cursors = cursors
         #: highest entry id consumers may read (covered by a completed sync)
@@ -120,6 +121,8 @@ class PersistentTopic(Topic):
         if self.terminated:
             context.failed(ServerError.TopicTerminatedError, f"topic {self.name} was terminated")
             return False
+        if self.ledger.fenced and not self._receipts:
+            self._recover_ledger()
         sequence_id = context.sequence_id
         highest = context.highest_sequence_id
         sequence = highest if highest > sequence_id else sequence_id
@@ -149,10 +152,16 @@ class PersistentTopic(Topic):
         return self.last_sequence_ids.get(producer_name, -1) if self.dedup_enabled else -1
 
     def terminate(self) -> tuple[int, int]:
-        """Accept no more messages; returns (ledger id, entry id) of the last one."""
+        """Accept no more messages; returns (ledger id, entry id) of the last one.
+
+        Subscriptions that acknowledged everything tell their consumers at once that they reached
+        the end of the topic; the others when they have (REACHED_END_OF_TOPIC, as Pulsar).
+        """
         self.terminated = True
         for producer in list(self.producers.values()):
             producer.close_by_broker()
+        for sub in self.subscriptions.values():
+            sub.check_end_of_topic()
         return self.ledger_id, self.ledger.last_entry_id
 
     def restore_sequence_ids(self, snapshot: dict[str, int], snapshot_entry_id: int) -> None:
@@ -164,7 +173,7 @@ class PersistentTopic(Topic):
         last = self.ledger.last_entry_id
         seqs = self.last_sequence_ids
         for start in range(first, last + 1, 1000):
-            for entry in self.ledger.read_range(start, min(last, start + 999)):
+            for entry in self.ledger.read_intact(start, min(last, start + 999)):
                 try:
                     meta = parse_entry_metadata(entry.data)
                 except ProtocolError:
@@ -200,10 +209,26 @@ class PersistentTopic(Topic):
                 sub.schedule_dispatch()
 
     def on_sync_failed(self, error: BaseException) -> None:
-        """A sync failed: every publish still waiting fails with a PersistenceError."""
+        """A sync failed (the ledger fenced itself): every publish still waiting fails with a
+        PersistenceError, deduplication forgets the sequence ids of entries that were not durable,
+        and the ledger is reopened from what is durable, so a producer's resend is stored once and
+        nothing unconfirmed is ever dispatched."""
         while self._receipts:
             context = self._receipts.popleft()[0]
             context.failed(ServerError.PersistenceError, f"storage failure: {error}")
+        self.last_sequence_ids = dict(self.durable_sequence_ids)
+        self._recover_ledger()
+
+    def _recover_ledger(self) -> bool:
+        """Reopen a fenced ledger from what is durable; whether appends are accepted again."""
+        if not self.ledger.fenced:
+            return True
+        try:
+            self.ledger.recover()
+        except StorageError as exc:
+            log.error("%s: the ledger stays fenced (retried at the next publish): %s", self.name, exc)
+            return False
+        return True
 
     # -- reading -------------------------------------------------------------------------
     @property
@@ -323,10 +348,8 @@ class PersistentTopic(Topic):
         sub = self.subscriptions.pop(name, None)
         if sub is not None:
             sub.cursor.delete()
+            self.subscription_removed(sub)
         self._cursors.maybe_trim(self)
-
-    def cursor_moved(self, sub: Subscription) -> None:
-        """Nothing to do: a durable cursor that changes registers itself for persistence."""
 
     def trim_position(self) -> int:
         """Entries below this id are acknowledged by every durable subscription (and, on a compacted

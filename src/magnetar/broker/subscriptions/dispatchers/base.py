@@ -54,6 +54,8 @@ class DispatchedSubscription(Protocol):
 
     name: str
     topic: DispatchedTopic
+    #: whether entries come from storage (False: live delivery, only selection is used)
+    persistent: bool
     cursor: ManagedCursor
     #: entries waiting for their deliver_at_time (None: delivered at once)
     delayed: DelayedDeliveryTracker | None
@@ -131,8 +133,9 @@ class Dispatcher:
         """Hook run after acknowledgements moved the subscription's cursor."""
 
     # -- selection (subclasses) ----------------------------------------------------------
-    def select(self, entry: Entry, messages: int) -> Consumer | None:
-        """The consumer that gets ``entry`` now, or None to stop dispatching for now."""
+    def select(self, entry: Entry, messages: int, meta: MessageMetadata | None = None) -> Consumer | None:
+        """The consumer that gets ``entry`` (whose metadata is ``meta``, when read) now, or None to
+        stop dispatching for now."""
         raise NotImplementedError
 
     def has_capacity(self) -> bool:
@@ -198,7 +201,7 @@ class Dispatcher:
                     delayed.add(eid, meta.deliver_at_time)
                     sent_upto = i
                     continue
-                consumer = self.select(entry, messages)
+                consumer = self.select(entry, messages, meta)
                 if consumer is None:
                     break
                 ack_set = sub.delivery_ack_set(entry)

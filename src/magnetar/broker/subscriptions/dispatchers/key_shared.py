@@ -137,7 +137,7 @@ class KeySharedDispatcher(Dispatcher):
         if not self.consumers:
             self.mode, self.allow_out_of_order, self.selector = mode, allow, selector
             self._joined.clear()
-        elif not self.allow_out_of_order:
+        elif not self.allow_out_of_order and sub.persistent:
             join = self._join_position()
             if join > sub.cursor.mark_delete + 1:
                 self._joined[consumer] = join
@@ -182,7 +182,7 @@ class KeySharedDispatcher(Dispatcher):
                 del self._joined[consumer]
 
     # -- selection -----------------------------------------------------------------------
-    def select(self, entry: Entry, messages: int) -> Consumer | None:
+    def select(self, entry: Entry, messages: int, meta: MessageMetadata | None = None) -> Consumer | None:
         """The consumer owning the entry's key if it may take it now (live delivery on non-persistent topics)."""
         hash_, _ = self._key_of(entry)
         return self._target(hash_, messages, entry.entry_id, None)

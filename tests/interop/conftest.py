@@ -10,9 +10,11 @@ Each Java and Go test then becomes one pytest item (test_java.py, test_go.py).
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,9 +34,22 @@ BROKER_ENV = {
 _RUNS: dict[str, harness.SuiteRun] = {}
 
 
+@dataclass(frozen=True)
+class ExternalBroker:
+    """A broker started elsewhere (e.g. Apache Pulsar by tools/pulsar-reference.sh), by its URLs."""
+
+    service_url: str
+    http_url: str
+
+
 @pytest.fixture(scope="session")
-def interop_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """The broker every interop suite talks to."""
+def interop_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess | ExternalBroker]:
+    """The broker every interop suite talks to: a magnetar started here, or the one whose URLs
+    MAGNETAR_INTEROP_SERVICE_URL and MAGNETAR_INTEROP_HTTP_URL give."""
+    external = os.environ.get("MAGNETAR_INTEROP_SERVICE_URL")
+    if external:
+        yield ExternalBroker(external, os.environ["MAGNETAR_INTEROP_HTTP_URL"])
+        return
     data_dir = tmp_path_factory.mktemp("interop-broker") / "data"
     proc = BrokerProcess(data_dir, env=BROKER_ENV).start()
     yield proc
@@ -42,7 +57,7 @@ def interop_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerP
 
 
 @pytest.fixture(scope="session")
-def interop_env(interop_broker: BrokerProcess) -> dict[str, str]:
+def interop_env(interop_broker: BrokerProcess | ExternalBroker) -> dict[str, str]:
     """The variables the Java and Go suites read."""
     return {
         "MAGNETAR_SERVICE_URL": interop_broker.service_url,

@@ -20,19 +20,8 @@ class KnownBug(NamedTuple):
     strict: bool = True
 
 
-_NO_TRANSACTION_REFUSAL = KnownBug(
-    "a client that enables transactions must get Pulsar's refusal 'Transactions are not enabled.' "
-    "(ServerError NotAllowed, answered to TC_CLIENT_CONNECT_REQUEST after the partitioned-metadata "
-    "lookup of persistent://pulsar/system/transaction_coordinator_assign); magnetar answers that lookup "
-    "with TopicNotFound 'namespace pulsar/system does not exist', so the client fails with "
-    "TopicDoesNotExistException (Java) / TopicNotFound (Go) instead"
-)
-
 #: "Class.method" (Java) or "TestName" (Go) -> the defect
-KNOWN_MAGNETAR_BUGS: dict[str, KnownBug] = {
-    "TransactionTest.transactionsAreRefusedWithoutACoordinator": _NO_TRANSACTION_REFUSAL,
-    "TestTransactionsAreRefusedWithoutACoordinator": _NO_TRANSACTION_REFUSAL,
-}
+KNOWN_MAGNETAR_BUGS: dict[str, KnownBug] = {}
 
 
 def params(names: list[str]) -> list[object]:

@@ -56,6 +56,8 @@ class CommandType(IntEnum):
     GET_OR_CREATE_SCHEMA = 39
     GET_OR_CREATE_SCHEMA_RESPONSE = 40
     NEW_TXN = 50
+    TC_CLIENT_CONNECT_REQUEST = 62
+    TC_CLIENT_CONNECT_RESPONSE = 63
     WATCH_TOPIC_LIST = 64
     TOPIC_MIGRATED = 68
 
@@ -101,6 +103,8 @@ COMMAND_FIELD: dict[int, str] = {
     CommandType.ACK_RESPONSE: "ack_response",
     CommandType.GET_OR_CREATE_SCHEMA: "get_or_create_schema",
     CommandType.GET_OR_CREATE_SCHEMA_RESPONSE: "get_or_create_schema_response",
+    CommandType.TC_CLIENT_CONNECT_REQUEST: "tc_client_connect_request",
+    CommandType.TC_CLIENT_CONNECT_RESPONSE: "tc_client_connect_response",
     CommandType.TOPIC_MIGRATED: "topic_migrated",
 }
 

@@ -396,6 +396,15 @@ CommandGetOrCreateSchemaResponse
   3 string error_message
   4 bytes schema_version
 
+CommandTcClientConnectRequest
+  1 uint64 request_id
+  2 uint64 tc_id
+
+CommandTcClientConnectResponse
+  1 uint64 request_id
+  2 int32 error
+  3 string message
+
 BaseCommand
   1 int32 type
   2 CommandConnect connect
@@ -437,6 +446,8 @@ BaseCommand
   38 CommandAckResponse ack_response
   39 CommandGetOrCreateSchema get_or_create_schema
   40 CommandGetOrCreateSchemaResponse get_or_create_schema_response
+  62 CommandTcClientConnectRequest tc_client_connect_request
+  63 CommandTcClientConnectResponse tc_client_connect_response
   68 CommandTopicMigrated topic_migrated
 """
 

@@ -43,6 +43,7 @@ class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerC
             CommandType.PONG: self._on_pong,
             CommandType.PARTITIONED_METADATA: self._on_partitioned_metadata,
             CommandType.LOOKUP: self._on_lookup,
+            CommandType.TC_CLIENT_CONNECT_REQUEST: self._on_tc_client_connect,
             CommandType.PRODUCER: self._on_producer,
             CommandType.SEND: self._on_send,
             CommandType.CLOSE_PRODUCER: self._on_close_producer,

@@ -25,6 +25,22 @@ from magnetar.protocol.schema import BaseCommand
 
 if TYPE_CHECKING:
     from magnetar.protocol.framing import Frame
+    from magnetar.protocol.topic_name import TopicName
+
+#: the topic whose partitions name the transaction coordinators (Pulsar's system namespace)
+TRANSACTION_COORDINATOR_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
+#: what Pulsar answers a client that enables transactions on a broker without a coordinator
+TRANSACTIONS_DISABLED = "Transactions are not enabled."
+
+
+def is_transaction_coordinator(name: TopicName) -> bool:
+    """Whether ``name`` is the coordinator-assign topic or one of its partitions.
+
+    magnetar runs no transaction coordinator; as on a Pulsar broker with transactions disabled,
+    lookups of that topic succeed (non-partitioned, served here) so that the client reaches
+    TC_CLIENT_CONNECT and gets the refusal it reports to the application.
+    """
+    return str(name.partitioned_parent) == TRANSACTION_COORDINATOR_ASSIGN
 
 
 class LookupCommands(SessionBase):
@@ -46,8 +62,11 @@ class LookupCommands(SessionBase):
             self.require_authorized(
                 "PARTITIONED_METADATA", lambda authz: authz.check_lookup(name, self.role, "partitioned_metadata"), name
             )
-            self.service.check_namespace(name)
-            resp.partitions = self.service.partitions_for_client(name, req.metadata_auto_creation_enabled)
+            if is_transaction_coordinator(name):
+                resp.partitions = 0
+            else:
+                self.service.check_namespace(name)
+                resp.partitions = self.service.partitions_for_client(name, req.metadata_auto_creation_enabled)
             resp.response = PartitionedMetadataResult.Success
         except BrokerError as exc:
             resp.response = PartitionedMetadataResult.Failed
@@ -68,7 +87,8 @@ class LookupCommands(SessionBase):
                 )
             name = self.service.parse_topic(req.topic)
             self.require_authorized("LOOKUP", lambda authz: authz.check_lookup(name, self.role), name)
-            self.service.check_namespace(name)
+            if not is_transaction_coordinator(name):
+                self.service.check_namespace(name)
             config = self.service.config
             resp.response = LookupType.Connect
             # clients on pulsar+ssl:// connect to the TLS URL, the others to the plain one (as in Pulsar)
@@ -79,6 +99,14 @@ class LookupCommands(SessionBase):
             resp.response = LookupType.Failed
             resp.error = exc.code
             resp.message = exc.message
+        self.send_command(cmd)
+
+    def _on_tc_client_connect(self, command: BaseCommand, frame: Frame) -> None:
+        cmd = BaseCommand(type=CommandType.TC_CLIENT_CONNECT_RESPONSE)
+        resp = cmd.tc_client_connect_response
+        resp.request_id = command.tc_client_connect_request.request_id
+        resp.error = ServerError.NotAllowedError
+        resp.message = TRANSACTIONS_DISABLED
         self.send_command(cmd)
 
     def _on_get_topics_of_namespace(self, command: BaseCommand, frame: Frame) -> None:

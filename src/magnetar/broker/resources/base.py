@@ -40,8 +40,6 @@ class ResourceContext:
 
     def __init__(self, service: BrokerService) -> None:
         self.service = service
-        #: messages expired by expire-messages, per (topic, subscription): (count, last time)
-        self.expired: dict[tuple[str, str], tuple[int, float]] = {}
 
     @property
     def metadata(self) -> MetadataStore:

@@ -164,11 +164,9 @@ class StatsResources:
         active = getattr(sub.dispatcher, "active", None)
         if active is None and sub.consumers:
             active = sub.consumers[0]
-        expired, last_expire = self.ctx.expired.get((topic.name, sub.name), (0, 0.0))
-        earliest = 0
-        if sub.persistent:  # message TTL expiry is counted by the subscription itself
-            expired += sub.msg_expired_counter
-            last_expire = max(last_expire, sub.last_expire_time)
+        expired, last_expire, earliest = 0, 0.0, 0
+        if sub.persistent:  # expiry (TTL and expire-messages) is counted by the subscription itself
+            expired, last_expire = sub.msg_expired_counter, sub.last_expire_time
             earliest = sub.earliest_publish_time_in_backlog() if backlog else 0
         return {
             "msgRateOut": numbers["msgRateOut"],

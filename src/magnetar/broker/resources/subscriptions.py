@@ -97,11 +97,7 @@ class SubscriptionResources:
 
     def _expire(self, topic: Topic, sub: Subscription, seconds: int) -> int:
         threshold = int(time.time() * 1000) - seconds * 1000
-        count = sub.admin_ack_before(topic.find_entry_by_time(threshold))
-        key = (topic.name, sub.name)
-        total, _ = self.ctx.expired.get(key, (0, 0.0))
-        self.ctx.expired[key] = (total + count, time.time())
-        return count
+        return sub.expire_before(topic.find_entry_by_time(threshold))
 
     def reset_cursor_to_time(self, tn: TopicName, sub: str, timestamp_ms: int) -> None:
         """Move a subscription to the first message published at or after ``timestamp_ms``."""

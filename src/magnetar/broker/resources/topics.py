@@ -93,8 +93,6 @@ class TopicResources:
         await self.ctx.service.delete_topic_storage(name)
         for prefix in _TOPIC_KEY_PREFIXES:
             self.ctx.metadata.delete_kv(prefix + name)
-        for key in [k for k in self.ctx.expired if k[0] == name]:
-            del self.ctx.expired[key]
 
     # -- partitioned topics ----------------------------------------------------------------
     def create_partitioned_topic(self, tn: TopicName, partitions: int) -> None:

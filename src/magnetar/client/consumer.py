@@ -105,6 +105,8 @@ class Consumer(ConnectionHandler, ReceiverBase):
         self._possible_dlq: dict[EntryKey, list[Message]] = {}
         self._connected_event = asyncio.Event()
         self.active: bool | None = None
+        #: the broker said the topic is terminated and everything in it was acknowledged
+        self.reached_end_of_topic = False
         #: set by a multi-topic consumer: messages go there instead of this queue
         self.sink: Callable[[Consumer, list[Message]], None] | None = None
         #: set with ``sink``: told when what this consumer delivered before is void (a seek)
@@ -574,3 +576,8 @@ class Consumer(ConnectionHandler, ReceiverBase):
 
     def on_reached_end_of_topic(self) -> None:
         """REACHED_END_OF_TOPIC: nothing more will come."""
+        self.reached_end_of_topic = True
+
+    def has_reached_end_of_topic(self) -> bool:
+        """Whether the topic was terminated and every message of it acknowledged (Java's name)."""
+        return self.reached_end_of_topic

@@ -303,6 +303,10 @@ class MultiTopicsConsumer(ReceiverBase):
         """Whether every child consumer is connected."""
         return all(c.is_connected() for c in self.consumers.values())
 
+    def has_reached_end_of_topic(self) -> bool:
+        """Whether every topic (partition) was terminated and read to its end."""
+        return bool(self.consumers) and all(c.has_reached_end_of_topic() for c in self.consumers.values())
+
     def topics(self) -> list[str]:
         """Topic names this consumer reads."""
         return sorted(self.consumers)

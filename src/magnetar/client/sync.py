@@ -497,6 +497,10 @@ class Consumer:
         """Whether the consumer is connected."""
         return self._core.is_connected()
 
+    def has_reached_end_of_topic(self) -> bool:
+        """Whether the topic was terminated and every message of it acknowledged."""
+        return self._core.has_reached_end_of_topic()
+
 
 async def _refill(core: Any, n: int) -> list[Message]:
     return core.receive_nowait(n)
@@ -533,6 +537,10 @@ class Reader:
     def is_connected(self) -> bool:
         """Whether the reader is connected."""
         return self._core.is_connected()
+
+    def has_reached_end_of_topic(self) -> bool:
+        """Whether the topic was terminated and read to its end."""
+        return self._core.has_reached_end_of_topic()
 
 
 __all__ = ["AlreadyClosed", "Client", "Consumer", "Producer", "Reader"]

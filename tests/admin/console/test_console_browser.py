@@ -194,34 +194,6 @@ def test_pages_have_their_own_urls_and_themes(
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
 
 
-def test_credentials_go_in_a_header_and_refusals_are_shown(page: Any, unique: str) -> None:
-    """The broker's HTTP authentication is not wired yet: the refusals are simulated in the browser."""
-    seen: list[str | None] = []
-
-    def guard(route: Any) -> None:
-        auth = route.request.headers.get("authorization")
-        seen.append(auth)
-        if auth != "Bearer secret-token":
-            route.fulfill(status=401, content_type="application/json", body='{"reason": "Authentication required"}')
-        elif route.request.method == "DELETE":
-            route.fulfill(status=403, content_type="application/json", body='{"reason": "Not authorized to delete"}')
-        else:
-            route.continue_()
-
-    page.route("**/admin/v2/tenants**", guard)
-    page.goto(page.base + "/console/tenants")
-    dialog = page.locator("#login-dialog")
-    expect(dialog).to_be_visible()
-    page.get_by_label("Token", exact=True).fill("secret-token")
-    dialog.get_by_role("button", name="Sign in").click()
-    expect(page.locator("main h1")).to_have_text("Tenants")
-    assert seen[-1] == "Bearer secret-token"
-    assert page.context.cookies() == []
-    page.get_by_role("button", name="Delete tenant public").click()
-    _confirm(page)
-    expect(page.locator("#toasts")).to_contain_text("403 Not authorized to delete")
-
-
 def test_avro_messages_are_shown_as_json_with_their_schema(
     page: Any, pulsar_client: pulsar.Client, unique: str, screenshot: Callable[[Any, str], None]
 ) -> None:

@@ -1,5 +1,6 @@
 // The console's entry point: the router (history API, one URL per view), the tree and the pollers.
 import { onLoginNeeded } from "./api.js";
+import { forgetAccess } from "./access.js";
 import { h, replace } from "./dom.js";
 import { askLogin, setupLogin, setupTheme } from "./ui.js";
 import { refreshTree, setupTree } from "./tree.js";
@@ -22,6 +23,7 @@ let cleanup = null;
 /** Draw the view the current URL names. */
 export async function render() {
   if (cleanup) { cleanup(); cleanup = null; }
+  forgetAccess();
   const main = document.getElementById("main");
   const path = location.pathname;
   const href = location.href;
@@ -71,6 +73,7 @@ document.addEventListener("click", (event) => {
 });
 document.addEventListener("navigate", (event) => navigate(event.detail.url, event.detail.replace));
 window.addEventListener("popstate", () => render());
+document.addEventListener("credentialschange", () => { refreshTree(true); render(); });
 
 setupTheme();
 setupLogin();

@@ -4,29 +4,72 @@ import { h, link, replace } from "./dom.js";
 
 let model = [];
 let loadedAt = 0;
+let refusal = "";
 const open = new Set(JSON.parse(sessionStorage.getItem("magnetar.tree.open") || "[]"));
+const KNOWN_KEY = "magnetar.tree.known";
 
+function known() { return JSON.parse(sessionStorage.getItem(KNOWN_KEY) || "[]"); }
+
+/** Remember a namespace this role could open, for a tree it cannot list from the top. */
+export function remember(tenant, namespace) {
+  const key = `${tenant}/${namespace}`;
+  const list = known();
+  if (list.includes(key)) return;
+  list.push(key);
+  sessionStorage.setItem(KNOWN_KEY, JSON.stringify(list));
+  loadedAt = 0;
+}
+
+async function topicsOf(t, n) {
+  const topics = new Set();
+  for (const domain of ["persistent", "non-persistent"]) {
+    const base = `/admin/v2/${domain}/${encodeURIComponent(t)}/${encodeURIComponent(n)}`;
+    const [plain, partitioned] = await Promise.all([get(base), get(`${base}/partitioned`)]);
+    for (const name of partitioned) topics.add(name);
+    for (const name of plain) if (!/-partition-\d+$/.test(name)) topics.add(name);
+  }
+  return { tenant: t, namespace: n, topics: [...topics].sort().map(parseTopic).filter(Boolean) };
+}
+
+// A role that may not list tenants (only superusers may) sees the namespaces it opened, each kept
+// only while the broker lets it list their topics.
 async function load() {
-  const tenants = await get("/admin/v2/tenants");
+  let tenants;
+  refusal = "";
+  try {
+    tenants = await get("/admin/v2/tenants");
+  } catch (err) {
+    if (err.status !== 403) throw err;
+    refusal = `${err.status} ${err.reason}`;
+    tenants = [...new Set(known().map((key) => key.split("/")[0]))];
+  }
   model = await Promise.all(tenants.sort().map(async (tenant) => {
-    let namespaces = [];
+    let namespaces = known().filter((key) => key.split("/")[0] === tenant);
+    if (!refusal) namespaces = [];
     try { namespaces = await get(`/admin/v2/namespaces/${encodeURIComponent(tenant)}`); } catch { /* refused */ }
     const children = await Promise.all(namespaces.sort().map(async (ns) => {
       const [t, n] = ns.split("/");
-      const topics = new Set();
-      for (const domain of ["persistent", "non-persistent"]) {
-        try {
-          const base = `/admin/v2/${domain}/${encodeURIComponent(t)}/${encodeURIComponent(n)}`;
-          const [plain, partitioned] = await Promise.all([get(base), get(`${base}/partitioned`)]);
-          for (const name of partitioned) topics.add(name);
-          for (const name of plain) if (!/-partition-\d+$/.test(name)) topics.add(name);
-        } catch { /* refused or unknown */ }
+      try { return await topicsOf(t, n); } catch (err) {
+        return refusal && err.status === 403 ? null : { tenant: t, namespace: n, topics: [] };
       }
-      return { tenant: t, namespace: n, topics: [...topics].sort().map(parseTopic).filter(Boolean) };
     }));
-    return { tenant, namespaces: children };
+    return { tenant, namespaces: children.filter(Boolean) };
   }));
+  if (refusal) model = model.filter((t) => t.namespaces.length);
   loadedAt = Date.now();
+}
+
+function openForm() {
+  const input = h("input", { id: "tree-open", name: "namespace", placeholder: "tenant/namespace", autocomplete: "off" });
+  const error = h("div", { class: "error-text", "aria-live": "polite" });
+  return h("form", { class: "tree-open", novalidate: true, onsubmit: (e) => {
+    e.preventDefault();
+    const m = /^\s*([-=:.\w]+)\/([-=:.\w]+)\s*$/.exec(input.value);
+    error.textContent = m ? "" : "Write it as tenant/namespace.";
+    if (!m) return;
+    open.add(m[1]);
+    document.dispatchEvent(new CustomEvent("navigate", { detail: { url: `/console/namespaces/${encodeURIComponent(m[1])}/${encodeURIComponent(m[2])}` } }));
+  } }, h("label", { for: "tree-open" }, "Open a namespace"), input, error, h("button", { type: "submit", class: "small" }, "Open"));
 }
 
 function toggle(key) {
@@ -67,7 +110,11 @@ function draw() {
       h("span", { class: "badge", title: "namespaces" }, t.namespaces.length),
       expanded ? h("ul", {}, nsNodes) : null));
   }
-  replace(document.getElementById("tree"), tenantNodes.length ? h("ul", {}, tenantNodes) : h("p", { class: "muted" }, "Nothing matches."));
+  const tree = tenantNodes.length ? h("ul", {}, tenantNodes) : h("p", { class: "muted" }, "Nothing matches.");
+  if (!refusal) { replace(document.getElementById("tree"), tree); return; }
+  replace(document.getElementById("tree"), h("p", { class: "muted", "data-access": "refused" },
+    `This role may not list tenants (${refusal}): the tree shows the namespaces opened here.`),
+  model.length ? tree : null, openForm());
 }
 
 /** Reload the tree (force) or redraw it, reloading when older than 10 s. */

@@ -74,7 +74,10 @@ export function setupLogin() {
     const method = new FormData(form).get("method");
     for (const el of form.querySelectorAll("[data-method]")) el.hidden = el.dataset.method !== method;
   });
-  document.getElementById("login-button").addEventListener("click", () => askLogin());
+  document.getElementById("login-button").addEventListener("click", () => askLogin().then(() => {
+    const choice = document.getElementById("login-dialog").returnValue;
+    if (choice === "ok" || choice === "signout") document.dispatchEvent(new CustomEvent("credentialschange"));
+  }));
   showIdentity();
 }
 

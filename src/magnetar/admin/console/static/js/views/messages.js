@@ -2,6 +2,7 @@
 import { call, get, topicPath } from "../api.js";
 import { field, h, replace, select, when } from "../dom.js";
 import { act } from "../ui.js";
+import { guard } from "../access.js";
 
 function valueBlock(m) {
   if (m.encoding === "bytes" || m.encoding === "unreadable") {
@@ -30,7 +31,7 @@ export function messageCard(m) {
     valueBlock(m));
 }
 
-function readerForm(t, subs, query, show) {
+function readerForm(t, subs, query, show, consume) {
   const mode = query.get("sub") ? "peek" : "browse";
   const [subWrap, subInput] = select("Subscription", subs.map((s) => [s, s]), query.get("sub") || subs[0], { name: "sub", disabled: !subs.length });
   const [startWrap, startInput, startError] = field("From (earliest, latest, ledger:entry, or a date and time)", { name: "start", value: query.get("start") || "earliest" });
@@ -56,7 +57,7 @@ function readerForm(t, subs, query, show) {
     history.replaceState(null, "", `${location.pathname}?${params}`);
     await show(params);
   } }, h("div", { class: "form-row" }, modeSelect[0], subWrap, startWrap, countWrap,
-    h("div", {}, h("button", { type: "submit" }, "Show messages"))));
+    h("div", {}, guard(h("button", { type: "submit" }, "Show messages"), consume))));
   return form;
 }
 
@@ -85,7 +86,7 @@ function produceForm(t, after) {
 }
 
 /** The messages panel of a non-partitioned topic. */
-export async function messagesPanel(t, subs, query) {
+export async function messagesPanel(t, subs, query, consume) {
   const list = h("div", { id: "messages", "aria-live": "polite" });
   const show = async (params) => {
     const q = { count: params.get("count") || 10 };
@@ -101,6 +102,6 @@ export async function messagesPanel(t, subs, query) {
       replace(list, h("p", { class: "notice error", role: "alert" }, `${err.status}: ${err.reason}`));
     }
   };
-  await show(query);
-  return h("div", {}, readerForm(t, subs, query, show), list, produceForm(t, () => show(new URLSearchParams(location.search))));
+  if (!consume || consume.allowed) await show(query);
+  return h("div", {}, readerForm(t, subs, query, show, consume), list, produceForm(t, () => show(new URLSearchParams(location.search))));
 }

@@ -2,7 +2,8 @@
 import { del, get, parseTopic, put, topicPath } from "../api.js";
 import { field, h, link, select, table } from "../dom.js";
 import { act, confirmed } from "../ui.js";
-import { refreshTree, reveal } from "../tree.js";
+import { refreshTree, remember, reveal } from "../tree.js";
+import { guard, readOnlyNotice, tenantAdmin } from "../access.js";
 import { policyForms } from "../policies.js";
 import { checkName } from "./tenants.js";
 
@@ -29,7 +30,7 @@ async function listTopics(t, n) {
   return rows.sort((a, b) => a.name.localeCompare(b.name));
 }
 
-function createTopicForm(tenant, namespace) {
+function createTopicForm(tenant, namespace, admin) {
   const [nameWrap, nameInput, nameError] = field("Topic name", { name: "topic", required: true, autocomplete: "off" });
   const [domainWrap, domainInput] = select("Domain", [["persistent", "persistent"], ["non-persistent", "non-persistent"]], "persistent", { name: "domain" });
   const [partsWrap, partsInput, partsError] = field("Partitions (0: not partitioned)", { name: "partitions", type: "number", min: 0, max: 10000, value: 0 });
@@ -45,7 +46,7 @@ function createTopicForm(tenant, namespace) {
     await act(`Topic ${name} created`, () => (parts > 0 ? put(`${path}/partitions`, parts) : put(path)),
       async () => { reveal(tenant, namespace); await refreshTree(); go(`/console/topics/${topicPath(t)}`); });
   } }, h("h2", { id: "create-topic-title" }, "Create a topic"),
-  h("div", { class: "form-row" }, nameWrap, domainWrap, partsWrap, h("div", {}, h("button", { type: "submit" }, "Create topic"))));
+  h("div", { class: "form-row" }, nameWrap, domainWrap, partsWrap, h("div", {}, guard(h("button", { type: "submit" }, "Create topic"), admin))));
 }
 
 /** One namespace: tab "topics" (default) or "policies". */
@@ -54,6 +55,7 @@ export async function namespaceView(tenant, namespace, query) {
   const n = encodeURIComponent(namespace);
   const tab = query.get("tab") || "topics";
   const base = `/console/namespaces/${t}/${n}`;
+  const admin = await tenantAdmin(tenant);
   let body;
   if (tab === "policies") {
     body = [h("h2", {}, "Policies"), await policyForms("namespace", `/admin/v2/namespaces/${t}/${n}`)];
@@ -63,22 +65,24 @@ export async function namespaceView(tenant, namespace, query) {
       const x = parseTopic(name);
       const path = `/admin/v2/${topicPath(x)}${partitioned ? "/partitions" : ""}`;
       return [link(`/console/topics/${topicPath(x)}`, x.topic), x.domain, partitioned ? "partitioned" : "",
-        h("button", { type: "button", class: "danger small", "aria-label": `Delete topic ${x.topic}`, onclick: () => confirmed(
+        guard(h("button", { type: "button", class: "danger small", "aria-label": `Delete topic ${x.topic}`, onclick: () => confirmed(
           `Delete topic ${name}? Its messages are lost.`, `Topic ${x.topic} deleted`,
-          () => del(path, { force: "true" }), async () => { await refreshTree(); reload(); }) }, "Delete")];
+          () => del(path, { force: "true" }), async () => { await refreshTree(); reload(); }) }, "Delete"), admin)];
     });
     body = [h("h2", {}, `Topics (${topics.length})`),
       table("Topics", [{ label: "Topic" }, { label: "Domain" }, { label: "Kind" }, { label: "Actions" }], rows, "No topics yet."),
-      createTopicForm(tenant, namespace)];
+      createTopicForm(tenant, namespace, admin)];
+    remember(tenant, namespace);
   }
   reveal(tenant);
   const node = h("section", {},
     h("div", { class: "breadcrumbs" }, link("/console/tenants", "Tenants"), " / ", link(`/console/tenants/${t}`, tenant), " /"),
     h("h1", {}, `Namespace ${tenant}/${namespace}`),
     tabs(base, [["topics", "Topics"], ["policies", "Policies"]], tab),
+    readOnlyNotice(admin, `create or delete topics, change policies or delete the namespace: only admins of tenant ${tenant} may`),
     body,
-    h("div", { class: "actions" }, h("button", { type: "button", class: "danger", onclick: () => confirmed(
+    h("div", { class: "actions" }, guard(h("button", { type: "button", class: "danger", onclick: () => confirmed(
       `Delete namespace ${tenant}/${namespace}? It must have no topics.`, `Namespace ${tenant}/${namespace} deleted`,
-      () => del(`/admin/v2/namespaces/${t}/${n}`), async () => { await refreshTree(); go(`/console/tenants/${t}`); }) }, "Delete namespace")));
+      () => del(`/admin/v2/namespaces/${t}/${n}`), async () => { await refreshTree(); go(`/console/tenants/${t}`); }) }, "Delete namespace"), admin)));
   return { node, title: `${tenant}/${namespace}` };
 }

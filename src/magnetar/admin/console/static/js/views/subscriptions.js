@@ -2,6 +2,7 @@
 import { call, del, post, put } from "../api.js";
 import { field, h, human, replace, select, table } from "../dom.js";
 import { act, confirmed } from "../ui.js";
+import { guard } from "../access.js";
 
 function consumersTable(sub) {
   return table(`Consumers of ${sub.name}`,
@@ -17,7 +18,7 @@ function parseMessageId(text) {
   return m ? { ledgerId: Number(m[1]), entryId: Number(m[2]), partitionIndex: m[3] ? Number(m[3]) : -1 } : null;
 }
 
-function actionForms(base, sub, redraw) {
+function actionForms(base, sub, redraw, consume) {
   const s = `${base}/subscription/${encodeURIComponent(sub.name)}`;
   const [skipWrap, skipInput, skipError] = field("Messages to skip", { type: "number", min: 1, value: 1, name: "skip" });
   const [expireWrap, expireInput, expireError] = field("Expire older than (s)", { type: "number", min: 0, value: 60, name: "expire" });
@@ -43,17 +44,17 @@ function actionForms(base, sub, redraw) {
       () => (id ? call("POST", `${s}/resetcursor`, { body: id }) : post(`${s}/resetcursor/${time}`)), redraw);
   };
   return h("div", { class: "form-row" },
-    h("div", {}, skipWrap, h("button", { type: "button", class: "small", onclick: skip }, "Skip")),
-    h("div", {}, expireWrap, h("button", { type: "button", class: "small", onclick: expire }, "Expire")),
-    h("div", {}, resetWrap, h("button", { type: "button", class: "small", onclick: reset }, "Reset cursor")),
+    h("div", {}, skipWrap, guard(h("button", { type: "button", class: "small", onclick: skip }, "Skip"), consume)),
+    h("div", {}, expireWrap, guard(h("button", { type: "button", class: "small", onclick: expire }, "Expire"), consume)),
+    h("div", {}, resetWrap, guard(h("button", { type: "button", class: "small", onclick: reset }, "Reset cursor"), consume)),
     h("div", { class: "actions" },
-      h("button", { type: "button", class: "small", onclick: () => confirmed(`Clear the whole backlog of ${sub.name}?`,
-        `Backlog of ${sub.name} cleared`, () => post(`${s}/skip_all`), redraw) }, "Clear backlog"),
-      h("button", { type: "button", class: "small danger", onclick: () => confirmed(`Unsubscribe ${sub.name}? Its consumers are disconnected.`,
-        `Unsubscribed ${sub.name}`, () => del(s, { force: "true" }), redraw) }, "Unsubscribe")));
+      guard(h("button", { type: "button", class: "small", onclick: () => confirmed(`Clear the whole backlog of ${sub.name}?`,
+        `Backlog of ${sub.name} cleared`, () => post(`${s}/skip_all`), redraw) }, "Clear backlog"), consume),
+      guard(h("button", { type: "button", class: "small danger", onclick: () => confirmed(`Unsubscribe ${sub.name}? Its consumers are disconnected.`,
+        `Unsubscribed ${sub.name}`, () => del(s, { force: "true" }), redraw) }, "Unsubscribe"), consume)));
 }
 
-function createForm(base, redraw) {
+function createForm(base, redraw, consume) {
   const [nameWrap, nameInput, nameError] = field("Subscription name", { name: "subscription", autocomplete: "off" });
   const [posWrap, posInput] = select("Start at", [["latest", "latest"], ["earliest", "earliest"]], "latest", { name: "position" });
   return h("form", { novalidate: true, class: "panel", onsubmit: async (e) => {
@@ -64,11 +65,11 @@ function createForm(base, redraw) {
     await act(`Subscription ${name} created`, () => put(`${base}/subscription/${encodeURIComponent(name)}`, undefined,
       { messageId: posInput.value }), redraw);
   } }, h("h3", {}, "Create a subscription"), h("div", { class: "form-row" }, nameWrap, posWrap,
-    h("div", {}, h("button", { type: "submit" }, "Create subscription"))));
+    h("div", {}, guard(h("button", { type: "submit" }, "Create subscription"), consume))));
 }
 
 /** The subscriptions panel of a topic; loadStats() gives fresh stats for each redraw. */
-export async function subscriptionsPanel(base, loadStats, partitioned) {
+export async function subscriptionsPanel(base, loadStats, partitioned, consume) {
   const panel = h("div", { id: "subscriptions" });
   const redraw = async () => {
     const stats = await loadStats();
@@ -82,8 +83,8 @@ export async function subscriptionsPanel(base, loadStats, partitioned) {
         h("span", { class: `badge ${s.msgBacklog ? "warn" : "ok"}` }, `backlog ${s.msgBacklog}`)),
       consumersTable(s),
       partitioned ? h("p", { class: "muted" }, "Actions apply to every partition.") : null,
-      actionForms(base, s, redraw)));
-    replace(panel, summary, details, createForm(base, redraw));
+      actionForms(base, s, redraw, consume)));
+    replace(panel, summary, details, createForm(base, redraw, consume));
   };
   await redraw();
   return panel;

@@ -3,6 +3,7 @@ import { del, get, put } from "../api.js";
 import { field, h, link, table } from "../dom.js";
 import { act, confirmed } from "../ui.js";
 import { refreshTree } from "../tree.js";
+import { guard, readOnlyNotice, superUser, tenantAdmin } from "../access.js";
 
 /** Pulsar's rule for tenant, namespace and topic local names. */
 export const NAME_PATTERN = /^[-=:.\w]+$/;
@@ -23,7 +24,13 @@ function reload() { document.dispatchEvent(new CustomEvent("navigate", { detail:
 
 /** All tenants. */
 export async function tenantsView() {
-  const tenants = (await get("/admin/v2/tenants")).sort();
+  let tenants;
+  try { tenants = (await get("/admin/v2/tenants")).sort(); } catch (err) {
+    if (err.status !== 403) throw err;
+    return { title: "Tenants", node: h("section", {}, h("h1", {}, "Tenants"),
+      h("p", { class: "notice error", role: "alert", "data-access": "refused" }, `${err.status}: ${err.reason}`),
+      h("p", {}, "Only superusers may list, create and delete tenants. Open a namespace this role may read from the sidebar.")) };
+  }
   const counts = await Promise.all(tenants.map((t) => get(`/admin/v2/namespaces/${encodeURIComponent(t)}`).then((n) => n.length, () => "–")));
   const [nameWrap, nameInput, nameError] = field("Tenant name", { name: "tenant", required: true, autocomplete: "off" });
   const [rolesWrap, rolesInput] = field("Admin roles (comma separated)", { name: "roles", autocomplete: "off" });
@@ -49,7 +56,10 @@ export async function tenantsView() {
 /** One tenant: its settings and namespaces. */
 export async function tenantView(tenant) {
   const t = encodeURIComponent(tenant);
-  const [info, namespaces] = await Promise.all([get(`/admin/v2/tenants/${t}`), get(`/admin/v2/namespaces/${t}`)]);
+  const [info, namespaces, su, admin] = await Promise.all([get(`/admin/v2/tenants/${t}`).catch((err) => {
+    if (err.status !== 403) throw err;
+    return { adminRoles: [`unavailable (${err.status})`], allowedClusters: [`unavailable (${err.status})`] };
+  }), get(`/admin/v2/namespaces/${t}`), superUser(), tenantAdmin(tenant)]);
   const [nameWrap, nameInput, nameError] = field("Namespace name", { name: "namespace", required: true, autocomplete: "off" });
   const form = h("form", { novalidate: true, class: "panel", "aria-labelledby": "create-ns-title", onsubmit: async (e) => {
     e.preventDefault();
@@ -58,13 +68,13 @@ export async function tenantView(tenant) {
     await act(`Namespace ${tenant}/${name} created`, () => put(`/admin/v2/namespaces/${t}/${encodeURIComponent(name)}`),
       async () => { await refreshTree(); reload(); });
   } }, h("h2", { id: "create-ns-title" }, "Create a namespace"),
-  h("div", { class: "form-row" }, nameWrap, h("div", {}, h("button", { type: "submit" }, "Create namespace"))));
+  h("div", { class: "form-row" }, nameWrap, h("div", {}, guard(h("button", { type: "submit" }, "Create namespace"), admin))));
   const rows = namespaces.sort().map((full) => {
     const ns = full.split("/")[1];
     return [link(`/console/namespaces/${t}/${encodeURIComponent(ns)}`, full),
-      h("button", { type: "button", class: "danger small", "aria-label": `Delete namespace ${full}`, onclick: () => confirmed(
+      guard(h("button", { type: "button", class: "danger small", "aria-label": `Delete namespace ${full}`, onclick: () => confirmed(
         `Delete namespace ${full}? It must have no topics.`, `Namespace ${full} deleted`,
-        () => del(`/admin/v2/namespaces/${t}/${encodeURIComponent(ns)}`), async () => { await refreshTree(); reload(); }) }, "Delete")];
+        () => del(`/admin/v2/namespaces/${t}/${encodeURIComponent(ns)}`), async () => { await refreshTree(); reload(); }) }, "Delete"), admin)];
   });
   const node = h("section", {},
     h("div", { class: "breadcrumbs" }, link("/console/tenants", "Tenants"), " / "),
@@ -75,8 +85,9 @@ export async function tenantView(tenant) {
     h("h2", {}, `Namespaces (${namespaces.length})`),
     table("Namespaces", [{ label: "Namespace" }, { label: "Actions" }], rows, "No namespaces yet."),
     form,
-    h("div", { class: "actions" }, h("button", { type: "button", class: "danger", onclick: () => confirmed(
+    readOnlyNotice(su, "delete this tenant"),
+    h("div", { class: "actions" }, guard(h("button", { type: "button", class: "danger", onclick: () => confirmed(
       `Delete tenant ${tenant}? It must have no namespaces.`, `Tenant ${tenant} deleted`,
-      () => del(`/admin/v2/tenants/${t}`), async () => { await refreshTree(); go("/console/tenants"); }) }, "Delete tenant")));
+      () => del(`/admin/v2/tenants/${t}`), async () => { await refreshTree(); go("/console/tenants"); }) }, "Delete tenant"), su)));
   return { node, title: `Tenant ${tenant}` };
 }

@@ -4,7 +4,8 @@ import { del, get, poll, post, put, topicPath } from "../api.js";
 import { bytes, card, h, human, link, replace, table, when } from "../dom.js";
 import { LiveChart, SeriesBuffer } from "../charts.js";
 import { confirmed } from "../ui.js";
-import { refreshTree, reveal } from "../tree.js";
+import { refreshTree, remember, reveal } from "../tree.js";
+import { consumer, guard, readOnlyNotice, tenantAdmin } from "../access.js";
 import { policyForms } from "../policies.js";
 import { tabs } from "./namespace.js";
 import { subscriptionsPanel } from "./subscriptions.js";
@@ -68,7 +69,7 @@ function producersPanel(stats) {
     p.connectedSince || "", p.address || "", p.clientVersion || ""]), "No producers connected.");
 }
 
-async function storagePanel(base, t, redraw) {
+async function storagePanel(base, t, redraw, admin) {
   const [internal, compaction] = await Promise.all([get(`${base}/internalStats`), get(`${base}/compaction`).catch(() => null)]);
   const compacted = internal.compactedLedger;
   return h("div", {},
@@ -86,9 +87,9 @@ async function storagePanel(base, t, redraw) {
       c.totalNonContiguousDeletedMessagesRange ?? 0, c.active ? "yes" : "no"]), "No cursors."),
     compaction && compaction.lastError ? h("p", { class: "notice error" }, compaction.lastError) : null,
     h("div", { class: "actions" },
-      h("button", { type: "button", onclick: () => confirmed(`Compact ${t.topic} now?`, "Compaction started", () => put(`${base}/compaction`), redraw) }, "Trigger compaction"),
-      h("button", { type: "button", class: "danger", onclick: () => confirmed(`Terminate ${t.topic}? No more messages will be accepted.`,
-        "Topic terminated", () => post(`${base}/terminate`), redraw) }, "Terminate topic")));
+      guard(h("button", { type: "button", onclick: () => confirmed(`Compact ${t.topic} now?`, "Compaction started", () => put(`${base}/compaction`), redraw) }, "Trigger compaction"), admin),
+      guard(h("button", { type: "button", class: "danger", onclick: () => confirmed(`Terminate ${t.topic}? No more messages will be accepted.`,
+        "Topic terminated", () => post(`${base}/terminate`), redraw) }, "Terminate topic"), admin)));
 }
 
 async function schemaPanel(t) {
@@ -116,7 +117,7 @@ export async function topicView(t, query) {
   const base = `/admin/v2/${topicPath(t)}`;
   const { partitions } = await get(`${base}/partitions`);
   const loadStats = (fetcher = get) => (partitions > 0 ? fetcher(`${base}/partitioned-stats`, { perPartition: "true" }) : fetcher(`${base}/stats`));
-  const stats = await loadStats();
+  const [stats, admin, consume] = await Promise.all([loadStats(), tenantAdmin(t.tenant), consumer(base)]);
   const tab = query.get("tab") || "overview";
   const page = `/console/topics/${topicPath(t)}`;
   const items = [["overview", "Overview"], ["subscriptions", "Subscriptions"], ["producers", "Producers"]];
@@ -127,24 +128,27 @@ export async function topicView(t, query) {
   const redraw = () => document.dispatchEvent(new CustomEvent("navigate", { detail: { url: location.pathname + location.search, replace: true } }));
   let cleanup = null;
   if (tab === "overview") { const o = overviewPanel(page, loadStats, stats); holder.append(o.node); cleanup = o.cleanup; }
-  else if (tab === "subscriptions") holder.append(await subscriptionsPanel(base, loadStats, partitions > 0));
+  else if (tab === "subscriptions") holder.append(await subscriptionsPanel(base, loadStats, partitions > 0, consume));
   else if (tab === "producers") holder.append(producersPanel(stats));
   else if (tab === "partitions") holder.append(partitionsPanel(t, stats, partitions));
-  else if (tab === "messages") holder.append(await messagesPanel(t, Object.keys(stats.subscriptions || {}).sort(), query));
-  else if (tab === "storage") holder.append(await storagePanel(base, t, redraw));
+  else if (tab === "messages") holder.append(await messagesPanel(t, Object.keys(stats.subscriptions || {}).sort(), query, consume));
+  else if (tab === "storage") holder.append(await storagePanel(base, t, redraw, admin));
   else if (tab === "schema") holder.append(await schemaPanel(t));
   else if (tab === "policies") holder.append(await policyForms("topic", base));
   reveal(t.tenant, t.namespace);
+  remember(t.tenant, t.namespace);
   const ns = `/console/namespaces/${encodeURIComponent(t.tenant)}/${encodeURIComponent(t.namespace)}`;
   const node = h("section", {},
     h("div", { class: "breadcrumbs" }, link("/console/tenants", "Tenants"), " / ", link(`/console/tenants/${encodeURIComponent(t.tenant)}`, t.tenant),
       " / ", link(ns, t.namespace), " /"),
     h("h1", {}, t.topic, h("span", { class: "badge" }, t.domain), partitions > 0 ? h("span", { class: "badge" }, `${partitions} partitions`) : null),
     tabs(page, items, tab),
+    readOnlyNotice(consume, "read or move this topic's subscriptions: that needs the consume permission"),
+    readOnlyNotice(admin, `delete, terminate or compact this topic or change its policies: only admins of tenant ${t.tenant} may`),
     holder,
-    h("div", { class: "actions", style: "margin-top:1rem" }, h("button", { type: "button", class: "danger", onclick: () => confirmed(
+    h("div", { class: "actions", style: "margin-top:1rem" }, guard(h("button", { type: "button", class: "danger", onclick: () => confirmed(
       `Delete topic ${t.topic}? Its messages are lost.`, `Topic ${t.topic} deleted`,
       () => del(partitions > 0 ? `${base}/partitions` : base, { force: "true" }),
-      async () => { await refreshTree(); document.dispatchEvent(new CustomEvent("navigate", { detail: { url: ns } })); }) }, "Delete topic")));
+      async () => { await refreshTree(); document.dispatchEvent(new CustomEvent("navigate", { detail: { url: ns } })); }) }, "Delete topic"), admin)));
   return { node, title: t.topic, cleanup };
 }

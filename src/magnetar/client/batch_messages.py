@@ -13,7 +13,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from magnetar.client.message import _UNSET, IdPart, Message, MessageId, id_part
+from magnetar.client.message import _UNSET, BATCH_INDEXES, IdPart, Message, MessageId, id_part
 from magnetar.protocol.framing import ProtocolError
 from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
 
@@ -77,7 +77,7 @@ def split_batch(
     unpack = _U32.unpack_from
     new_id = _new_message_id
     new_message = _new_message
-    part = id_part
+    indexes = BATCH_INDEXES if count <= len(BATCH_INDEXES) else [id_part(i) for i in range(count)]
     out = []
     end = len(payload)
     pos = 0
@@ -106,7 +106,7 @@ def split_batch(
             msg_id = new_id(MessageId)
             msg_id.ledger_id = ledger_id
             msg_id.entry_id = entry_id
-            msg_id.batch_index = part(index)
+            msg_id.batch_index = indexes[index]
             msg_id.partition = partition
             msg_id.batch_size = count
             msg_id.topic = topic

@@ -28,6 +28,8 @@ class IdPart(int):
 
 #: the parts -1 .. 4094 (batch indexes, partitions), made once
 _SMALL_PARTS = tuple(IdPart(i) for i in range(-1, 4095))
+#: ``BATCH_INDEXES[i]`` is ``id_part(i)`` for the batch indexes 0 .. 4093 (hot loops index it directly)
+BATCH_INDEXES = _SMALL_PARTS[1:-1]
 
 
 def id_part(value: int) -> IdPart:

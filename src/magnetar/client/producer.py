@@ -30,7 +30,7 @@ from magnetar.client.errors import (
     error_for,
 )
 from magnetar.client.handler import ClientContext, ConnectionHandler
-from magnetar.client.message import IdPart, MessageId, _signed, fast_message_id, id_part
+from magnetar.client.message import BATCH_INDEXES, IdPart, MessageId, _signed, fast_message_id, id_part
 from magnetar.client.sends import (
     PLAIN_HEADS,
     Batch,
@@ -484,10 +484,11 @@ class Producer(ConnectionHandler):
                 resolve(cb, None, msg_id)
             return
         lid, eid, part = IdPart(_signed(ledger_id)), IdPart(_signed(entry_id)), id_part(partition)
+        indexes = BATCH_INDEXES if count <= len(BATCH_INDEXES) else [id_part(i) for i in range(count)]
         for i, cb in enumerate(callbacks):
             if cb is None:
                 continue
-            mid_i = fast_message_id(lid, eid, id_part(i), part, count, topic) if i < count else None
+            mid_i = fast_message_id(lid, eid, indexes[i], part, count, topic) if i < count else None
             if isinstance(cb, asyncio.Future):
                 if not cb.done():
                     cb.set_result(mid_i)

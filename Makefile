@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: standalone test lint bench clean
+.PHONY: standalone test lint bench clean reference go-client-suite
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,13 +27,23 @@ test: $(STAMP) $(CHROMIUM)
 	$(PY) -m pytest tests
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples tools
 
 ## side-by-side benchmarks (results in benchmarks/results/)
 bench: $(STAMP)
 	$(PY) benchmarks/produce_vs_null.py
 	$(PY) benchmarks/client_vs_official.py
 	$(PY) benchmarks/spark_read.py
+
+PULSAR_CLIENT_GO ?= /work/.mirror/apache+pulsar-client-go/repo
+
+## Apache Pulsar (from Maven Central) as the reference for tests/interop (heavy, not in CI): docs/REFERENCE.md
+reference: $(STAMP)
+	tools/pulsar-reference.sh --go-suite $(PULSAR_CLIENT_GO)
+
+## pulsar-client-go's own pulsar/ tests against magnetar (PULSAR_CLIENT_GO: a git dir of apache/pulsar-client-go)
+go-client-suite: $(STAMP)
+	tools/go-client-suite.sh $(PULSAR_CLIENT_GO)
 
 clean:
 	rm -rf $(VENV) data build *.egg-info

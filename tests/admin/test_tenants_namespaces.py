@@ -141,6 +141,11 @@ def test_namespace_policies_round_trip(http: Http) -> None:
     assert r.status == 412
     assert http.delete(f"{base}/backlogQuota?backlogQuotaType=message_age").status == 204
     assert list(http.get(f"{base}/backlogQuotaMap").json()) == ["destination_storage"]
+    # the limit as a string of digits, as the Go admin client sends it (Pulsar's JSON mapper accepts it)
+    as_text = {"limit": "10240", "policy": "producer_request_hold"}
+    assert http.post(f"{base}/backlogQuota?backlogQuotaType=destination_storage", as_text).status == 204
+    assert http.get(f"{base}/backlogQuotaMap").json()["destination_storage"]["limitSize"] == 10240
+    assert http.post(f"{base}/backlogQuota?backlogQuotaType=destination_storage", {"limit": "ten"}).status == 400
     http.delete(f"/admin/v2/namespaces/{t}/ns")
     http.delete(f"/admin/v2/tenants/{t}")
 

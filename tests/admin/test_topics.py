@@ -481,3 +481,15 @@ def test_deduplication_toggled_on_a_live_namespace(http: Http, broker: BrokerPro
     finally:
         client.close()
         http.delete(f"/admin/v2/namespaces/{ns}?force=true")
+
+
+def test_partitioned_topic_created_with_a_metadata_body(http: Http, name: str) -> None:
+    """As the Go and Java admin clients send it: PartitionedTopicMetadata under its own media type."""
+    body = b'{"partitions": 3, "properties": {}}'
+    r = http.request("PUT", _path(name) + "/partitions", raw=body,
+                     content_type="application/vnd.partitioned-topic-metadata+json")
+    assert r.status == 204, r.body
+    assert http.get(_path(name) + "/partitions").json() == {"partitions": 3}
+    r = http.request("PUT", _path(name + "bad") + "/partitions", raw=b'{"partitions": "three"}',
+                     content_type="application/vnd.partitioned-topic-metadata+json")
+    assert r.status == 400

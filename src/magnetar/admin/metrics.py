@@ -10,6 +10,7 @@ and labels: provider_name, auth_method, reason) and ``magnetar_authorization_ref
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
 from collections.abc import Iterator
@@ -38,6 +39,14 @@ def rss_bytes() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def asyncio_task_count() -> int | None:
+    """Tasks not yet done on the running event loop (the broker's, when scraped), or None outside a loop."""
+    try:
+        return len(asyncio.all_tasks())
+    except RuntimeError:
+        return None
 
 
 class BrokerCollector:
@@ -94,6 +103,9 @@ class BrokerCollector:
         yield GaugeMetricFamily("magnetar_connections", "Open client connections", value=len(service.connections))
         yield GaugeMetricFamily("magnetar_topics_loaded", "Topics loaded in memory", value=len(service.topics))
         yield GaugeMetricFamily("magnetar_process_resident_memory_bytes", "Resident memory of the broker process", value=rss_bytes())
+        tasks = asyncio_task_count()
+        if tasks is not None:
+            yield GaugeMetricFamily("magnetar_asyncio_tasks", "Tasks alive on the broker's event loop", value=tasks)
         committer = getattr(service, "committer", None)
         if committer is not None:
             yield CounterMetricFamily("magnetar_fsync_rounds", "Group-commit sync rounds completed", value=committer.rounds)

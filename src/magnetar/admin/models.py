@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictBool, StrictInt
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+
+def _java_long(value: Any) -> Any:
+    """A JSON number or, as Pulsar's JSON mapper accepts for its long fields, a string of digits."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("expected an integer")
+    return value
+
+
+#: an integer field that also takes its decimal string (``"limit": "10240"``)
+JavaLong = Annotated[int, BeforeValidator(_java_long)]
+
+
+class PartitionedTopicMetadata(_Body):
+    """The body of a partitioned topic's creation as pulsar-admin clients may send it."""
+
+    partitions: StrictInt
+    properties: dict[str, str] | None = None
 
 
 class TenantInfo(_Body):
@@ -35,9 +57,9 @@ class RetentionPolicies(_Body):
 class BacklogQuota(_Body):
     """A backlog limit by size (bytes) or age (seconds) and what happens beyond it."""
 
-    limit: StrictInt | None = None
-    limitSize: StrictInt | None = None  # noqa: N815
-    limitTime: StrictInt | None = None  # noqa: N815
+    limit: JavaLong | None = None
+    limitSize: JavaLong | None = None  # noqa: N815
+    limitTime: JavaLong | None = None  # noqa: N815
     policy: str | None = None
 
 

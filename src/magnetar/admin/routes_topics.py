@@ -10,7 +10,7 @@ from pydantic import StrictInt
 from magnetar.admin.access import AccessGuard
 from magnetar.admin.errors import HttpError
 from magnetar.admin.messages import entry_response
-from magnetar.admin.models import MessageIdData
+from magnetar.admin.models import MessageIdData, PartitionedTopicMetadata
 from magnetar.admin.routes_permissions import add_topic_permission_routes
 from magnetar.admin.routes_policies import add_topic_policy_routes
 from magnetar.broker.resources.admin import BrokerAdmin
@@ -111,9 +111,10 @@ def _add_partition_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
     @r.put(T + "/partitions", status_code=204, dependencies=need.namespace(NamespaceOperation.CREATE_TOPIC),
            summary="Create a partitioned topic")
     async def create_partitioned(
-        tenant: str, namespace: str, topic: str, partitions: Annotated[StrictInt, Body()]
+        tenant: str, namespace: str, topic: str, partitions: Annotated[StrictInt | PartitionedTopicMetadata, Body()]
     ) -> Response:
-        topics.create_partitioned_topic(name(tenant, namespace, topic), partitions)
+        count = partitions if isinstance(partitions, int) else partitions.partitions
+        topics.create_partitioned_topic(name(tenant, namespace, topic), count)
         return _no_content()
 
     @r.post(T + "/partitions", status_code=204, dependencies=[need.access.topic_policy(True, need.domain)],

@@ -87,3 +87,12 @@ class TopicName:
 
     def __str__(self) -> str:
         return f"{self.domain}://{self.tenant}/{self.namespace_part}/{self.local_name}"
+
+
+#: the topic whose partitions name Pulsar's transaction coordinators (in its system namespace)
+TRANSACTION_COORDINATOR_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
+
+
+def is_transaction_coordinator_assign(name: TopicName) -> bool:
+    """Whether ``name`` is the coordinator-assign topic or one of its partitions."""
+    return str(name.partitioned_parent) == TRANSACTION_COORDINATOR_ASSIGN

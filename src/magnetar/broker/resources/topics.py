@@ -19,7 +19,7 @@ from magnetar.broker.resources.errors import (
 )
 from magnetar.broker.resources.policies import PolicyResources
 from magnetar.protocol.enums import InitialPosition, TopicsMode
-from magnetar.protocol.topic_name import PARTITION_SUFFIX, TopicName
+from magnetar.protocol.topic_name import PARTITION_SUFFIX, TopicName, is_transaction_coordinator_assign
 
 if TYPE_CHECKING:
     from magnetar.broker.topics.base import Topic
@@ -144,6 +144,8 @@ class TopicResources:
         exist yet is reported as it would be auto-created: a partitioned topic is created now
         when the namespace's auto-topic-creation policy says "partitioned".
         """
+        if is_transaction_coordinator_assign(tn):
+            return {"partitions": 0}  # no coordinator, as a Pulsar broker with transactions disabled
         ctx = self.ctx
         ctx.check_namespace(tn.namespace)
         n = ctx.partitions_of(tn)

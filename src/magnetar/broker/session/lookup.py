@@ -22,25 +22,17 @@ from magnetar.protocol.enums import (
     TopicsMode,
 )
 from magnetar.protocol.schema import BaseCommand
+from magnetar.protocol.topic_name import is_transaction_coordinator_assign
 
 if TYPE_CHECKING:
     from magnetar.protocol.framing import Frame
-    from magnetar.protocol.topic_name import TopicName
 
-#: the topic whose partitions name the transaction coordinators (Pulsar's system namespace)
-TRANSACTION_COORDINATOR_ASSIGN = "persistent://pulsar/system/transaction_coordinator_assign"
 #: what Pulsar answers a client that enables transactions on a broker without a coordinator
 TRANSACTIONS_DISABLED = "Transactions are not enabled."
 
-
-def is_transaction_coordinator(name: TopicName) -> bool:
-    """Whether ``name`` is the coordinator-assign topic or one of its partitions.
-
-    magnetar runs no transaction coordinator; as on a Pulsar broker with transactions disabled,
-    lookups of that topic succeed (non-partitioned, served here) so that the client reaches
-    TC_CLIENT_CONNECT and gets the refusal it reports to the application.
-    """
-    return str(name.partitioned_parent) == TRANSACTION_COORDINATOR_ASSIGN
+# magnetar runs no transaction coordinator; as on a Pulsar broker with transactions disabled,
+# lookups of the coordinator-assign topic succeed (no partitions, served here) so that a client
+# that enables transactions learns it from its own check or from TC_CLIENT_CONNECT's refusal.
 
 
 class LookupCommands(SessionBase):
@@ -62,7 +54,7 @@ class LookupCommands(SessionBase):
             self.require_authorized(
                 "PARTITIONED_METADATA", lambda authz: authz.check_lookup(name, self.role, "partitioned_metadata"), name
             )
-            if is_transaction_coordinator(name):
+            if is_transaction_coordinator_assign(name):
                 resp.partitions = 0
             else:
                 self.service.check_namespace(name)
@@ -87,7 +79,7 @@ class LookupCommands(SessionBase):
                 )
             name = self.service.parse_topic(req.topic)
             self.require_authorized("LOOKUP", lambda authz: authz.check_lookup(name, self.role), name)
-            if not is_transaction_coordinator(name):
+            if not is_transaction_coordinator_assign(name):
                 self.service.check_namespace(name)
             config = self.service.config
             resp.response = LookupType.Connect
@@ -114,12 +106,12 @@ class LookupCommands(SessionBase):
         self.require_authorized(
             "GET_TOPICS_OF_NAMESPACE", lambda authz: authz.check_topics_of_namespace(req.namespace, self.role)
         )
-        if self.service.metadata.get_namespace(req.namespace) is None:
-            raise BrokerError(ServerError.MetadataError, f"namespace {req.namespace} does not exist")
         cmd = BaseCommand(type=CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE)
         resp = cmd.get_topics_of_namespace_response
         resp.request_id = req.request_id
-        resp.topics.extend(self.service.topics_of_namespace(req.namespace, TopicsMode(req.mode)))
+        # a namespace that does not exist has no topics (as Pulsar answers; clients retry errors)
+        if self.service.metadata.get_namespace(req.namespace) is not None:
+            resp.topics.extend(self.service.topics_of_namespace(req.namespace, TopicsMode(req.mode)))
         resp.filtered = False
         resp.changed = True
         self.send_command(cmd)

@@ -158,12 +158,13 @@ def test_an_unknown_tenant_is_topic_not_found_rather_than_a_refusal(broker: Secu
 def test_with_authentication_on_only_the_cluster_exists_at_first(broker: SecureBroker) -> None:
     wire = _wire_as(broker, "superUser")
     try:
-        topics = BaseCommand(type=CommandType.GET_TOPICS_OF_NAMESPACE)
-        topics.get_topics_of_namespace.namespace = "public/default"
-        topics.get_topics_of_namespace.request_id = 31
-        wire.send(topics)
-        error = wire.expect(CommandType.ERROR).command.error
-        assert error.error == ServerError.MetadataError  # public/default is not created with authentication on
+        lookup = BaseCommand(type=CommandType.LOOKUP)
+        lookup.lookup_topic.topic = "persistent://public/default/t"
+        lookup.lookup_topic.request_id = 31
+        wire.send(lookup)
+        resp = wire.expect(CommandType.LOOKUP_RESPONSE).command.lookup_topic_response
+        # public/default is not created with authentication on: its topics are not found
+        assert (resp.request_id, resp.response, resp.error) == (31, LookupType.Failed, ServerError.TopicNotFound)
     finally:
         wire.close()
 

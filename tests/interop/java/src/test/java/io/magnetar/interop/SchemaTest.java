@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import magnetar.interop.User;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
@@ -24,34 +24,6 @@ import org.junit.jupiter.api.Timeout;
 /** Avro, JSON and primitive schemas: registration, round trips, AUTO_CONSUME and refusals. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class SchemaTest {
-    /** The record every schema test and the cross-language tests exchange. */
-    public static class User {
-        public String name;
-        public int age;
-
-        public User() {}
-
-        public User(String name, int age) {
-            this.name = name;
-            this.age = age;
-        }
-
-        @Override
-        public boolean equals(Object other) {
-            return other instanceof User u && Objects.equals(name, u.name) && age == u.age;
-        }
-
-        @Override
-        public int hashCode() {
-            return Objects.hash(name, age);
-        }
-
-        @Override
-        public String toString() {
-            return "User(" + name + ", " + age + ")";
-        }
-    }
-
     /** A record incompatible with User (a required field of another type). */
     public static class Other {
         public long id;

@@ -38,6 +38,8 @@ class RedeliveryTimers:
         self._redeliver = redeliver
         self._periodic = periodic
         self._nack_timer: asyncio.TimerHandle | None = None
+        #: loop time the nack timer fires at (uvloop's handles of a 0 s delay have no ``when()``)
+        self._nack_timer_when = 0.0
         self._tick_timer: asyncio.TimerHandle | None = None
         self._stopped = False
 
@@ -61,10 +63,12 @@ class RedeliveryTimers:
             return
         delay = max(0.0, deadline - self.nacks.clock())
         loop = asyncio.get_running_loop()
+        when = loop.time() + delay
         if self._nack_timer is not None:
-            if self._nack_timer.when() <= loop.time() + delay:
+            if self._nack_timer_when <= when:
                 return
             self._nack_timer.cancel()
+        self._nack_timer_when = when
         self._nack_timer = loop.call_later(delay, self.nack_due)
 
     def nack_due(self) -> None:

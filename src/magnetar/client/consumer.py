@@ -213,6 +213,12 @@ class Consumer(ConnectionHandler, ReceiverBase):
         self._stop_timers()
         for task in list(self._tasks):
             task.cancel()
+        await self._close_on_broker()
+        if self.dead_letter is not None and self.sink is None:
+            await self.dead_letter.close()
+        self._stop_receiver(AlreadyClosed(f"consumer {self.name} on {self.topic} was closed"))
+
+    async def _close_on_broker(self) -> None:
         conn = self.conn
         if conn is not None and not conn.closed:
             conn.flush()
@@ -222,9 +228,6 @@ class Consumer(ConnectionHandler, ReceiverBase):
                 await conn.request(commands.close_consumer(self.consumer_id, rid), rid, self.client.operation_timeout)
             except PulsarError:
                 pass
-        if self.dead_letter is not None and self.sink is None:
-            await self.dead_letter.close()
-        self._stop_receiver(AlreadyClosed(f"consumer {self.name} on {self.topic} was closed"))
 
     async def unsubscribe(self) -> None:
         """Delete the subscription on the broker and close."""

@@ -65,6 +65,9 @@ class ConnectionHandler:
     def _before_reconnect_attempt(self) -> None:
         """Called before each attempt to register again."""
 
+    async def _close_on_broker(self) -> None:
+        """Tell the broker the handle is closed (CLOSE_PRODUCER / CLOSE_CONSUMER on its connection)."""
+
     def _gives_up_on(self, exc: PulsarError) -> bool:
         """Whether ``exc`` ends the reconnection for good (the subclass has then failed itself)."""
         return False
@@ -116,6 +119,8 @@ class ConnectionHandler:
                 try:
                     self._before_reconnect_attempt()
                     await self._connect()
+                    if self._closed:  # closed while registering again: the broker must forget it too
+                        await self._close_on_broker()
                     return
                 except PulsarError as exc:
                     if self._gives_up_on(exc):

@@ -154,6 +154,12 @@ class Producer(ConnectionHandler):
         self._closed = True
         if self._timeout_task is not None:
             self._timeout_task.cancel()
+        for task in list(self._tasks):  # a pending reconnection (as the official client cancels it)
+            task.cancel()
+        await self._close_on_broker()
+        self._fail_all(AlreadyClosed(f"producer {self.name} on {self.topic} was closed"))
+
+    async def _close_on_broker(self) -> None:
         conn = self.conn
         if conn is not None and not conn.closed:
             conn.producers.pop(self.producer_id, None)
@@ -162,7 +168,6 @@ class Producer(ConnectionHandler):
                 await conn.request(commands.close_producer(self.producer_id, rid), rid, self.client.operation_timeout)
             except PulsarError:
                 pass
-        self._fail_all(AlreadyClosed(f"producer {self.name} on {self.topic} was closed"))
 
     # -- sending -------------------------------------------------------------------------
     async def send(self, content: bytes, **options: Any) -> MessageId:

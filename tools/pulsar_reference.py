@@ -55,6 +55,10 @@ PULSAR_SETTINGS = {
     "brokerDeleteInactiveTopicsEnabled": "false",
     "functionsWorkerEnabled": "false",
     "transactionCoordinatorEnabled": "false",
+    # magnetar's defaults for what Pulsar leaves off: batch-index acknowledgements on the broker
+    # side and deliverAt honoured to the millisecond (not up to one tick early)
+    "acknowledgmentAtBatchIndexLevelEnabled": "true",
+    "isDelayedDeliveryDeliverAtTimeStrict": "true",
 }
 
 

@@ -274,8 +274,11 @@ def set_up(client_conf: Path, retry_first: float = 0.0) -> list[str]:
         notes.append(f"NOTE set-up `magnetar admin {' '.join(args)}` failed: {error[0]}")
         if args[:3] == ["tenants", "update", "public"] and "not found" in error[0].lower():
             # Pulsar's standalone always creates public/default; do it so the rest of the suite can run
-            admin(client_conf, ["tenants", "create", "public", "-r", "anonymous"])
-            admin(client_conf, ["namespaces", "create", "public/default"])
+            for fallback in (["tenants", "create", "public", "-r", "anonymous"], ["namespaces", "create", "public/default"]):
+                made = admin(client_conf, fallback)
+                if made.returncode != 0:
+                    reason = (made.stderr or made.stdout).strip().splitlines()[-1:] or ["?"]
+                    raise RuntimeError(f"set-up `magnetar admin {' '.join(fallback)}` failed: {reason[0]}")
             notes.append("NOTE created public (-r anonymous) and public/default, as Pulsar's standalone does")
     return notes
 

@@ -41,15 +41,9 @@ CAUSES: list[tuple[str, re.Pattern[str]]] = [
     ),
 ]
 
-_STRING_QUOTA = (
-    'backlogQuota posted with "limit" as a JSON string ({"limit": "10240", ...}) refused (400): no hold'
-)
 #: causes found by reading a test whose output names none of the causes above (checked on magnetar
 #: at 328fd6b+, 2026-11; each test passes on Apache Pulsar 4.2.4 with upstream's configuration)
 DIAGNOSED: dict[str, str] = {
-    "TestPriorityConsumer": "Shared dispatch ignores the consumers' priorityLevel (a level-2 consumer gets messages)",
-    "TestSendTimeout": _STRING_QUOTA,
-    "TestSendContextExpired": _STRING_QUOTA,
     "TestNamespaceTopicsNamespaceDoesNotExit": (
         "GET_TOPICS_OF_NAMESPACE of a missing namespace answers an error (MetadataError) the client retries"
         " for 30 s; Pulsar answers an empty list"

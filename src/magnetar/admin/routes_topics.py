@@ -272,6 +272,13 @@ def _add_message_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need
     ) -> Response:
         return entry_response(messages.examine(name(tenant, namespace, topic), initialPosition, messagePosition))
 
+    @r.get(T + "/ledger/{ledgerId}/entry/{entryId}", dependencies=peek_access,
+           summary="Get a stored message by its id (ledger and entry)", response_class=Response)
+    async def by_id(
+        tenant: str, namespace: str, topic: str, ledgerId: int, entryId: int  # noqa: N803
+    ) -> Response:
+        return entry_response(messages.by_id(name(tenant, namespace, topic), ledgerId, entryId))
+
 
 def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
     topics = admin.topics
@@ -280,6 +287,12 @@ def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
     @r.post(T + "/terminate", dependencies=need.topic(TopicOperation.TERMINATE), summary="Terminate a topic: no more messages are accepted")
     async def terminate(tenant: str, namespace: str, topic: str) -> dict:
         return topics.terminate(name(tenant, namespace, topic))
+
+    @r.put(T + "/unload", status_code=204, dependencies=need.topic(TopicOperation.UNLOAD),
+           summary="Unload a topic (every partition of a partitioned one): its clients reconnect")
+    async def unload(tenant: str, namespace: str, topic: str) -> Response:
+        topics.unload(name(tenant, namespace, topic))
+        return _no_content()
 
     @r.put(T + "/compaction", status_code=204, dependencies=compact_access,
            summary="Start compacting the topic (409 while a compaction runs)")

@@ -196,6 +196,7 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "bindAddress": ("bind", _text),
     "advertisedAddress": ("advertised_address", _text),
     "maxMessageSize": ("max_message_size", _positive),
+    "backlogQuotaCheckIntervalInSeconds": ("lifecycle_check_interval_seconds", _positive),
     "keepAliveIntervalSeconds": ("keepalive_seconds", _positive),
     "brokerDeduplicationEnabled": ("deduplication_enabled", _bool),
     "defaultRetentionTimeInMinutes": ("default_retention_minutes", _retention_minutes),

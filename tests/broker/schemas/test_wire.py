@@ -251,3 +251,22 @@ def test_namespace_policies_apply_live(broker: BrokerThread, wire: Callable[[], 
         assert c.producer(t, 6).error.error == ServerError.IncompatibleSchema
     finally:
         update(is_allow_auto_update_schema=None, schema_compatibility_strategy=None, schema_validation_enforced=None)
+
+
+def test_a_producer_schema_of_type_none_gets_a_version(wire: Callable[[], Wire]) -> None:
+    """The Go client's bytes schema travels as type None: Pulsar registers it for a PRODUCER (with
+    or without properties) and answers an empty version to GET_OR_CREATE_SCHEMA."""
+    c, t = wire(), topic()
+    with_props = c.producer(t, 1, SchemaData("NONE", b"", {"pulsar": "hello"}))
+    assert with_props.producer_success.schema_version == b"\x00" * 8
+    stored = c.get_schema(t, b"\x00" * 8)
+    assert not stored.HasField("error_code")
+    assert stored.schema.type == SchemaType.NONE
+    assert {kv.key: kv.value for kv in stored.schema.properties} == {"pulsar": "hello"}
+    # the same definition (properties do not count) reuses the version
+    without_props = c.producer(t, 2, SchemaData("NONE"))
+    assert without_props.producer_success.schema_version == b"\x00" * 8
+    none = c.get_or_create(t, SchemaData("NONE"))
+    assert not none.HasField("error_code") and none.schema_version == b""
+    other, o = wire(), topic()
+    assert other.producer(o, 1, SchemaData("NONE")).producer_success.schema_version == b"\x00" * 8

@@ -1,4 +1,5 @@
-"""Stored messages read by the admin API: peek (a subscription's next) and examine (n-th from an end)."""
+"""Stored messages read by the admin API: peek (a subscription's next), examine (n-th from an end)
+and by id (ledger:entry)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,17 @@ class MessageResources:
             entry_id = topic.first_entry_id + position - 1
         else:
             entry_id = topic.last_entry_id - position + 1
+        return _read(topic, entry_id, tn.partition_index)
+
+    def by_id(self, tn: TopicName, ledger_id: int, entry_id: int) -> PeekedEntry:
+        """The stored entry ``ledger_id:entry_id`` of a topic (or partition), as Pulsar's getMessageById."""
+        ctx = self.ctx
+        if ctx.partitions_of(tn) > 0:
+            raise NotAllowedError("GetMessageById is not allowed on partitioned-topic")
+        ctx.persistent_only(tn, "Getting a message by id")
+        topic = ctx.load_topic(tn)
+        if ledger_id != topic.ledger_id:
+            raise NotFoundError(f"Message ID {ledger_id}:{entry_id} not found")
         return _read(topic, entry_id, tn.partition_index)
 
 

@@ -198,6 +198,27 @@ class TopicResources:
         ledger_id, entry_id = ctx.service.terminate_topic(tn)
         return {"ledgerId": ledger_id, "entryId": entry_id, "partitionIndex": -1}
 
+    def unload(self, tn: TopicName) -> int:
+        """Unload a topic (each partition of a partitioned one): its producers and consumers are
+        closed by the broker, so their clients look it up and connect again. Returns how many were
+        closed; NotFoundError when the topic does not exist."""
+        ctx = self.ctx
+        ctx.existing(tn)
+        names = [str(p) for p in ctx.partitions(tn)] if ctx.partitions_of(tn) else [str(tn)]
+        closed = 0
+        for name in names:
+            topic = ctx.service.topics.get(name)
+            if topic is None:
+                continue  # not loaded: nothing is connected to it
+            for producer in list(topic.producers.values()):
+                producer.close_by_broker()
+                closed += 1
+            for sub in list(topic.subscriptions.values()):
+                for consumer in list(sub.consumers):
+                    consumer.close_by_broker()
+                    closed += 1
+        return closed
+
     def trigger_compaction(self, tn: TopicName) -> None:
         """Start compacting a topic in the background; its progress shows in compaction_status."""
         ctx = self.ctx

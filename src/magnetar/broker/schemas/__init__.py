@@ -23,7 +23,12 @@ from magnetar.broker.schemas.registry import (
     version_from_bytes,
     version_to_bytes,
 )
-from magnetar.broker.schemas.topics import SchemaPolicy, TopicSchemas, schema_from_wire
+from magnetar.broker.schemas.topics import (
+    SchemaPolicy,
+    TopicSchemas,
+    declared_schema_from_wire,
+    schema_from_wire,
+)
 
 __all__ = [
     "IncompatibleSchemaError",
@@ -35,6 +40,7 @@ __all__ = [
     "Strategy",
     "StoredSchema",
     "TopicSchemas",
+    "declared_schema_from_wire",
     "parse_strategy",
     "schema_from_wire",
     "schema_id_of",

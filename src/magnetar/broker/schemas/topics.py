@@ -59,11 +59,28 @@ class SchemaPolicy:
 
 
 def schema_from_wire(schema: Any) -> SchemaData | None:  # noqa: ANN401 - a wire Schema message
-    """The registry form of a wire ``Schema``; None when it declares no schema (type None)."""
+    """The registry form of a wire ``Schema``; None when it declares no schema (type None).
+
+    This is how GET_OR_CREATE_SCHEMA reads its schema (Pulsar's broker answers an empty version
+    for type None there); PRODUCER and SUBSCRIBE use :func:`declared_schema_from_wire`.
+    """
     kind = type_from_wire(schema.type)
     if kind in NO_SCHEMA_TYPES:
         return None
     return SchemaData(kind, bytes(schema.schema_data), {kv.key: kv.value for kv in schema.properties})
+
+
+def declared_schema_from_wire(schema: Any) -> SchemaData | None:  # noqa: ANN401 - a wire Schema message
+    """The schema a PRODUCER or SUBSCRIBE declares; None for AUTO_CONSUME, which declares none.
+
+    Unlike :func:`schema_from_wire`, type None is a schema here, as in Pulsar's broker: the Go
+    client sends its bytes schema that way (the Java and C++ clients send no schema) and gets a
+    registered version, which its messages carry and its consumers look up.
+    """
+    kind = type_from_wire(schema.type)
+    if kind == "NONE":
+        return SchemaData(kind, bytes(schema.schema_data), {kv.key: kv.value for kv in schema.properties})
+    return schema_from_wire(schema)
 
 
 def _bool(value: Any) -> bool | None:

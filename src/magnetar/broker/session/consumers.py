@@ -6,7 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.schemas import schema_from_wire
+from magnetar.broker.schemas import declared_schema_from_wire
 from magnetar.broker.schemas.topics import topic_is_active
 from magnetar.broker.session.base import SessionBase
 from magnetar.broker.subscriptions.consumer import Consumer
@@ -53,7 +53,7 @@ class ConsumerCommands(SessionBase):
         if existing_sub is not None:
             existing_sub.check_can_add(sub_type)
         if req.HasField("schema"):
-            self.service.schemas.consumer_schema(name, schema_from_wire(req.schema), topic_is_active(topic))
+            self.service.schemas.consumer_schema(name, declared_schema_from_wire(req.schema), topic_is_active(topic))
         start = None
         if req.HasField("start_message_id") and not req.durable:
             start = (req.start_message_id.ledger_id, req.start_message_id.entry_id)

@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.schemas import schema_from_wire, version_to_bytes
+from magnetar.broker.schemas import declared_schema_from_wire, version_to_bytes
 from magnetar.broker.session.base import SessionBase
 from magnetar.broker.topics.producer import Producer
 from magnetar.protocol.enums import CommandType, InitialPosition, ProducerAccessMode, ServerError
@@ -81,7 +81,7 @@ class ProducerCommands(SessionBase):
         self.require_authorized("PRODUCER", lambda authz: authz.check_producer(name, self.role), name)
         topic = service.get_topic(name)
         schema_version = service.schemas.producer_schema(
-            name, schema_from_wire(req.schema) if req.HasField("schema") else None
+            name, declared_schema_from_wire(req.schema) if req.HasField("schema") else None
         )
         user_named = bool(req.producer_name) and req.user_provided_producer_name
         producer_name = req.producer_name if req.producer_name else topic.generate_producer_name()
@@ -139,13 +139,8 @@ class ProducerCommands(SessionBase):
         if frame.checksum is not None and crc != frame.checksum:
             self.send_send_error(send.producer_id, send.sequence_id, ServerError.ChecksumError, "checksum mismatch")
             return
-        max_size = self.service.config.max_message_size
-        if len(entry) > max_size and not send.is_chunk:
-            self.send_send_error(
-                send.producer_id, send.sequence_id, ServerError.NotAllowedError,
-                f"message of {len(entry)} bytes exceeds the maximum of {max_size}",
-            )
-            return
+        # no size check here: as Pulsar, only the frame limit (max_message_size + FRAME_HEADROOM,
+        # the decoder's) bounds an entry, since max_message_size does not count the metadata
         context = SendContext(self, producer, send.sequence_id, send.highest_sequence_id, send.num_messages)
         try:
             if producer.topic.publish(producer, entry, crc, context):

@@ -1,4 +1,5 @@
-"""``magnetar admin topics``: peek-messages and examine-message (a batch shows each of its messages)."""
+"""``magnetar admin topics``: peek-messages, examine-message and get-message-by-id (a batch shows each
+of its messages)."""
 
 from __future__ import annotations
 
@@ -107,4 +108,17 @@ def topics_examine(
     path, _ = topic_path(topic)
     query = f"?initialPosition={q(initial_position)}&messagePosition={position}"
     reply = call(state(ctx).client.get, path + "/examinemessage" + query, raw=True)
+    _print_messages(ctx, _messages_of(reply))
+
+
+@topics_app.command("get-message-by-id")
+def topics_get_message_by_id(
+    ctx: typer.Context,
+    topic: TopicArg,
+    ledger_id: Annotated[int, typer.Option("--ledgerId", "-l", help="Ledger id of the message")],
+    entry_id: Annotated[int, typer.Option("--entryId", "-e", help="Entry id of the message")],
+) -> None:
+    """Show the stored message (or batch) with this ledger and entry id."""
+    path, _ = topic_path(topic)
+    reply = call(state(ctx).client.get, path + f"/ledger/{ledger_id}/entry/{entry_id}", raw=True)
     _print_messages(ctx, _messages_of(reply))

@@ -1,4 +1,4 @@
-"""``magnetar admin topics``: terminate and compaction."""
+"""``magnetar admin topics``: terminate, unload and compaction."""
 
 from __future__ import annotations
 
@@ -13,6 +13,13 @@ def topics_terminate(ctx: typer.Context, topic: TopicArg) -> None:
     """Terminate a topic (not supported by the broker yet)."""
     path, _ = topic_path(topic)
     show(ctx, call(state(ctx).client.post, path + "/terminate"))
+
+
+@topics_app.command("unload")
+def topics_unload(ctx: typer.Context, topic: TopicArg) -> None:
+    """Unload a topic (every partition of a partitioned one): its producers and consumers reconnect."""
+    path, _ = topic_path(topic)
+    call(state(ctx).client.put, path + "/unload")
 
 
 @topics_app.command("compact")

@@ -1,5 +1,9 @@
 """Shared subscriptions: entries go round robin to every consumer with permits.
 
+Consumers' priority levels are honoured as Pulsar does: a lower number is a higher priority;
+the consumers of the highest level that can take an entry get it in turn, and a lower level
+gets entries only while none of the higher levels can take them.
+
 Every chunk of a chunked message goes to one consumer, as Pulsar does on Shared subscriptions
 (since 2.11): the consumer that gets a message's first chunk gets the others; only a consumer
 that leaves hands the message over (its chunks are redelivered together).
@@ -25,6 +29,12 @@ class RoundRobinDispatcher(Dispatcher):
         self._next = 0
         #: the consumer each chunked message (by uuid) is going to, until its last chunk is sent
         self._chunk_owners: dict[str, Consumer] = {}
+        #: whether the consumers have different priority levels (else the first able one is taken)
+        self._mixed_levels = False
+
+    def consumers_changed(self) -> None:
+        """Note whether priority levels now matter."""
+        self._mixed_levels = len({c.priority_level for c in self.consumers}) > 1
 
     def remove_consumer(self, consumer: Consumer) -> None:
         """Detach a consumer; its chunked messages go to whoever gets their next chunk."""
@@ -37,14 +47,24 @@ class RoundRobinDispatcher(Dispatcher):
         return self._take_turn(messages)
 
     def _take_turn(self, messages: int) -> Consumer | None:
+        """The next consumer in turn, of the highest priority level among those that can take
+        ``messages`` now."""
         consumers = self.consumers
         n = len(consumers)
+        chosen: Consumer | None = None
+        chosen_at = 0
         for i in range(n):
-            consumer = consumers[(self._next + i) % n]
-            if consumer.can_take(messages) and consumer.connection.writable:
-                self._next = (self._next + i + 1) % n
-                return consumer
-        return None
+            at = (self._next + i) % n
+            consumer = consumers[at]
+            if not (consumer.can_take(messages) and consumer.connection.writable):
+                continue
+            if chosen is None or consumer.priority_level < chosen.priority_level:
+                chosen, chosen_at = consumer, at
+                if not self._mixed_levels:
+                    break
+        if chosen is not None:
+            self._next = (chosen_at + 1) % n
+        return chosen
 
     def _select_chunk(self, meta: MessageMetadata, messages: int) -> Consumer | None:
         """The consumer of a chunked message's chunks (None: it cannot take this one now)."""

@@ -1,30 +1,82 @@
-"""A broker that only answers: the ceiling any real broker is measured against.
+"""A broker that only answers, and only feeds: the ceilings any real broker is measured against.
 
-It speaks just enough of the protocol for a producer (CONNECT, lookups, PRODUCER, SEND,
-CLOSE_PRODUCER, PING) and acknowledges every SEND at once without storing anything, using the
-same sans-IO codec as magnetar, so a benchmark against it measures the client and the loop.
+It speaks just enough of the protocol for producers and consumers, using the same sans-IO codec as
+magnetar, so a benchmark against it measures the client and the loop:
+
+- produce: CONNECT, lookups, PRODUCER, SEND, CLOSE_PRODUCER, PING; every SEND gets its receipt at
+  once and nothing is stored;
+- consume: SUBSCRIBE is answered, and every FLOW is answered with MESSAGE frames of one pre-built
+  batch entry (each frame only gets a new command header: consumer id and entry id), as many
+  as the permits allow; ACKs are ignored. The batch's layout comes from the topic name: a topic
+  whose name contains ``-s<size>-b<count>`` gets batches of ``count`` messages of ``size`` bytes
+  (default 100 B, 1000 messages, capped at 128 KiB as a batching producer caps them).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 
+from magnetar.protocol.batch import BatchMessage, build_entry
 from magnetar.protocol.enums import CommandType, LookupType
-from magnetar.protocol.framing import FrameDecoder, ProtocolError, encode_command
-from magnetar.protocol.schema import BaseCommand
+from magnetar.protocol.framing import FrameDecoder, ProtocolError, crc32c, encode_command, encode_entry_header
+from magnetar.protocol.schema import BaseCommand, MessageMetadata
+
+_LAYOUT = re.compile(r"-s(\d+)-b(\d+)")
+#: the batch size a batching producer stops at (the official clients' default)
+MAX_BATCH_BYTES = 128 * 1024
+
+
+def batch_layout(topic: str) -> tuple[int, int]:
+    """(message bytes, messages per batch) that the consume mode feeds on ``topic``."""
+    found = _LAYOUT.search(topic)
+    size, count = (int(found.group(1)), int(found.group(2))) if found else (100, 1000)
+    return size, max(1, min(count, MAX_BATCH_BYTES // max(1, size)))
+
+
+def prebuilt_entry(size: int, count: int) -> tuple[bytes, int]:
+    """One batch entry of ``count`` messages of ``size`` bytes, as a producer builds it, and its CRC32C."""
+    meta = MessageMetadata(producer_name="null-broker", sequence_id=0, publish_time=1)
+    entry = build_entry(meta, [BatchMessage(b"x" * size) for _ in range(count)])
+    return entry, crc32c(entry)
+
+
+class FedConsumer:
+    """A consumer of the consume mode: its permits and the pre-built batch it is fed."""
+
+    __slots__ = ("consumer_id", "permits", "entry", "crc", "messages")
+
+    def __init__(self, consumer_id: int, topic: str) -> None:
+        self.consumer_id = consumer_id
+        self.permits = 0
+        size, self.messages = batch_layout(topic)
+        self.entry, self.crc = prebuilt_entry(size, self.messages)
 
 
 class NullBrokerConnection(asyncio.Protocol):
-    """Answers every request; SEND gets its receipt immediately."""
+    """Answers every request; SEND gets its receipt immediately, FLOW gets pre-built batches."""
 
     def __init__(self, port: int) -> None:
         self.port = port
         self.decoder = FrameDecoder(6 * 1024 * 1024)
         self.entry_id = 0
+        self.consumers: dict[int, FedConsumer] = {}
+        self.writable = True
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
+
+    def pause_writing(self) -> None:
+        self.writable = False
+
+    def resume_writing(self) -> None:
+        self.writable = True
+        out: list[bytes] = []
+        for consumer in self.consumers.values():
+            self.feed(consumer, out)
+        if out:
+            self.transport.writelines(out)
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -32,50 +84,90 @@ class NullBrokerConnection(asyncio.Protocol):
         except ProtocolError:
             self.transport.close()
             return
-        out = []
+        out: list[bytes] = []
         for frame in frames:
             cmd = frame.command
-            t = cmd.type
-            r = BaseCommand()
-            if t == CommandType.SEND:
-                r.type = CommandType.SEND_RECEIPT
-                r.send_receipt.producer_id = cmd.send.producer_id
-                r.send_receipt.sequence_id = cmd.send.sequence_id
-                r.send_receipt.message_id.ledger_id = 1
-                r.send_receipt.message_id.entry_id = self.entry_id
-                self.entry_id += 1
-            elif t == CommandType.CONNECT:
-                r.type = CommandType.CONNECTED
-                r.connected.server_version = "null-broker"
-                r.connected.protocol_version = 20
-                r.connected.max_message_size = 5 * 1024 * 1024
-            elif t == CommandType.PARTITIONED_METADATA:
-                r.type = CommandType.PARTITIONED_METADATA_RESPONSE
-                r.partition_metadata_response.request_id = cmd.partition_metadata.request_id
-                r.partition_metadata_response.partitions = 0
-                r.partition_metadata_response.response = 0
-            elif t == CommandType.LOOKUP:
-                r.type = CommandType.LOOKUP_RESPONSE
-                r.lookup_topic_response.request_id = cmd.lookup_topic.request_id
-                r.lookup_topic_response.response = LookupType.Connect
-                r.lookup_topic_response.broker_service_url = f"pulsar://127.0.0.1:{self.port}"
-                r.lookup_topic_response.authoritative = True
-            elif t == CommandType.PRODUCER:
-                r.type = CommandType.PRODUCER_SUCCESS
-                r.producer_success.request_id = cmd.producer.request_id
-                r.producer_success.producer_name = cmd.producer.producer_name or "null-producer"
-                r.producer_success.last_sequence_id = -1
-            elif t == CommandType.CLOSE_PRODUCER:
-                r.type = CommandType.SUCCESS
-                r.success.request_id = cmd.close_producer.request_id
-            elif t == CommandType.PING:
-                r.type = CommandType.PONG
-                r.pong.SetInParent()
-            else:
+            if cmd.type == CommandType.FLOW:
+                consumer = self.consumers.get(cmd.flow.consumer_id)
+                if consumer is not None:
+                    consumer.permits += cmd.flow.message_permits
+                    self.feed(consumer, out)
                 continue
-            out.append(encode_command(r))
+            if cmd.type == CommandType.ACK and not cmd.ack.HasField("request_id"):
+                continue
+            reply = self.answer(cmd)
+            if reply is not None:
+                out.append(encode_command(reply))
         if out:
             self.transport.writelines(out)
+
+    def feed(self, consumer: FedConsumer, out: list[bytes]) -> None:
+        """Queue MESSAGE frames of the pre-built batch while the consumer has permits."""
+        entry, crc, size = consumer.entry, consumer.crc, len(consumer.entry)
+        while consumer.permits > 0 and self.writable:
+            cmd = BaseCommand(type=CommandType.MESSAGE)
+            cmd.message.consumer_id = consumer.consumer_id
+            cmd.message.message_id.ledger_id = 1
+            cmd.message.message_id.entry_id = self.entry_id
+            self.entry_id += 1
+            out.append(encode_entry_header(cmd, size, crc))
+            out.append(entry)
+            consumer.permits -= consumer.messages
+
+    def answer(self, cmd: BaseCommand) -> BaseCommand | None:  # noqa: C901 - one branch per command
+        """The reply to one command (None: no reply)."""
+        t = cmd.type
+        r = BaseCommand()
+        if t == CommandType.SEND:
+            r.type = CommandType.SEND_RECEIPT
+            r.send_receipt.producer_id = cmd.send.producer_id
+            r.send_receipt.sequence_id = cmd.send.sequence_id
+            r.send_receipt.message_id.ledger_id = 1
+            r.send_receipt.message_id.entry_id = self.entry_id
+            self.entry_id += 1
+        elif t == CommandType.CONNECT:
+            r.type = CommandType.CONNECTED
+            r.connected.server_version = "null-broker"
+            r.connected.protocol_version = 20
+            r.connected.max_message_size = 5 * 1024 * 1024
+        elif t == CommandType.PARTITIONED_METADATA:
+            r.type = CommandType.PARTITIONED_METADATA_RESPONSE
+            r.partition_metadata_response.request_id = cmd.partition_metadata.request_id
+            r.partition_metadata_response.partitions = 0
+            r.partition_metadata_response.response = 0
+        elif t == CommandType.LOOKUP:
+            r.type = CommandType.LOOKUP_RESPONSE
+            r.lookup_topic_response.request_id = cmd.lookup_topic.request_id
+            r.lookup_topic_response.response = LookupType.Connect
+            r.lookup_topic_response.broker_service_url = f"pulsar://127.0.0.1:{self.port}"
+            r.lookup_topic_response.authoritative = True
+        elif t == CommandType.PRODUCER:
+            r.type = CommandType.PRODUCER_SUCCESS
+            r.producer_success.request_id = cmd.producer.request_id
+            r.producer_success.producer_name = cmd.producer.producer_name or "null-producer"
+            r.producer_success.last_sequence_id = -1
+        elif t == CommandType.SUBSCRIBE:
+            self.consumers[cmd.subscribe.consumer_id] = FedConsumer(cmd.subscribe.consumer_id, cmd.subscribe.topic)
+            r.type = CommandType.SUCCESS
+            r.success.request_id = cmd.subscribe.request_id
+        elif t in (CommandType.CLOSE_PRODUCER, CommandType.CLOSE_CONSUMER, CommandType.UNSUBSCRIBE):
+            request = cmd.close_producer if t == CommandType.CLOSE_PRODUCER else (
+                cmd.close_consumer if t == CommandType.CLOSE_CONSUMER else cmd.unsubscribe
+            )
+            if t != CommandType.CLOSE_PRODUCER:
+                self.consumers.pop(request.consumer_id, None)
+            r.type = CommandType.SUCCESS
+            r.success.request_id = request.request_id
+        elif t == CommandType.ACK:
+            r.type = CommandType.ACK_RESPONSE
+            r.ack_response.consumer_id = cmd.ack.consumer_id
+            r.ack_response.request_id = cmd.ack.request_id
+        elif t == CommandType.PING:
+            r.type = CommandType.PONG
+            r.pong.SetInParent()
+        else:
+            return None
+        return r
 
 
 async def serve(port: int) -> None:

@@ -479,3 +479,30 @@ def test_a_range_of_only_damaged_entries_does_not_end_the_read(tmp_path: Path) -
     assert _ids(cursor.read_entries(2, last_readable=5)) == [4, 5]
     assert cursor.mark_delete == 3
     ledger.close()
+
+
+def test_ack_many_equals_acking_each_entry() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        ids = [rng.randrange(0, 120) for _ in range(rng.randrange(0, 80))]
+        start = rng.randrange(-1, 10)
+        partial = rng.randrange(0, 120)
+        each, many = CursorState(start), CursorState(start)
+        for state in (each, many):
+            state.ack_batch_indexes(partial, [0b1010], 4)  # a partly acknowledged batch
+        for entry_id in ids:
+            each.ack(entry_id)
+        cursor = ManagedCursor(NoEntries(), "t", "s", many)
+        changed = cursor.ack_many(ids)
+        assert many.to_bytes() == each.to_bytes()
+        assert changed == any(e > start for e in ids)
+
+
+def test_ack_many_moves_the_mark_delete_position_over_a_run() -> None:
+    cursor = ManagedCursor(NoEntries(), "t", "s", CursorState(-1))
+    cursor.ack_many(range(500, 1000))
+    assert cursor.mark_delete == -1
+    cursor.ack_many(reversed(range(0, 500)))
+    assert cursor.mark_delete == 999
+    assert not cursor.individually_acked
+    assert not cursor.ack_many([3, 999])

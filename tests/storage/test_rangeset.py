@@ -146,3 +146,33 @@ def test_matches_python_set_model(ops: list[tuple[str, int, int]]) -> None:
         assert lo2 > hi + 1, "intervals must be disjoint and non-adjacent"
     assert RangeSet.from_list(rs.to_list()) == rs
     assert rs.count_between(0, 30) == len([v for v in model if 0 <= v <= 30])
+
+
+def _runs_of(values: set[int]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for v in sorted(values):
+        if runs and runs[-1][1] == v - 1:
+            runs[-1] = (runs[-1][0], v)
+        else:
+            runs.append((v, v))
+    return runs
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 300)), st.sets(st.integers(0, 300)))
+def test_add_runs_equals_adding_each_interval(existing: set[int], added: set[int]) -> None:
+    one_pass = RangeSet(_runs_of(existing))
+    one_pass.add_runs(_runs_of(added))
+    each = RangeSet(_runs_of(existing))
+    for lo, hi in _runs_of(added):
+        each.add(lo, hi)
+    assert one_pass == each
+    assert len(one_pass) == len(existing | added)
+    assert one_pass.ranges() == _runs_of(existing | added)
+
+
+def test_add_runs_merges_many_holes_in_one_pass() -> None:
+    evens = RangeSet((i, i) for i in range(0, 2000, 2))
+    evens.add_runs([(i, i) for i in range(1, 2000, 2)])
+    assert evens.ranges() == [(0, 1999)]
+    assert len(evens) == 2000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 
 from magnetar.storage.rangeset import RangeSet
 
@@ -87,6 +88,27 @@ class CursorState:
             return False
         self._batches.pop(entry_id, None)
         self._acked.add_one(entry_id)
+        self._advance()
+        self._dirty = True
+        return True
+
+    def ack_runs(self, runs: list[tuple[int, int]]) -> bool:
+        """Acknowledge whole entries given as sorted, disjoint runs ``(lo, hi)`` (an ACK command's
+        individual acks) in one step; return False when they all were already acknowledged."""
+        floor = self._mark_delete + 1
+        runs = [(lo if lo >= floor else floor, hi) for lo, hi in runs if hi >= floor]
+        if not runs:
+            return False
+        if self._batches:
+            starts = [lo for lo, _ in runs]
+            for key in list(self._batches):
+                i = bisect_right(starts, key) - 1
+                if i >= 0 and key <= runs[i][1]:
+                    del self._batches[key]
+        before = len(self._acked)
+        self._acked.add_runs(runs)
+        if len(self._acked) == before:
+            return False
         self._advance()
         self._dirty = True
         return True

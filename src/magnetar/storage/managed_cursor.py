@@ -14,7 +14,7 @@ event loop and writes them in one SQLite transaction in a worker thread. The per
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from magnetar.storage.compacted import CompactedView
@@ -204,6 +204,25 @@ class ManagedCursor:
     def ack(self, entry_id: int) -> bool:
         """Acknowledge a whole entry; return False when it was already acknowledged."""
         changed = self._state.ack(entry_id)
+        if changed:
+            self._changed()
+        return changed
+
+    def ack_many(self, entry_ids: Iterable[int]) -> bool:
+        """Acknowledge whole entries (an ACK command's individual acks) one run of consecutive ids
+        at a time; return False when they all were already acknowledged."""
+        ids = sorted(set(entry_ids))
+        if not ids:
+            return False
+        runs: list[tuple[int, int]] = []
+        lo = prev = ids[0]
+        for entry_id in ids[1:]:
+            if entry_id != prev + 1:
+                runs.append((lo, prev))
+                lo = entry_id
+            prev = entry_id
+        runs.append((lo, prev))
+        changed = self._state.ack_runs(runs)
         if changed:
             self._changed()
         return changed

@@ -229,6 +229,7 @@ class Subscription(SubscriptionBase):
         topic = self.topic
         ledger_id = topic.ledger_id
         last = topic.last_entry_id
+        whole: list[int] = []
         for mid in message_ids:
             if mid.ledger_id != ledger_id:
                 continue
@@ -241,8 +242,12 @@ class Subscription(SubscriptionBase):
             batch_size = (mid.batch_size or 64 * len(ack_set)) if ack_set else 0
             if cumulative:
                 self._ack_cumulative(entry_id, ack_set, batch_size)
-            else:
+            elif ack_set:
                 self._ack_individual(consumer, entry_id, ack_set, batch_size)
+            else:
+                whole.append(entry_id)
+        if whole:
+            self._ack_entries(consumer, whole)
         if cumulative and self.redelivery_counts:
             md = self.cursor.mark_delete
             self.redelivery_counts = {e: n for e, n in self.redelivery_counts.items() if e > md}
@@ -265,6 +270,21 @@ class Subscription(SubscriptionBase):
         self.redelivery = {e for e in self.redelivery if not cursor.is_acked(e)}
         if ack_set and not cursor.is_acked(entry_id):
             self._count_partial_ack(self.consumers[0] if self.consumers else None, entry_id)
+
+    def _ack_entries(self, consumer: Consumer, entry_ids: list[int]) -> None:
+        """Individual acks of whole entries: the cursor takes them as runs, in one step per run."""
+        self.cursor.ack_many(entry_ids)
+        redelivery, counts = self.redelivery, self.redelivery_counts
+        forget = consumer.forget
+        for entry_id in entry_ids:
+            if not forget(entry_id):
+                for c in self.consumers:
+                    if c.forget(entry_id):
+                        break
+            if redelivery:
+                redelivery.discard(entry_id)
+            if counts:
+                counts.pop(entry_id, None)
 
     def _ack_individual(self, consumer: Consumer, entry_id: int, ack_set: list[int] | None, batch_size: int) -> None:
         cursor = self.cursor

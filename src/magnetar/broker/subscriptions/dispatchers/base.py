@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
@@ -29,6 +30,8 @@ log = logging.getLogger("magnetar.broker.dispatch")
 
 #: entries dispatched in one run before yielding to other work on the loop
 _RUN_BUDGET = 2000
+#: entries read by a dispatcher's first read, before it knows how many messages an entry holds
+_FIRST_READ = 8
 
 
 def entry_metadata(entry: Entry) -> MessageMetadata | None:
@@ -113,6 +116,9 @@ class Dispatcher:
         self.subscription = subscription
         self.consumers: list[Consumer] = []
         self._scheduled = False
+        #: messages per entry of recent dispatches (as Pulsar's avgMessagesPerEntry): sizes reads;
+        #: None until the first entries went out
+        self.avg_messages_per_entry: float | None = None
 
     # -- consumer membership -------------------------------------------------------------
     def add_consumer(self, consumer: Consumer) -> None:
@@ -142,12 +148,30 @@ class Dispatcher:
         """Whether any consumer could take a message now."""
         return any(c.permits > 0 and not c.blocked and c.connection.writable for c in self.consumers)
 
+    def available_permits(self) -> int:
+        """Messages the consumers that can take some would take now."""
+        return sum(c.permits for c in self.consumers if c.permits > 0 and not c.blocked)
+
     def read_limit(self, batch: int) -> int:
         """How many entries are worth reading now: at most ``batch``, and no more than the permits
-        consumers could use (an entry is at least one message), so a consumer granting a few
-        permits at a time does not make every dispatch read, and drop, a whole batch of entries."""
-        permits = sum(c.permits for c in self.consumers if c.permits > 0 and not c.blocked)
-        return max(1, min(batch, permits))
+        consumers could use at the recent messages per entry (an entry goes out while a consumer has
+        any permit left, hence rounded up), so that a consumer granting a few permits at a time, or
+        batches of many messages, do not make every dispatch read, and drop, a whole batch of
+        entries."""
+        average = self.avg_messages_per_entry
+        if average is None:
+            # nothing known of the entries yet: a short first read (the next one is sized)
+            return max(1, min(batch, _FIRST_READ, self.available_permits()))
+        # the average only approaches a steady batch size: a hair below it must not add an entry
+        wanted = math.ceil(self.available_permits() / average - 0.01)
+        return max(1, min(batch, wanted))
+
+    def _sampled(self, entries: int, messages: int) -> None:
+        """Record that ``entries`` entries of ``messages`` messages went out."""
+        if entries:
+            sample = messages / entries
+            average = self.avg_messages_per_entry
+            self.avg_messages_per_entry = sample if average is None else max(1.0, (average + sample) / 2)
 
     # -- the loop ------------------------------------------------------------------------
     def schedule(self) -> None:
@@ -190,6 +214,7 @@ class Dispatcher:
                 if not entries:
                     return
             sent_upto = -1
+            sent_entries = sent_messages = 0
             for i, entry in enumerate(entries):
                 eid = entry.entry_id
                 if cursor.is_acked(eid):
@@ -207,7 +232,10 @@ class Dispatcher:
                 ack_set = sub.delivery_ack_set(entry)
                 consumer.deliver(entry, messages, sub.redelivery_counts.get(eid, 0), ack_set)
                 sent_upto = i
+                sent_entries += 1
+                sent_messages += messages
                 budget -= 1
+            self._sampled(sent_entries, sent_messages)
             rest = entries[sent_upto + 1 :]
             if redelivering:
                 sub.return_redeliveries(e.entry_id for e in rest)

@@ -314,6 +314,7 @@ class KeySharedDispatcher(Dispatcher):
             entries = cursor.read_entries(self.read_limit(batch), topic.last_readable_id)
             if not entries:
                 return budget
+            looked_at = seen_messages = 0
             for entry in entries:
                 eid = entry.entry_id
                 if cursor.is_acked(eid):
@@ -324,6 +325,8 @@ class KeySharedDispatcher(Dispatcher):
                     delayed.add(eid, meta.deliver_at_time)
                     continue
                 messages = max(1, meta.num_messages_in_batch) if meta is not None else 1
+                looked_at += 1
+                seen_messages += messages
                 hash_ = sticky_key_hash(sticky_key(meta))
                 consumer = None if hash_ in blocked else self._target(hash_, messages, eid, None)
                 if consumer is None:
@@ -335,5 +338,7 @@ class KeySharedDispatcher(Dispatcher):
                     self._send(consumer, entry, messages)
                 if budget <= 0 or len(redelivery) >= limit or not self.has_capacity():
                     cursor.rewind_to(eid + 1)  # the entries after this one were read, not looked at
+                    self._sampled(looked_at, seen_messages)
                     return budget
+            self._sampled(looked_at, seen_messages)
         return budget

@@ -82,6 +82,10 @@ class SingleActiveDispatcher(Dispatcher):
         active = self.active
         return active is not None and active.permits > 0 and not active.blocked and active.connection.writable
 
+    def available_permits(self) -> int:
+        active = self.active
+        return active.permits if active is not None and active.permits > 0 and not active.blocked else 0
+
     def select(self, entry: Entry, messages: int, meta: MessageMetadata | None = None) -> Consumer | None:
         active = self.active
         if active is not None and active.can_take(messages) and active.connection.writable:

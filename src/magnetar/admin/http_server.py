@@ -79,19 +79,26 @@ class TlsScopeProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
 class HttpServer:
     """uvicorn serving one app on ``bind:port`` (0: a free port) inside the running loop, HTTPS with a context."""
 
-    def __init__(self, app: FastAPI, bind: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, app: FastAPI, bind: str, port: int, ssl_context: ssl.SSLContext | None = None,
+        sock: socket.socket | None = None,
+    ) -> None:
         self.app = app
         self.bind = bind
         self.port = port
         self.ssl_context = ssl_context
+        #: a socket bound already (its port wins over ``port``)
+        self.sock = sock
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task | None = None
 
     async def start(self) -> None:
         """Bind and serve; returns once uvicorn accepts connections."""
-        sock = socket.socket(socket.AF_INET6 if ":" in self.bind else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.bind, self.port))
+        sock = self.sock
+        if sock is None:
+            sock = socket.socket(socket.AF_INET6 if ":" in self.bind else socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.bind, self.port))
         self.port = sock.getsockname()[1]
         context = self.ssl_context
         config = uvicorn.Config(

@@ -1,18 +1,50 @@
 """A standalone broker: the binary-protocol broker and the admin HTTP app composed on one loop.
 
 Used by the ``magnetar standalone`` command and by :mod:`magnetar.testing`. The broker knows
-nothing of HTTP; this is where the two meet. The app is served on plain HTTP (``http_port``, unless
-0) and on HTTPS (``webServicePortTls``, when set) with the broker's server TLS context.
+nothing of HTTP; this is where the two meet. The binary listeners open first and answer while the
+HTTP stack (FastAPI, uvicorn, pydantic, about 200 routes) is imported and built in a worker thread:
+that takes most of a second, and the broker's loop must not wait for it. The app is served on plain
+HTTP (``http_port``, unless 0) and on HTTPS (``webServicePortTls``, when set) with the broker's server
+TLS context.
 """
 
 from __future__ import annotations
 
-from magnetar.admin.app import create_app
-from magnetar.admin.http_server import HttpServer
+import asyncio
+import socket
+from typing import TYPE_CHECKING
+
 from magnetar.broker.config import BrokerConfig
-from magnetar.broker.security import server_context
+from magnetar.broker.security.tls import server_context
 from magnetar.broker.server import BrokerServer
 from magnetar.broker.service import BrokerService
+
+if TYPE_CHECKING:
+    import ssl
+
+    from fastapi import FastAPI
+
+    from magnetar.admin.http_server import HttpServer
+
+
+def bind_socket(bind: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``bind:port`` (0: a free port), not yet listening."""
+    sock = socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((bind, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def build_http_app(service: BrokerService) -> FastAPI:
+    """Import the HTTP stack and build the app of ``service``; runs in a worker thread, off the loop."""
+    from magnetar.admin import http_server  # noqa: F401 - uvicorn loads here too, not on the loop
+    from magnetar.admin.app import create_app
+
+    return create_app(service)
 
 
 class StandaloneServer:
@@ -42,25 +74,45 @@ class StandaloneServer:
         return self.broker.tls_port
 
     async def start(self) -> None:
-        """Open the service, start the HTTP servers, then the binary listeners; returns once all accept
-        connections (a client that reaches the binary port finds the admin API up)."""
+        """Open the service, bind the HTTP ports, open the binary listeners, then serve HTTP; returns once
+        all accept connections. A port in use fails before anything listens, and the bound HTTP ports are
+        in the config before the first client can ask for them."""
         config = self.config
         https_context = server_context(config.security) if config.https_port is not None else None
         await self.broker.service.start()
-        if config.http_port or config.https_port is not None:
-            app = create_app(self.service)
+        sockets: list[tuple[socket.socket, ssl.SSLContext | None]] = []
+        try:
             if config.http_port:
-                self.http = HttpServer(app, config.bind, config.http_port)
-                await self.http.start()
-                self.http_port = self.http.port
-                config.http_port = self.http.port
+                sockets.append((bind_socket(config.bind, config.http_port), None))
+                self.http_port = config.http_port = sockets[-1][0].getsockname()[1]
             if config.https_port is not None:
-                self.https = HttpServer(app, config.bind, config.https_port, https_context)
-                await self.https.start()
-                self.https_port = self.https.port
-                if config.https_port != self.https.port:
-                    config.with_security(web_service_port_tls=self.https.port)
-        await self.broker.listen()
+                sockets.append((bind_socket(config.bind, config.https_port), https_context))
+                self.https_port = sockets[-1][0].getsockname()[1]
+                if config.https_port != self.https_port:
+                    config.with_security(web_service_port_tls=self.https_port)
+            await self.broker.listen()
+        except BaseException:
+            for sock, _context in sockets:
+                sock.close()
+            raise
+        if sockets:
+            await self._serve_http(sockets)
+
+    async def _serve_http(self, sockets: list[tuple[socket.socket, ssl.SSLContext | None]]) -> None:
+        """Build the app off the loop, start the service's statistics sampling, serve the bound sockets."""
+        app = await asyncio.get_running_loop().run_in_executor(None, build_http_app, self.service)
+        # both modules are loaded by now (build_http_app imported them in its thread)
+        from magnetar.admin.http_server import HttpServer
+        from magnetar.broker.resources.admin import admin_for
+
+        admin_for(self.service).start()
+        for sock, context in sockets:
+            server = HttpServer(app, self.config.bind, 0, context, sock=sock)
+            await server.start()
+            if context is None:
+                self.http = server
+            else:
+                self.https = server
 
     async def stop(self) -> None:
         """Stop accepting, close client connections, stop HTTP, flush and close storage."""

@@ -21,7 +21,6 @@ from magnetar.broker.config import BrokerConfig
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.policies import resolve as resolve_policies
 from magnetar.broker.schemas import TopicSchemas
-from magnetar.broker.security import AuthenticationService, AuthorizationService
 from magnetar.broker.topics import lifecycle
 from magnetar.broker.topics.base import Topic
 from magnetar.broker.topics.compaction import Compactor
@@ -34,6 +33,8 @@ from magnetar.storage.health import storage_health
 from magnetar.storage.repair import metadata_problem, repair_data_dir
 
 if TYPE_CHECKING:
+    from magnetar.broker.security.authentication import AuthenticationService
+    from magnetar.broker.security.authorization import AuthorizationService
     from magnetar.broker.transport import ClientSession
 
 log = logging.getLogger("magnetar.broker")
@@ -83,16 +84,11 @@ class BrokerService:
         self.running = False
         #: names of producers that did not choose one: this prefix, then a number
         self.producer_name_prefix = f"standalone-{self.instance_id}"
-        security = config.security
         #: who a client is (None when authentication is off); loads keys and htpasswd now
-        self.authentication: AuthenticationService | None = (
-            AuthenticationService.from_settings(security) if security.authentication_enabled else None
-        )
+        self.authentication: AuthenticationService | None = None
         #: what a role may do (None when authorization is off); reads grants from the store every time
-        self.authorization: AuthorizationService | None = (
-            AuthorizationService(security, self.tenant_info, self.namespace_policies)
-            if security.authorization_enabled else None
-        )
+        self.authorization: AuthorizationService | None = None
+        self._load_security()
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
@@ -155,10 +151,24 @@ class BrokerService:
         self.topics.clear()
         assert self.metadata is not None
         self.metadata.close()
+        self.committer.close()
         self._sync_executor.shutdown(wait=True)
         self._meta_executor.shutdown(wait=True)
 
     # -- security ------------------------------------------------------------------------
+    def _load_security(self) -> None:
+        """Build the authentication and authorization services the settings turn on (before any listener
+        opens); their modules (jwt, cryptography, bcrypt) are imported only then."""
+        security = self.config.security
+        if security.authentication_enabled:
+            from magnetar.broker.security.authentication import AuthenticationService
+
+            self.authentication = AuthenticationService.from_settings(security)
+        if security.authorization_enabled:
+            from magnetar.broker.security.authorization import AuthorizationService
+
+            self.authorization = AuthorizationService(security, self.tenant_info, self.namespace_policies)
+
     def _ensure_secured_defaults(self) -> None:
         """Only cluster ``standalone``: with authentication on nothing is open by default, and the
         administrator creates ``public`` and ``public/default`` with the admin roles and permissions

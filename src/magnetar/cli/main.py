@@ -1,42 +1,76 @@
-"""The ``magnetar`` command."""
+"""The ``magnetar`` command.
+
+Each sub-command lives in its own module, and :func:`main` imports only the one named on the
+command line: ``magnetar standalone`` never loads the admin CLI, the client or the policy registry,
+and a plain ``magnetar standalone --option value ...`` does not even load Typer.
+Without a known sub-command (``--help``, completion, a typo) every sub-command is registered, so the
+help and the errors are the ones of the whole command. ``app`` (the whole command, for tests and
+``CliRunner``) is built on first access.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+import sys
+from typing import TYPE_CHECKING
 
-app = typer.Typer(
-    name="magnetar",
-    help="magnetar: a light messaging broker with Apache Pulsar's model and wire protocol.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+if TYPE_CHECKING:
+    import typer
 
-
-from magnetar.cli.admin import admin_app  # noqa: E402 - sub-commands are registered after `app` exists
-from magnetar.cli.messaging import consume, produce  # noqa: E402
-from magnetar.cli.perf import perf_app  # noqa: E402
-from magnetar.cli.repair import repair  # noqa: E402
-from magnetar.cli.standalone import standalone  # noqa: E402
-from magnetar.cli.tokens import tokens_app  # noqa: E402
-
-app.add_typer(admin_app, name="admin")
-app.add_typer(perf_app, name="perf")
-app.add_typer(tokens_app, name="tokens")
-app.command()(produce)
-app.command()(consume)
-app.command("sql")(__import__("magnetar.cli.sql", fromlist=["sql"]).sql)
-app.command()(standalone)
-app.command()(repair)
+#: sub-command name -> (module, attribute, whether it is a Typer group), in --help order
+SUBCOMMANDS: dict[str, tuple[str, str, bool]] = {
+    "admin": ("magnetar.cli.admin", "admin_app", True),
+    "perf": ("magnetar.cli.perf", "perf_app", True),
+    "tokens": ("magnetar.cli.tokens", "tokens_app", True),
+    "produce": ("magnetar.cli.messaging", "produce", False),
+    "consume": ("magnetar.cli.messaging", "consume", False),
+    "sql": ("magnetar.cli.sql", "sql", False),
+    "standalone": ("magnetar.cli.standalone_command", "standalone", False),
+    "repair": ("magnetar.cli.repair", "repair", False),
+}
+HELP = "magnetar: a light messaging broker with Apache Pulsar's model and wire protocol."
 
 
-@app.callback()
 def _root() -> None:
     """magnetar: a light messaging broker with Apache Pulsar's model and wire protocol."""
 
 
+def build_app(names: list[str] | None = None) -> typer.Typer:
+    """The ``magnetar`` command with the named sub-commands (all of them when ``names`` is None)."""
+    import typer
+
+    command = typer.Typer(name="magnetar", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False)
+    command.callback()(_root)
+    for name, (module_name, attribute, is_group) in SUBCOMMANDS.items():
+        if names is not None and name not in names:
+            continue
+        target = getattr(importlib.import_module(module_name), attribute)
+        if is_group:
+            command.add_typer(target, name=name)
+        else:
+            command.command(name)(target)
+    return command
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name == "app":
+        whole = build_app()
+        globals()["app"] = whole
+        return whole
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def main() -> None:
     """Entry point of the ``magnetar`` console script."""
-    app()
+    chosen = sys.argv[1] if len(sys.argv) > 1 else None
+    if chosen == "standalone":
+        # a broker's start-up: a plain command line skips Typer (and the pydantic it loads)
+        from magnetar.cli.standalone import parse_flags, start_standalone
+
+        flags = parse_flags(sys.argv[2:])
+        if flags is not None:
+            sys.exit(start_standalone(flags))
+    build_app([chosen] if chosen in SUBCOMMANDS else None)()
 
 
 if __name__ == "__main__":

@@ -1,21 +1,40 @@
-"""``magnetar standalone``: a broker with its admin HTTP API until SIGTERM or Ctrl-C."""
+"""``magnetar standalone``: a broker with its admin HTTP API until SIGTERM or Ctrl-C.
+
+This module runs the broker and imports no CLI framework: :func:`magnetar.cli.main.main` hands a
+plain ``magnetar standalone --option value ...`` command line straight to :func:`parse_flags` and
+:func:`start_standalone`, so Typer (and the pydantic it builds its parameters with) never loads on
+a broker's start-up. Anything else (``--help``, an unknown option, a value that is not a number)
+goes through the Typer command of :mod:`magnetar.cli.standalone_command`, which prints the usual help
+and errors and then calls :func:`start_standalone` as well.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from magnetar.broker.config import BrokerConfig, ConfigError
-from magnetar.broker.security import SecurityConfigError
+from magnetar.broker.security.errors import SecurityConfigError
 
 log = logging.getLogger("magnetar.broker")
+
+#: option -> (flag name of BrokerConfig.load, type); the options of the Typer command, same names
+OPTIONS: dict[str, tuple[str, type]] = {
+    "--data-dir": ("data_dir", Path),
+    "--port": ("port", int),
+    "--http-port": ("http_port", int),
+    "--bind": ("bind", str),
+    "--config": ("config", Path),
+    "--tls-port": ("broker_service_port_tls", int),
+    "--https-port": ("web_service_port_tls", int),
+    "--fsync": ("fsync", str),
+    "--log-level": ("log_level", str),
+}
 
 
 async def run_standalone(config: BrokerConfig) -> None:
@@ -41,6 +60,10 @@ async def run_standalone(config: BrokerConfig) -> None:
         ", ".join(security.provider_methods) if security.authentication_enabled else "off",
         "on" if security.authorization_enabled else "off",
     )
+    # start-up's objects (modules, the HTTP app) leave the collector's generations, so the
+    # collections traffic causes walk only what traffic allocates: shorter pauses in the tail
+    gc.collect()
+    gc.freeze()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -51,40 +74,61 @@ async def run_standalone(config: BrokerConfig) -> None:
     log.info("stopped")
 
 
-def standalone(
-    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Where data is stored [default: ./data]")] = None,
-    port: Annotated[int | None, typer.Option("--port", help="Binary protocol port [default: 6650]")] = None,
-    http_port: Annotated[int | None, typer.Option("--http-port", help="HTTP port [default: 8080]")] = None,
-    bind: Annotated[str | None, typer.Option("--bind", help="Address to bind [default: 127.0.0.1]")] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="Broker settings: TOML, or Pulsar's broker.conf / standalone.conf")
-    ] = None,
-    tls_port: Annotated[int | None, typer.Option("--tls-port", help="pulsar+ssl:// port (brokerServicePortTls)")] = None,
-    https_port: Annotated[int | None, typer.Option("--https-port", help="HTTPS port (webServicePortTls)")] = None,
-    fsync: Annotated[str | None, typer.Option("--fsync", help="'always' (default) or 'never'")] = None,
-    log_level: Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING [default: INFO]")] = None,
-) -> None:
-    """Run a standalone broker with local storage until SIGTERM or Ctrl-C."""
-    flags = {
-        "data_dir": data_dir,
-        "port": port,
-        "http_port": http_port,
-        "bind": bind,
-        "fsync": fsync,
-        "log_level": log_level,
-        "broker_service_port_tls": tls_port,
-        "web_service_port_tls": https_port,
-    }
+def parse_flags(args: list[str]) -> dict[str, object] | None:
+    """The flags of a plain ``--option value`` / ``--option=value`` command line, None for anything else."""
+    flags: dict[str, object] = {}
+    position = 0
+    while position < len(args):
+        option, has_value, value = args[position].partition("=")
+        if option not in OPTIONS:
+            return None
+        if not has_value:
+            position += 1
+            if position >= len(args):
+                return None
+            value = args[position]
+        name, kind = OPTIONS[option]
+        if not value or value.startswith("-") or (kind is int and not value.isdigit()):
+            return None
+        flags[name] = kind(value)
+        position += 1
+    return flags
+
+
+def raise_open_files_limit(cap: int = 1 << 20) -> int:
+    """Raise this process's soft limit of open files to its hard limit (at most ``cap``); the new limit.
+
+    Every loaded topic holds its open segment file: a soft limit of 1,024, common by default, would
+    refuse the thousand-and-first topic, where the hard limit allows far more.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = cap if hard == resource.RLIM_INFINITY else min(hard, cap)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            return target
+        except (ValueError, OSError):
+            return soft
+    return soft
+
+
+def start_standalone(flags: dict[str, object]) -> int:
+    """Load the settings (flags over the ``config`` file), run the broker until a signal; the exit status."""
+    flags = dict(flags)
+    config_path = flags.pop("config", None)
     try:
-        cfg = BrokerConfig.load(flags, config)
+        cfg = BrokerConfig.load(flags, config_path)  # type: ignore[arg-type]
     except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     logging.basicConfig(
         level=cfg.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    raise_open_files_limit()
     try:
         import uvloop
 
@@ -94,8 +138,9 @@ def standalone(
     try:
         runner(run_standalone(cfg))
     except (SecurityConfigError, ConfigError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
-        typer.echo(f"error: cannot start broker: {exc.strerror or exc}", err=True)
-        raise typer.Exit(1) from None
+        print(f"error: cannot start broker: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0

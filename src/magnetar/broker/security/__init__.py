@@ -7,30 +7,56 @@ The session, the HTTP app and the config use these names::
     authz = AuthorizationService(settings, tenant_info, namespace_policies)
     context = server_context(settings)                    # for the TLS listeners
 
-Nothing here imports the session, the service, topics, subscriptions or the admin layer.
+Names load on first use (PEP 562), so a broker without authentication never imports the
+providers (jwt, cryptography, bcrypt, passlib). Nothing here imports the session, the service,
+topics, subscriptions or the admin layer.
 """
 
-from magnetar.broker.security.authentication import (
-    REFRESH_AUTH_DATA,
-    AuthenticationCounters,
-    AuthenticationService,
-    AuthenticationState,
-    RefreshAction,
-)
-from magnetar.broker.security.authorization import (
-    REFUSALS,
-    AuthAction,
-    AuthorizationError,
-    AuthorizationService,
-    AuthPolicies,
-    NamespaceOperation,
-    TenantOperation,
-    TopicOperation,
-)
-from magnetar.broker.security.errors import AuthenticationError, SecurityConfigError
-from magnetar.broker.security.providers import PeerCertificate
-from magnetar.broker.security.settings import PROVIDER_CLASSES, PULSAR_SECURITY_KEYS, SecuritySettings
-from magnetar.broker.security.tls import client_context, peer_certificate, server_context
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from magnetar.broker.security.authentication import (
+        REFRESH_AUTH_DATA,
+        AuthenticationCounters,
+        AuthenticationService,
+        AuthenticationState,
+        RefreshAction,
+    )
+    from magnetar.broker.security.authorization import (
+        REFUSALS,
+        AuthAction,
+        AuthorizationError,
+        AuthorizationService,
+        AuthPolicies,
+        NamespaceOperation,
+        TenantOperation,
+        TopicOperation,
+    )
+    from magnetar.broker.security.errors import AuthenticationError, SecurityConfigError
+    from magnetar.broker.security.providers import PeerCertificate
+    from magnetar.broker.security.settings import PROVIDER_CLASSES, PULSAR_SECURITY_KEYS, SecuritySettings
+    from magnetar.broker.security.tls import client_context, peer_certificate, server_context
+
+#: public name -> the module of this package that defines it
+_MODULES = {
+    **dict.fromkeys(
+        ("REFRESH_AUTH_DATA", "AuthenticationCounters", "AuthenticationService", "AuthenticationState", "RefreshAction"),
+        "authentication",
+    ),
+    **dict.fromkeys(
+        ("REFUSALS", "AuthAction", "AuthorizationError", "AuthorizationService", "AuthPolicies",
+         "NamespaceOperation", "TenantOperation", "TopicOperation"),
+        "authorization",
+    ),
+    "AuthenticationError": "errors",
+    "SecurityConfigError": "errors",
+    "PeerCertificate": "providers",
+    **dict.fromkeys(("PROVIDER_CLASSES", "PULSAR_SECURITY_KEYS", "SecuritySettings"), "settings"),
+    **dict.fromkeys(("client_context", "peer_certificate", "server_context"), "tls"),
+}
 
 __all__ = [
     "PROVIDER_CLASSES",
@@ -56,3 +82,12 @@ __all__ = [
     "peer_certificate",
     "server_context",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

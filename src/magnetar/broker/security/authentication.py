@@ -26,15 +26,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from magnetar.broker.security.errors import AuthenticationError
-from magnetar.broker.security.providers import (
-    AuthenticationProvider,
-    Identity,
-    PeerCertificate,
-    build_provider,
-)
 from magnetar.broker.security.settings import SecuritySettings
+
+if TYPE_CHECKING:
+    from magnetar.broker.security.providers import AuthenticationProvider, Identity, PeerCertificate
 
 log = logging.getLogger("magnetar.security")
 
@@ -122,6 +120,9 @@ class AuthenticationService:
 
         ``clock`` is the time tokens are checked against (tests pass their own).
         """
+        # jwt, cryptography, bcrypt: imported only by a broker with authentication on
+        from magnetar.broker.security.providers import build_provider
+
         providers: dict[str, AuthenticationProvider] = {}
         if settings.authentication_enabled:
             for method in settings.provider_methods:

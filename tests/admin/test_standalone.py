@@ -1,0 +1,164 @@
+"""The standalone broker's start-up order: the binary port answers while the HTTP app is still being
+built, and nothing is served unauthenticated because of it."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+import magnetar.admin.standalone as standalone_module
+from magnetar.admin.standalone import StandaloneServer
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.security import SecuritySettings
+from magnetar.broker.security.tokens import generate_secret_key
+from magnetar.protocol import CommandType, decode_frame_body, encode_command
+from magnetar.protocol.schema import BaseCommand
+from magnetar.testing import free_port
+
+
+def connect_command(token: bytes | None = None) -> bytes:
+    """A CONNECT frame, with a token when given."""
+    command = BaseCommand(type=CommandType.CONNECT)
+    command.connect.client_version = "startup-test"
+    command.connect.protocol_version = 21
+    if token is not None:
+        command.connect.auth_method_name = "token"
+        command.connect.auth_data = token
+    return encode_command(command)
+
+
+def first_answer(port: int, frame: bytes) -> BaseCommand | None:
+    """The broker's first command after ``frame``, None when it closes without one."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(frame)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+    return decode_frame_body(memoryview(data)[4 : 4 + int.from_bytes(data[:4], "big")]).command
+
+
+def http_status(port: int) -> int | None:
+    """GET /admin/v2/clusters: the status, None when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/v2/clusters", timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
+class HeldStart:
+    """A standalone server started on a loop thread whose HTTP app build waits for :meth:`release`."""
+
+    def __init__(self, config: BrokerConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.gate = threading.Event()
+        real_build = standalone_module.build_http_app
+
+        def held_build(service):  # noqa: ANN001, ANN202 - the real signature
+            assert self.gate.wait(30)
+            return real_build(service)
+
+        monkeypatch.setattr(standalone_module, "build_http_app", held_build)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server = StandaloneServer(config)
+        self.started: Future = asyncio.run_coroutine_threadsafe(self.server.start(), self.loop)
+
+    def wait_for_binary(self, port: int) -> None:
+        """Until the binary port accepts connections."""
+        for _ in range(1000):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                threading.Event().wait(0.01)
+        raise TimeoutError(f"port {port} never opened")
+
+    def release(self) -> None:
+        """Let the HTTP app build, and wait until start() returns."""
+        self.gate.set()
+        self.started.result(60)
+
+    def stop(self) -> None:
+        """Stop the server and its loop."""
+        self.gate.set()
+        self.started.result(60)
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[HeldStart, BrokerConfig]]:
+    config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port(), fsync="never")
+    start = HeldStart(config, monkeypatch)
+    yield start, config
+    start.stop()
+
+
+def test_binary_port_answers_before_the_http_app_is_built(held: tuple[HeldStart, BrokerConfig]) -> None:
+    start, config = held
+    start.wait_for_binary(config.port)
+    answer = first_answer(config.port, connect_command())
+    assert answer is not None and answer.type == CommandType.CONNECTED
+    assert http_status(config.http_port) is None  # bound, not served yet
+    assert not start.started.done()
+    start.release()
+    assert http_status(config.http_port) == 200
+
+
+def test_authentication_is_enforced_before_the_http_app_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "secret.key").write_bytes(generate_secret_key())
+    settings = SecuritySettings(
+        authentication_enabled=True,
+        authentication_providers=("org.apache.pulsar.broker.authentication.AuthenticationProviderToken",),
+        token_secret_key=f"file://{tmp_path / 'secret.key'}",
+    )
+    config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port(), fsync="never",
+                          security=settings)
+    start = HeldStart(config, monkeypatch)
+    try:
+        start.wait_for_binary(config.port)
+        for frame in (connect_command(), connect_command(b"not-a-token")):
+            answer = first_answer(config.port, frame)
+            assert answer is None or answer.type == CommandType.ERROR
+        assert not start.started.done()
+        start.release()
+        assert http_status(config.http_port) == 401
+    finally:
+        start.stop()
+
+
+def test_a_busy_http_port_fails_before_the_binary_port_listens(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=busy.getsockname()[1],
+                              fsync="never")
+        server = StandaloneServer(config)
+
+        async def run() -> None:
+            try:
+                with pytest.raises(OSError):
+                    await server.start()
+                with pytest.raises(OSError):
+                    socket.create_connection(("127.0.0.1", config.port), timeout=1).close()
+            finally:
+                await server.broker.service.stop()
+
+        asyncio.run(run())

@@ -3,17 +3,28 @@
 Acknowledged entries are collected and sent every ``ack_group_time_ms`` (at once when it is 0),
 up to 1000 ids per ACK frame, the cumulative position in its own frame. A batched message is
 acknowledged by entry once every message of its batch is, or (``batch_index_ack_enabled``) by
-batch index with an ack set. Nothing is sent while the consumer is not connected: what is
-pending waits for the next connection.
+batch index with an ack set.
+
+As the Java client's ``PersistentAcknowledgmentsGroupingTracker``: nothing is sent while the
+consumer is not connected, and what is pending is kept (not dropped) and sent as soon as the
+consumer is subscribed again, before its first FLOW; messages that arrive (redelivered) while
+their acknowledgement is pending, or at or before the last cumulative acknowledgement, are
+duplicates the consumer drops (``isDuplicate``), batch indexes included.
+
+Beyond the Java client: the acknowledgements sent within ``RESEND_WINDOW`` seconds before a
+connection is lost are sent again with those, since a broker that crashed may have received them
+without persisting them yet (acknowledging twice is harmless).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from magnetar.client.message import MessageId
+from magnetar.client.message import Message, MessageId, _signed
 from magnetar.protocol.enums import AckType
 from magnetar.protocol.schema import MessageIdData
 
@@ -21,6 +32,10 @@ EntryKey = tuple[int, int]
 _U64 = (1 << 64) - 1
 #: ids per ACK frame
 _IDS_PER_FRAME = 1000
+#: seconds: acknowledgements sent this long before a connection is lost are sent again on the next
+RESEND_WINDOW = 2.0
+#: at most this many recently sent ids are kept for that
+_RESEND_MAX_IDS = 20_000
 
 
 class AckGroupingTracker:
@@ -51,11 +66,22 @@ class AckGroupingTracker:
         self.batch_remaining: dict[EntryKey, set[int]] = {}
         self._individual: dict[EntryKey, MessageIdData] = {}
         self._cumulative: MessageIdData | None = None
+        #: the highest entry acknowledged cumulatively (sent or not), until a seek
+        self._last_cumulative: EntryKey | None = None
         self._timer: asyncio.TimerHandle | None = None
+        #: ACK frames sent lately: (monotonic time, ack type, ids), oldest first
+        self._recent: deque[tuple[float, AckType, list[MessageIdData]]] = deque()
+        self._recent_ids = 0
+        #: when the connection was lost (None while connected)
+        self._lost_at: float | None = None
 
     def has_pending(self) -> bool:
         """Whether acknowledgements wait to be sent."""
         return bool(self._individual) or self._cumulative is not None
+
+    def pending_count(self) -> int:
+        """Entries whose acknowledgement waits to be sent (the cumulative one counts as one)."""
+        return len(self._individual) + (self._cumulative is not None)
 
     def track_batch(self, key: EntryKey, indexes: set[int]) -> None:
         """A batch entry was delivered with these messages (kept if already known)."""
@@ -69,12 +95,45 @@ class AckGroupingTracker:
         """Forget everything pending (a seek)."""
         self._individual.clear()
         self._cumulative = None
+        self._last_cumulative = None
         self.batch_remaining.clear()
+        self._recent.clear()
+        self._recent_ids = 0
+        self._lost_at = None
+
+    def connection_lost(self) -> None:
+        """The consumer lost its connection: what it sent shortly before goes again on the next."""
+        if self._lost_at is None:
+            self._lost_at = time.monotonic()
 
     def cancel(self) -> None:
         """Stop the flush timer (closing)."""
         if self._timer is not None:
             self._timer.cancel()
+            self._timer = None
+
+    # -- duplicates ------------------------------------------------------------------------------
+    def is_duplicate(self, key: EntryKey) -> bool:
+        """Whether an entry arriving (again) is acknowledged already as a whole: its
+        acknowledgement waits to be sent, or a cumulative one covers it."""
+        data = self._individual.get(key)
+        if data is not None and not data.ack_set:
+            return True
+        last = self._last_cumulative
+        return last is not None and key <= last
+
+    def not_acknowledged(self, key: EntryKey, messages: list[Message]) -> list[Message]:
+        """The messages of a batch entry to hand out: with batch index acks, those whose index
+        acknowledgement is not pending; without, all of them, as the Java client (the batch is
+        tracked from its first arrival: the entry is acknowledged once each index was)."""
+        if not self.batch_index_acks:
+            self.batch_remaining.setdefault(key, {m._id.batch_index for m in messages})
+            return messages
+        data = self._individual.get(key)
+        if data is None:
+            return messages
+        unacked = _words_to_mask(data.ack_set)
+        return [m for m in messages if unacked >> m._id.batch_index & 1]
 
     # -- acknowledging ---------------------------------------------------------------------------
     def acknowledge(self, mid: MessageId) -> None:
@@ -134,11 +193,10 @@ class AckGroupingTracker:
                 return
         else:
             self.batch_remaining.pop((mid.ledger_id, mid.entry_id), None)
-        data = MessageIdData(ledger_id=mid.ledger_id & _U64, entry_id=entry_id & _U64)
-        current = self._cumulative
-        if current is None or (current.ledger_id, current.entry_id) < (data.ledger_id, data.entry_id):
-            self._cumulative = data
         upto = (mid.ledger_id, entry_id)
+        if self._last_cumulative is None or self._last_cumulative < upto:
+            self._last_cumulative = upto
+            self._cumulative = MessageIdData(ledger_id=mid.ledger_id & _U64, entry_id=entry_id & _U64)
         for key in [k for k in self.batch_remaining if k <= upto]:
             del self.batch_remaining[key]
         self._acked_through(upto)
@@ -155,17 +213,49 @@ class AckGroupingTracker:
 
     def flush(self) -> None:
         """Send what is pending now (kept for later when not connected)."""
-        self._timer = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if not self._connected():
             return
+        if self._lost_at is not None:
+            self._requeue_recent()
         if self._cumulative is not None:
-            self._send([self._cumulative], AckType.Cumulative)
+            self._send_frame([self._cumulative], AckType.Cumulative)
             self._cumulative = None
         if self._individual:
             ids = list(self._individual.values())
             self._individual.clear()
             for i in range(0, len(ids), _IDS_PER_FRAME):
-                self._send(ids[i : i + _IDS_PER_FRAME], AckType.Individual)
+                self._send_frame(ids[i : i + _IDS_PER_FRAME], AckType.Individual)
+
+    def _send_frame(self, ids: list[MessageIdData], ack_type: AckType) -> None:
+        self._send(ids, ack_type)
+        now = time.monotonic()
+        recent = self._recent
+        recent.append((now, ack_type, ids))
+        self._recent_ids += len(ids)
+        while recent and (recent[0][0] < now - RESEND_WINDOW or self._recent_ids > _RESEND_MAX_IDS):
+            self._recent_ids -= len(recent.popleft()[2])
+
+    def _requeue_recent(self) -> None:
+        """Make the acknowledgements sent within RESEND_WINDOW before the connection loss pending
+        again (newer pending ones of the same entries win: an ack set only loses bits)."""
+        assert self._lost_at is not None
+        since = self._lost_at - RESEND_WINDOW
+        self._lost_at = None
+        for sent_at, ack_type, ids in self._recent:
+            if sent_at < since:
+                continue
+            if ack_type == AckType.Cumulative:
+                current = self._cumulative
+                if current is None or (current.ledger_id, current.entry_id) < (ids[0].ledger_id, ids[0].entry_id):
+                    self._cumulative = ids[0]
+                continue
+            for data in ids:
+                self._individual.setdefault((_signed(data.ledger_id), _signed(data.entry_id)), data)
+        self._recent.clear()
+        self._recent_ids = 0
 
 
 def _mask_to_words(mask: int) -> list[int]:

@@ -84,11 +84,10 @@ class Consumer(ConnectionHandler, ReceiverBase):
         self._timers = RedeliveryTimers(
             config, f"consumer {self.name} on {topic}", self._redeliver_entries, self._chunks_expire
         )
-        self._nacks = self._timers.nacks
         self._unacked = self._timers.unacked
         self._acks = AckGroupingTracker(
             config.ack_group_time_ms, config.batch_index_ack_enabled, self._ack_ids, self._can_send, self._untrack,
-            self._acked_through,
+            self._timers.forget_through,
         )
         #: the batch indexes not acknowledged yet of each batch entry (the tracker's, read here on hot paths)
         self._batch_acks = self._acks.batch_remaining
@@ -166,14 +165,15 @@ class Consumer(ConnectionHandler, ReceiverBase):
         self.conn = conn
         self._queue.clear()
         self._permits_to_grant = 0
+        # acknowledgements kept across a reconnection go before the first FLOW: the broker must
+        # not send again what the application acknowledged while the consumer was away
+        self._acks.flush()
         queue_size = self.config.receiver_queue_size
         if queue_size > 0:
             self._send_flow(queue_size)
         elif self._waiters or (self._listener is not None and not self._paused):
             self._send_flow(1)
         self._connected_event.set()
-        if self._acks.has_pending():
-            self._acks.schedule_flush()
 
     def _resubscribe_start(self) -> MessageId | None:
         """Where a (re)subscribing reader starts: after what the application has seen.
@@ -190,12 +190,13 @@ class Consumer(ConnectionHandler, ReceiverBase):
 
     def _reconnect_scheduled(self) -> None:
         self._connected_event.clear()
+        self._acks.connection_lost()
 
     def _before_reconnect_attempt(self) -> None:
         if self.durable:
-            # the broker redelivers everything unacknowledged to the new subscription
+            # the broker redelivers everything unacknowledged to the new subscription (the
+            # batches' acknowledged messages stay known: they are not handed out again)
             self._queue.clear()
-            self._acks.clear_batches()
             self._timers.clear()
             self._possible_dlq.clear()
         self._chunks.clear()
@@ -261,7 +262,6 @@ class Consumer(ConnectionHandler, ReceiverBase):
             self._ack_ids([MessageIdData(ledger_id=mid.ledger_id, entry_id=mid.entry_id)], AckType.Individual)
             return
         if not messages:
-            self._consumed(1)
             return
         dlq = self.dead_letter
         if dlq is not None and command.redelivery_count >= dlq.max_redeliver_count:
@@ -279,17 +279,23 @@ class Consumer(ConnectionHandler, ReceiverBase):
             self._deliver(messages)
 
     def _open(self, command: Any, entry: bytes) -> list[Message]:
-        """The messages of an entry still to deliver (none while a chunked message is incomplete)."""
+        """The messages of an entry still to deliver (none while a chunked message is incomplete);
+        the permits of what is not delivered are given back."""
         meta_view, payload_view = split_entry(entry)
         meta = MessageMetadata.FromString(meta_view)
         mid = command.message_id
         ledger_id, entry_id = mid.ledger_id, mid.entry_id
+        key = (_signed(ledger_id), _signed(entry_id))
+        if self._acks.is_duplicate(key):
+            self._consumed(meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1)
+            return []
         payload = bytes(payload_view)
         chunk_ids = None
         if meta.num_chunks_from_msg > 1:
-            whole = self._chunks.add(meta, payload, (_signed(ledger_id), _signed(entry_id)), meta.publish_time)
+            whole = self._chunks.add(meta, payload, key, meta.publish_time)
             self._chunks.expire_incomplete()
             if whole is None:
+                self._consumed(1)
                 return []
             payload, chunk_ids = whole
         if meta.compression != CompressionType.NONE:
@@ -301,16 +307,16 @@ class Consumer(ConnectionHandler, ReceiverBase):
             if chunk_ids is not None:
                 msg_id._chunk_ids = chunk_ids
             if start is not None and before_start(msg_id, start, inclusive):
+                self._consumed(1)
                 return []
             msg = Message(payload, meta, None, msg_id, self.topic, command.redelivery_count, self.config.schema)
             msg._consumer = self
             return [msg]
-        key = (_signed(ledger_id), _signed(entry_id))
         out = split_batch(payload, meta, ack_set_mask(command.ack_set), key, command.redelivery_count, self, start, inclusive)
-        if out and not self._batch_index_acks:
-            self._batch_acks.setdefault(key, {m._id.batch_index for m in out})
+        if out:
+            out = self._acks.not_acknowledged(key, out)
         skipped = meta.num_messages_in_batch - len(out)
-        if skipped and out:
+        if skipped:
             self._consumed(skipped)
         return out
 
@@ -400,16 +406,9 @@ class Consumer(ConnectionHandler, ReceiverBase):
 
     def _untrack(self, key: EntryKey) -> None:
         """An entry was acknowledged: no redelivery for it."""
-        self._nacks.remove(key)
-        if self._unacked is not None:
-            self._unacked.remove(key)
+        self._timers.forget(key)
         if self._possible_dlq:
             self._possible_dlq.pop(key, None)
-
-    def _acked_through(self, upto: EntryKey) -> None:
-        self._nacks.remove_through(upto)
-        if self._unacked is not None:
-            self._unacked.remove_through(upto)
 
     def _ack_ids(self, ids: list[MessageIdData], ack_type: AckType) -> None:
         conn = self.conn
@@ -424,15 +423,9 @@ class Consumer(ConnectionHandler, ReceiverBase):
             mid, count = message.message_id(), message.redelivery_count()
         else:
             mid, count = message, 0
-        deadline = None
-        for key in mid.chunk_entries():
-            if self._unacked is not None:
-                self._unacked.remove(key)
-            # (the entry's pending batch acks stay: this message is not acknowledged, so acking
-            # the others of its batch does not acknowledge the entry before it comes back)
-            deadline = self._nacks.add(key, count)
-        if deadline is not None:
-            self._timers.arm_nack_timer()
+        # (the entry's pending batch acks stay: this message is not acknowledged, so acking the
+        # others of its batch does not acknowledge the entry before it comes back)
+        self._timers.nack(mid.chunk_entries(), count)
         return DONE
 
     def _nack_due(self) -> None:

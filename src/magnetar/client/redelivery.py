@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from magnetar.client.config import ConsumerConfig
 from magnetar.client.trackers import NegativeAckTracker, UnackedMessageTracker
@@ -55,6 +55,28 @@ class RedeliveryTimers:
         self.nacks.clear()
         if self.unacked is not None:
             self.unacked.clear()
+
+    def forget(self, key: EntryKey) -> None:
+        """An entry was acknowledged: no redelivery for it."""
+        self.nacks.remove(key)
+        if self.unacked is not None:
+            self.unacked.remove(key)
+
+    def forget_through(self, upto: EntryKey) -> None:
+        """Every entry up to ``upto`` was acknowledged (cumulatively)."""
+        self.nacks.remove_through(upto)
+        if self.unacked is not None:
+            self.unacked.remove_through(upto)
+
+    def nack(self, keys: Iterable[EntryKey], redelivery_count: int) -> None:
+        """Negatively acknowledged entries: redelivered after their delay, not on ack timeout."""
+        deadline = None
+        for key in keys:
+            if self.unacked is not None:
+                self.unacked.remove(key)
+            deadline = self.nacks.add(key, redelivery_count)
+        if deadline is not None:
+            self.arm_nack_timer()
 
     def arm_nack_timer(self) -> None:
         """(Re)arm the timer at the earliest negative-ack deadline."""

@@ -298,6 +298,36 @@ class Producer(ConnectionHandler):
             self._batch = Batch()
         return self._batch
 
+    def send_batch(
+        self,
+        payload: bytes,
+        count: int,
+        first_sequence_id: int,
+        last_sequence_id: int,
+        callback: Callable[[PulsarError | None, MessageId | None], None] | None,
+    ) -> None:
+        """(the client's loop) Send ``count`` messages already encoded as one batch payload as one
+        entry with these sequence ids, after whatever this producer batched message by message;
+        ``callback(error, message_id)`` runs once for the whole batch (the id of its first message).
+        For bulk writers (:mod:`magnetar.client.bulk`) that build batches column at a time."""
+        if self.closed:
+            raise AlreadyClosed(f"producer {self.name} on {self.topic} is closed")
+        if self._fenced is not None:
+            raise self._fenced
+        self._flush_batches()
+        if last_sequence_id >= self._sequence_id:
+            self._sequence_id = last_sequence_id + 1
+        self._pending_messages += count
+        meta = MessageMetadata(
+            producer_name=self.name,
+            sequence_id=first_sequence_id,
+            publish_time=int(time.time() * 1000),
+            num_messages_in_batch=count,
+        )
+        if last_sequence_id != first_sequence_id:
+            meta.highest_sequence_id = last_sequence_id
+        self._enqueue(meta, payload, count, first_sequence_id, last_sequence_id, [callback], batched=True)
+
     def _on_batch_timer(self) -> None:
         self._batch_timer = None
         self._flush_batches()

@@ -1,9 +1,11 @@
 """Reading one range of one topic-partition into Arrow record batches (runs on executors).
 
-A task opens its own client and a non-durable reader at the range's start, takes messages from
-the reader's queue in bulk (one hop to the client's event loop per few thousand messages),
-and turns every ``ROWS_PER_BATCH`` messages into one ``pyarrow.RecordBatch`` of the query's
-schema. It stops at the message right before the range's (exclusive) end.
+A task opens its own client and an entry reader (:class:`magnetar.client.bulk.EntryReader`) at
+the range's start: whole entries cross from the client's loop, a few thousand messages per hop,
+with no object per message. Entries are cut at the range's (exclusive) end, and about every
+``ROWS_PER_BATCH`` messages become one ``pyarrow.RecordBatch`` of the query's schema: the
+batches are split into column lists in one loop (:class:`magnetar.client.bulk.MessageColumns`)
+and every Arrow array is built from a list, or repeated from one value, in one call.
 
 Lost data is noticed where it shows: entry ids of a topic are consecutive, so the first message
 read must be in the entry the range starts at, and each new entry must follow the previous one.
@@ -18,7 +20,6 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
@@ -33,10 +34,8 @@ log = logging.getLogger("magnetar.spark")
 
 #: rows per Arrow record batch handed to Spark
 ROWS_PER_BATCH = 10_000
-#: messages taken from the reader's queue per hop to the client's loop
+#: messages (in whole entries) taken from the reader's queue per hop to the client's loop
 FETCH_MESSAGES = 5_000
-#: (ledger, entry) of a message id
-_ENTRY = attrgetter("ledger_id", "entry_id")
 #: receiver queue of the readers (unless pulsar.reader.receiverQueueSize says otherwise)
 RECEIVER_QUEUE = 10_000
 
@@ -137,20 +136,19 @@ def _id_suffix(batch: int, batch_size: int) -> bytes:
     return out
 
 
-async def _fetch(consumer: Any, n: int, timeout_ms: int) -> list[Any]:
-    """Up to ``n`` queued messages (waiting up to ``timeout_ms`` for the first)."""
-    msgs = consumer.receive_nowait(n)
-    if not msgs:
-        first = await consumer.receive(timeout_ms)
-        msgs = [first, *consumer.receive_nowait(n - 1)]
+async def _fetch(reader: Any, n: int, timeout_ms: int) -> list[Any]:
+    """Entries holding up to ``n`` messages (waiting up to ``timeout_ms`` for the first)."""
+    entries = reader.take(n)
+    if not entries:
+        entries = await reader.receive(n, timeout_ms)
     # a reader acknowledges what it read, as the Java client's readers do: the broker counts
     # unacknowledged messages of every consumer (readers included) against its limits
-    consumer.acknowledge_cumulative(msgs[-1])
-    return msgs
+    reader.acknowledge_cumulative(entries[-1])
+    return entries
 
 
 class _Batcher:
-    """Builds the Arrow record batches of one topic-partition."""
+    """Builds the Arrow record batches of one topic-partition from whole entries."""
 
     def __init__(self, plan: ReadPlan, topic: str, partition: int, fetch_schema: Any) -> None:
         import pyarrow as pa
@@ -169,83 +167,85 @@ class _Batcher:
         self.partition = partition
         self.ts_type = self.arrow_schema.field("__publishTime").type
         self.map_type = self.arrow_schema.field("__messageProperties").type
+        self.topic_value = pa.scalar(topic, pa.string())
+        self.partition_value = pa.scalar(partition, pa.int32())
 
-    def build(self, msgs: list[Any], mids: list[Any]) -> Any:
-        """One record batch of these messages (``mids``: their message ids)."""
+    def build(self, entries: list[Any]) -> Any:
+        """One record batch of the messages of these entries (:class:`magnetar.client.bulk.Entry`)."""
+        from magnetar.client.bulk import MessageColumns
+
         pa = self.pa
         import pyarrow.compute as pc
 
-        n = len(msgs)
+        cols = MessageColumns()
+        ids: list[bytes] = []
+        publish_ms: list[int] = []
+        versions: list[bytes] | None = [] if self.with_versions else None
+        starts: list[tuple[int, Any]] = []
         partition = self.partition
-        topic = self.topic
-        payloads = [m.data() for m in msgs]
-        # a null value (tombstone) has an empty payload: ask only those
-        for i in [i for i, p in enumerate(payloads) if not p]:
-            if msgs[i].is_null_value():
-                payloads[i] = None
-        versions = [m.schema_version() for m in msgs] if self.with_versions else None
-
-        def where(i: int) -> str:
-            mid = mids[i]
-            return f"message {mid.ledger_id}:{mid.entry_id}:{mid.batch_index} of {topic}"
-
-        value_cols = self.decoder.columns(payloads, versions, where)
-        keys = [m.partition_key() for m in msgs]
-        for i in [i for i, k in enumerate(keys) if not k]:
-            if not msgs[i].has_key():
-                keys[i] = None
-        ids = []
-        publish_ms = []
-        ledger = entry = None
-        prefix = b""
-        table: list[bytes] = [b""]
-        published = 0
-        for m, mid in zip(msgs, mids, strict=True):
-            if mid.entry_id != entry or mid.ledger_id != ledger:
-                ledger, entry = mid.ledger_id, mid.entry_id
-                prefix = _id_prefix(ledger, entry, partition)
-                table = _suffix_table(mid.batch_size) if mid.batch_index >= 0 else [_id_suffix(-1, mid.batch_size)]
-                # the publish time is the entry's (MessageMetadata): the same for a whole batch
-                published = m.publish_timestamp()
-            ids.append(prefix + table[mid.batch_index])
-            publish_ms.append(published)
-        publish = pa.array(publish_ms, pa.int64())
-        event = pa.array([m.event_timestamp() for m in msgs], pa.int64())
+        for entry in entries:
+            row = len(cols)
+            added = cols.add(entry)
+            if not added:
+                continue
+            starts.append((row, entry))
+            prefix = _id_prefix(entry.ledger_id, entry.entry_id, partition)
+            if entry.batched:
+                table = _suffix_table(entry.count)
+                if added == entry.count:
+                    ids.extend([prefix + suffix for suffix in table])
+                else:
+                    ids.extend([prefix + table[i] for i in cols.batch_indexes[row:]])
+            else:
+                ids.append(prefix)
+            publish_ms.extend([entry.meta.publish_time] * added)
+            if versions is not None:
+                versions.extend([entry.meta.schema_version] * added)
+        n = len(cols)
+        value_cols = self.decoder.columns(cols.payloads, versions, lambda i: self._where(starts, cols, i))
+        event = pa.array(cols.event_times, pa.int64())
         event = pc.if_else(pc.equal(event, 0), pa.scalar(None, pa.int64()), event)
-        props = [m.properties() for m in msgs]
-        if any(props):
-            offsets = [0]
-            prop_keys: list[str] = []
-            prop_values: list[str] = []
+        ts = self.ts_type
+        columns = [
+            *value_cols,
+            pa.array(cols.keys, pa.string()),
+            pa.repeat(self.topic_value, n),
+            pa.repeat(self.partition_value, n),
+            pa.array(ids, pa.binary()),
+            pc.multiply(pa.array(publish_ms, pa.int64()), 1000).cast(ts),
+            pc.multiply(event, 1000).cast(ts),
+            self._properties(cols.properties, n),
+        ]
+        return pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema)
+
+    def _properties(self, props: list[Any] | None, n: int) -> Any:
+        """The map column: empty maps unless some message has properties."""
+        pa = self.pa
+        prop_keys: list[str] = []
+        prop_values: list[str] = []
+        if props is None:
+            offsets = pa.array([0] * (n + 1), pa.int32())
+        else:
+            counts = [0]
             for p in props:
                 if p:
                     prop_keys.extend(p.keys())
                     prop_values.extend(p.values())
-                offsets.append(len(prop_keys))
-            offsets_arr = pa.array(offsets, pa.int32())
-        else:
-            offsets_arr = pa.array([0] * (n + 1), pa.int32())
-            prop_keys, prop_values = [], []
-        props_arr = pa.MapArray.from_arrays(offsets_arr, pa.array(prop_keys, pa.string()), pa.array(prop_values, pa.string()))
-        if props_arr.type != self.map_type:
-            props_arr = props_arr.cast(self.map_type)
-        ts = self.ts_type
-        columns = [
-            *value_cols,
-            pa.array(keys, pa.string()),
-            pa.array([topic] * n, pa.string()),
-            pa.array([partition] * n, pa.int32()),
-            pa.array(ids, pa.binary()),
-            pc.multiply(publish, 1000).cast(ts),
-            pc.multiply(event, 1000).cast(ts),
-            props_arr,
-        ]
-        return pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema)
+                counts.append(len(prop_keys))
+            offsets = pa.array(counts, pa.int32())
+        out = pa.MapArray.from_arrays(offsets, pa.array(prop_keys, pa.string()), pa.array(prop_values, pa.string()))
+        return out if out.type == self.map_type else out.cast(self.map_type)
+
+    def _where(self, starts: list[tuple[int, Any]], cols: Any, i: int) -> str:
+        """Which message row ``i`` is (for errors)."""
+        entry = next(e for row, e in reversed(starts) if row <= i)
+        return f"message {entry.ledger_id}:{entry.entry_id}:{cols.batch_indexes[i]} of {self.topic}"
 
 
 def read_range(plan: ReadPlan, part: PulsarPartition) -> Iterator[Any]:
     """The Arrow record batches of the messages in ``[part.start, part.end)``."""
     from magnetar.client import MessageId, Timeout
+    from magnetar.client.bulk import open_entry_reader
     from magnetar.protocol.topic_name import TopicName
 
     start = parse(part.start)
@@ -254,6 +254,7 @@ def read_range(plan: ReadPlan, part: PulsarPartition) -> Iterator[Any]:
         return
     topic = part.topic
     client = plan.settings.make()
+    reader: Any = None
     try:
         core = client.async_client
         loop = client.loop
@@ -273,82 +274,79 @@ def read_range(plan: ReadPlan, part: PulsarPartition) -> Iterator[Any]:
         if plan.prefix:
             kwargs.setdefault("subscription_role_prefix", plan.prefix)
         start_id = MessageId.earliest if start.is_earliest else MessageId(start.ledger, start.entry, start.batch)
-        reader = run(core.create_reader(topic, start_id, start_message_id_inclusive=True, **kwargs))
-        consumer = reader.consumer
-        fetch_n = FETCH_MESSAGES
-        end_key = (end.ledger, end.entry, end.batch)
+        reader = run(open_entry_reader(core, topic, start_id, inclusive=True, **kwargs))
         # the entry the next new entry must be (None: no check)
         expect: tuple[int, int] | None = (start.ledger, start.entry) if part.check_loss and not start.is_earliest else None
         pending: list[Any] = []
-        pending_ids: list[Any] = []
+        pending_rows = 0
         last_seen: Any = None
         done = False
         wait_ms = plan.poll_timeout_ms
         while not done:
             try:
-                msgs = run(_fetch(consumer, fetch_n, wait_ms), wait_ms / 1000 + op_timeout + 10)
+                entries = run(_fetch(reader, FETCH_MESSAGES, wait_ms), wait_ms / 1000 + op_timeout + 10)
             except Timeout:
                 where = f"after {last_seen}" if last_seen is not None else f"from {start}"
                 raise PulsarReadError(
                     f"no message from {topic} within pollTimeoutMs={wait_ms} ms while reading {where} up to {end}"
                 ) from None
-            mids = [m.message_id() for m in msgs]
-            cut, done = _cut_at_end(mids, end_key)
+            cut, done = _cut_at_end(entries, end)
             if expect is not None:
                 # every new entry must follow the previous one (the first: the range's start)
-                expect = _check_continuity(plan, topic, mids[: max(cut, 1)], expect, end)
+                expect = _check_continuity(plan, topic, entries[: max(cut, 1)], expect, end)
             if cut:
-                pending.extend(msgs[:cut])
-                pending_ids.extend(mids[:cut])
-                last_seen = mids[cut - 1]
-            if len(pending) >= ROWS_PER_BATCH or (done and pending):
-                for i in range(0, len(pending), ROWS_PER_BATCH):
-                    yield batcher.build(pending[i : i + ROWS_PER_BATCH], pending_ids[i : i + ROWS_PER_BATCH])
+                pending.extend(entries[:cut])
+                pending_rows += sum(e.stop - e.first for e in entries[:cut])
+                last = entries[cut - 1]
+                last_seen = f"{last.ledger_id}:{last.entry_id}"
+            if pending_rows >= ROWS_PER_BATCH or (done and pending):
+                batch = batcher.build(pending)
                 pending = []
-                pending_ids = []
+                pending_rows = 0
+                if batch.num_rows:  # (entries whose messages were all compacted out or acknowledged)
+                    yield batch
     finally:
-        client.close()
+        try:
+            if reader is not None:
+                run(reader.close())
+        finally:
+            client.close()
 
 
-def _cut_at_end(mids: list[Any], end_key: tuple[int, int, int]) -> tuple[int, bool]:
-    """(how many of these messages are before the range's end, whether the end is reached)."""
-    last = mids[-1]
-    if (last.ledger_id, last.entry_id, last.batch_index) < end_key and _after(last) < end_key:
-        return len(mids), False
-    for i, mid in enumerate(mids):
-        if (mid.ledger_id, mid.entry_id, mid.batch_index) >= end_key:
-            return i, True
-        if _after(mid) >= end_key:
-            return i + 1, True
-    return len(mids), True
+def _cut_at_end(entries: list[Any], end: Position) -> tuple[int, bool]:
+    """(how many of these entries hold messages before the range's end, whether the end is reached).
+
+    The entry at the end position is cut there (its ``stop``); reaching the end also means the
+    next message after the last entry is at or past it.
+    """
+    end_entry = (end.ledger, end.entry)
+    for i, entry in enumerate(entries):
+        key = (entry.ledger_id, entry.entry_id)
+        if key < end_entry:
+            continue
+        if key == end_entry and end.batch >= 0 and entry.batched:
+            entry.stop = min(entry.stop, end.batch)
+            return (i + 1, True) if entry.stop > entry.first else (i, True)
+        return i, True
+    last = entries[-1]
+    return len(entries), (last.ledger_id, last.entry_id + 1, -1) >= tuple(end)
 
 
 def _check_continuity(plan: ReadPlan, topic: str, seen: list[Any], expect: tuple[int, int], end: Position) -> tuple[int, int]:
-    """Check that the entries of ``seen`` follow ``expect`` with none missing; the next expected entry."""
-    entries = [mid.entry_id for mid in seen]
-    first_id, last_id = seen[0], seen[-1]
-    if (first_id.ledger_id == last_id.ledger_id == expect[0] and entries[0] <= expect[1]
-            and entries[-1] - entries[0] + 1 == len(set(entries))):
+    """Check that the entries ``seen`` follow ``expect`` with none missing; the next expected entry."""
+    first, last = seen[0], seen[-1]
+    if (first.ledger_id == last.ledger_id == expect[0] and first.entry_id <= expect[1]
+            and last.entry_id - first.entry_id + 1 == len(seen) and not first.chunk_ids):
         # one ledger, no entry missing (the common case, checked without a loop)
-        return (expect[0], max(expect[1], entries[-1] + 1))
-    for ledger, entry in sorted({(mid.ledger_id, mid.entry_id) for mid in seen}):
-        if (ledger, entry) < expect:
+        return (expect[0], max(expect[1], last.entry_id + 1))
+    for entry in seen:
+        key = (entry.ledger_id, entry.entry_id)
+        if key < expect:
             continue
-        if (ledger, entry) > expect:
-            mid = next(x for x in seen if (x.ledger_id, x.entry_id) == (ledger, entry))
-            first = mid.first_chunk_message_id() if mid.is_chunked() else mid
-            if (first.ledger_id, first.entry_id) > expect:
-                _lost(plan, topic, expect, (first.ledger_id, first.entry_id), end)
-        expect = (ledger, entry + 1)
+        if key > expect and entry.first_entry() > expect:
+            _lost(plan, topic, expect, entry.first_entry(), end)
+        expect = (entry.ledger_id, entry.entry_id + 1)
     return expect
-
-
-def _after(mid: Any) -> tuple[int, int, int]:
-    """The position right after a message, as a tuple."""
-    batch = mid.batch_index
-    if batch >= 0 and batch + 1 < mid.batch_size:
-        return (mid.ledger_id, mid.entry_id, batch + 1)
-    return (mid.ledger_id, mid.entry_id + 1, -1)
 
 
 def _lost(plan: ReadPlan, topic: str, expect: tuple[int, int], here: tuple[int, int], end: Position) -> None:

@@ -14,6 +14,12 @@ counts; a topic with deduplication enabled therefore drops whatever a replayed t
 micro-batch sends again: effectively once. Rows without a key go to the partitions of a
 partitioned topic in fixed blocks of rows for the same reason (keyed rows go by the key's hash,
 as the Java client routes them).
+
+Batches are built here, not message by message in the producer: each partition's rows collect
+in an open batch that is encoded in one go (:func:`magnetar.client.bulk.encode_batch_payload`)
+and handed to the producer as one send (:func:`magnetar.client.bulk.send_batch`) once it holds
+``batchingMaxMessages`` rows or ``batchingMaxBytes`` bytes, at every ``FLUSH_ROWS`` rows and
+at the end; the cuts are the producer's own, so a replay cuts the same batches.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType, TimestampType
 
 from magnetar.protocol.enums import SchemaType
+from magnetar.spark.batching import OpenBatch, fill, partitions_of
 from magnetar.spark.options import ClientSettings, sink_options
 from magnetar.spark.schemas import (
     META_NAMES,
@@ -225,20 +232,31 @@ class _Target:
         config = dict(batching_enabled=True, batching_max_messages=1000, batching_max_publish_delay_ms=3_600_000)
         config.update(plan.producer)
         config["max_pending_messages"] = 0
-        self.block = config["batching_max_messages"] if config.get("batching_enabled", True) else 1
+        self.batching = bool(config.get("batching_enabled", True))
+        self.block = config["batching_max_messages"] if self.batching else 1
         self.producers = [
             client.create_producer(p, producer_name=writer.producer_name, schema=schema, **config) for p in partitions
         ]
+        self.max_bytes = self.producers[0].core.config.batching_max_allowed_size_in_bytes
+        #: the rows of each producer not handed over yet
+        self.open = [OpenBatch() for _ in self.producers]
+        self._partition_of: dict[str, int] = {}
 
-    def producer_for(self, key: str | None, row: int) -> Any:
-        producers = self.producers
-        if len(producers) == 1:
-            return producers[0]
-        from magnetar.client import partition_for_key
+    def index_for(self, key: str | None, row: int) -> int:
+        """The producer (index) of a row: by the key's hash, or by blocks of rows without a key."""
+        n = len(self.producers)
+        if n == 1:
+            return 0
+        if not key:
+            return (row // self.block) % n
+        index = self._partition_of.get(key)
+        if index is None:
+            from magnetar.client import partition_for_key
 
-        if key:
-            return producers[partition_for_key(key, len(producers))]
-        return producers[(row // self.block) % len(producers)]
+            index = partition_for_key(key, n)
+            if len(self._partition_of) < 100_000:
+                self._partition_of[key] = index
+        return index
 
 
 def _json_encoder(convs: list[tuple[str, Any]]) -> Any:
@@ -267,7 +285,7 @@ def _avro_encoder(codec: Any, avro: dict, convs: list[tuple[str, Any]]) -> Any:
 
 
 class _TaskWriter:
-    """One task's writing: producers, sequence ids, receipts."""
+    """One task's writing: producers, sequence ids, batches, receipts."""
 
     def __init__(self, plan: WritePlan) -> None:
         import asyncio
@@ -306,16 +324,58 @@ class _TaskWriter:
             t = self.targets[topic] = _Target(self, topic)
         return t
 
-    def callback(self, error: Exception | None, msg_id: Any) -> None:
+    def callback(self, error: Exception | None, msg_id: Any, count: int = 1) -> None:
+        """(client's loop) ``count`` messages sent together got their receipt, or failed."""
         with self._lock:
             if error is not None:
                 self.errors.append(error)
             else:
-                self.done += 1
+                self.done += count
                 if msg_id is not None and msg_id.ledger_id < 0:
-                    self.duplicates += 1
+                    self.duplicates += count
+
+    def _batch_callback(self, count: int) -> Any:
+        callback = self.callback
+        return lambda error, msg_id: callback(error, msg_id, count)
+
+    def hand_over(self, target: _Target, index: int) -> None:
+        """Send the open batch of one producer (one hop to the client's loop)."""
+        batch = target.open[index]
+        count = len(batch.values)
+        if not count:
+            return
+        target.open[index] = OpenBatch()
+        keys = batch.keys if any(k is not None for k in batch.keys) else None
+        props = batch.props if any(batch.props) else None
+        events = batch.events if any(batch.events) else None
+        from magnetar.client.bulk import encode_batch_payload
+
+        payload = encode_batch_payload(batch.values, keys, props, events)
+        core = target.producers[index].core
+        done = self._batch_callback(count)
+        self.client.loop.call_soon_threadsafe(self._send_batch, core, payload, count, batch.first_seq, batch.last_seq, done)
+
+    @staticmethod
+    def _send_batch(core: Any, payload: bytes, count: int, first: int, last: int, done: Any) -> None:
+        from magnetar.client.bulk import send_batch
+
+        try:
+            send_batch(core, payload, count, first, last, done)
+        except Exception as exc:  # refused before it was queued (closed, fenced)
+            done(exc, None)
+
+    @staticmethod
+    def _send_single(core: Any, content: bytes | None, callback: Any, options: dict[str, Any]) -> None:
+        try:
+            core.send_nowait(content, callback, **options)
+        except Exception as exc:  # refused before it was queued
+            callback(exc, None)
 
     def flush(self) -> None:
+        """Hand over every open batch and wait for all receipts."""
+        for t in self.targets.values():
+            for i in range(len(t.producers)):
+                self.hand_over(t, i)
         for t in self.targets.values():
             for p in t.producers:
                 p.flush()
@@ -323,57 +383,162 @@ class _TaskWriter:
             raise PulsarWriteError(f"writing to pulsar failed: {self.errors[0]}") from self.errors[0]
 
     def write(self, batches: Iterator[Any]) -> PulsarCommitMessage:
-        import pyarrow as pa
-
-        plan = self.plan
         row = 0
-        default_topic = plan.topic
-        callback = self.callback
         try:
             for batch in batches:
-                n = batch.num_rows
-                if n == 0:
-                    continue
-                names = batch.schema.names
-                col = {name: batch.column(i) for i, name in enumerate(names)}
-                topics = col["__topic"].to_pylist() if default_topic is None else None
-                keys = col["__key"].to_pylist() if "__key" in col else None
-                props = col["__messageProperties"].to_pylist() if "__messageProperties" in col else None
-                events = None
-                if "__eventTime" in col:
-                    events = col["__eventTime"].cast(pa.int64()).to_pylist()
-                if plan.value is not None:
-                    values = col["value"].to_pylist()
-                else:
-                    values = batch.select(plan.record_columns).to_pylist()
-                for i in range(n):
-                    topic = default_topic if topics is None else topics[i]
-                    if topic is None:
-                        raise PulsarWriteError("a row has a null __topic and the sink has no topic option")
-                    target = self.target(topic)
-                    key = keys[i] if keys is not None else None
-                    options: dict[str, Any] = {"sequence_id": self.base + row}
-                    if key is not None:
-                        options["partition_key"] = key
-                    if props is not None and props[i]:
-                        options["properties"] = dict(props[i])
-                    if events is not None and events[i] is not None:
-                        options["event_timestamp"] = events[i] // 1000
-                    value = values[i]
-                    if plan.value is not None:
-                        content = None if value is None else target.encode(value)
-                    else:
-                        content = target.encode(value)
-                    target.producer_for(key, row).send_async(content, callback, **options)
-                    row += 1
-                    if row >= SEQUENCE_STRIDE:
-                        raise PulsarWriteError(f"a task may write at most {SEQUENCE_STRIDE - 1} rows per micro-batch")
-                    if row % FLUSH_ROWS == 0:
-                        self.flush()
+                if batch.num_rows:
+                    row = self._write_rows(batch, row)
             self.flush()
         finally:
             self.client.close()
         return PulsarCommitMessage(self.partition, self.done, self.duplicates, self.producer_name)
+
+    def _columns(self, batch: Any) -> tuple[Any, ...]:
+        """(topics, keys, properties, event times in microseconds, values) of an Arrow batch as lists."""
+        import pyarrow as pa
+
+        plan = self.plan
+        col = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
+
+        def listed(name: str, arrow_type: Any = None) -> list | None:
+            column = col.get(name)
+            if column is None or column.null_count == len(column):
+                return None
+            return (column if arrow_type is None else column.cast(arrow_type)).to_pylist()
+
+        topics = col["__topic"].to_pylist() if plan.topic is None else None
+        if plan.value is not None:
+            values = col["value"].to_pylist()
+        else:
+            values = batch.select(plan.record_columns).to_pylist()
+        return topics, listed("__key"), listed("__messageProperties"), listed("__eventTime", pa.int64()), values
+
+    def _write_plain(self, batch: Any, row: int) -> int | None:
+        """The rows of an Arrow batch of plain rows (a value column, the topic option, no
+        properties or event times), routed and cut column by column; None: not plain rows."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        plan = self.plan
+        if plan.topic is None or plan.value is None:
+            return None
+        names = batch.schema.names
+        for name in ("__messageProperties", "__eventTime"):
+            if name in names and batch.column(names.index(name)).null_count < batch.num_rows:
+                return None
+        value = batch.column(names.index("value"))
+        if value.null_count:
+            return None
+        target = self.target(plan.topic)
+        if value.type != pa.binary():
+            value = value.cast(pa.binary())
+        sizes = pc.binary_length(value).to_numpy(zero_copy_only=False).astype(np.int64)
+        if not target.batching or sizes.max() >= target.max_bytes:
+            return None
+        keys = batch.column(names.index("__key")) if "__key" in names else None
+        n = batch.num_rows
+        # segments ending at the fixed flush points (every FLUSH_ROWS rows of the task)
+        lo = 0
+        while lo < n:
+            hi = min(n, lo + FLUSH_ROWS - (row + lo) % FLUSH_ROWS)
+            self._plain_segment(target, value.slice(lo, hi - lo), None if keys is None else keys.slice(lo, hi - lo),
+                                sizes[lo:hi], row + lo)
+            lo = hi
+            if (row + lo) % FLUSH_ROWS == 0:
+                self.flush()
+        return row + n
+
+    def _plain_segment(self, target: _Target, value: Any, keys: Any, sizes: Any, row: int) -> None:
+        import numpy as np
+
+        n = len(value)
+        producers = len(target.producers)
+        seqs = self.base + row + np.arange(n, dtype=np.int64)
+        if producers == 1:
+            groups = [(0, None)]
+        else:
+            parts = partitions_of(keys, n, producers, target.block, row, lambda k: target.index_for(k, 0))
+            groups = [(p, np.flatnonzero(parts == p)) for p in range(producers)]
+        for index, rows in groups:
+            if rows is not None and not len(rows):
+                continue
+            values = (value if rows is None else value.take(rows)).to_pylist()
+            if keys is None:
+                key_list: list[str | None] = [None] * len(values)
+            else:
+                key_list = (keys if rows is None else keys.take(rows)).to_pylist()
+
+            def cut(index: int = index) -> OpenBatch:
+                self.hand_over(target, index)
+                return target.open[index]
+
+            target.open[index] = fill(target.open[index], values, key_list, sizes if rows is None else sizes[rows],
+                                      seqs if rows is None else seqs[rows], target.block, target.max_bytes, cut)
+
+    def _write_rows(self, batch: Any, row: int) -> int:
+        """Collect the rows of one Arrow batch into the producers' open batches; the next row number."""
+        plan = self.plan
+        if row + batch.num_rows < SEQUENCE_STRIDE:
+            end = self._write_plain(batch, row)
+            if end is not None:
+                return end
+        topics, keys, props, events, values = self._columns(batch)
+        raw = plan.value is not None
+        topic = plan.topic
+        target = None if topic is None else self.target(topic)
+        for i in range(batch.num_rows):
+            if topics is not None:
+                topic = topics[i]
+                if topic is None:
+                    raise PulsarWriteError("a row has a null __topic and the sink has no topic option")
+                target = self.target(topic)
+            assert target is not None
+            key = keys[i] if keys is not None else None
+            value = values[i]
+            content = (None if value is None else target.encode(value)) if raw else target.encode(value)
+            prop = dict(props[i]) if props is not None and props[i] else None
+            event = events[i] // 1000 if events is not None and events[i] is not None else None
+            index = target.index_for(key, row)
+            self._add(target, index, content, key, prop, event, self.base + row)
+            row += 1
+            if row >= SEQUENCE_STRIDE:
+                raise PulsarWriteError(f"a task may write at most {SEQUENCE_STRIDE - 1} rows per micro-batch")
+            if row % FLUSH_ROWS == 0:
+                self.flush()
+        return row
+
+    def _add(self, target: _Target, index: int, content: bytes | None, key: str | None,
+             prop: dict[str, str] | None, event: int | None, sequence_id: int) -> None:
+        """One row into its producer's open batch (cut as the producer cuts its batches)."""
+        size = 0 if content is None else len(content)
+        if not target.batching or size >= target.max_bytes:
+            # sent on its own, as the producer sends it (after what it collected before, in order)
+            self.hand_over(target, index)
+            options: dict[str, Any] = {"sequence_id": sequence_id}
+            if key is not None:
+                options["partition_key"] = key
+            if prop:
+                options["properties"] = prop
+            if event is not None:
+                options["event_timestamp"] = event
+            core = target.producers[index].core
+            self.client.loop.call_soon_threadsafe(self._send_single, core, content, self.callback, options)
+            return
+        batch = target.open[index]
+        if batch.values and batch.size + size > target.max_bytes:
+            self.hand_over(target, index)
+            batch = target.open[index]
+        batch.values.append(content)
+        batch.keys.append(key)
+        batch.props.append(prop)
+        batch.events.append(event)
+        if batch.first_seq < 0:
+            batch.first_seq = sequence_id
+        batch.last_seq = sequence_id
+        batch.size += size
+        if len(batch.values) >= target.block or batch.size >= target.max_bytes:
+            self.hand_over(target, index)
 
 
 def _summary(messages: list[Any], what: str) -> None:

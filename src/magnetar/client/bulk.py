@@ -1,0 +1,527 @@
+"""Batch-level reading and writing: whole entries in, whole batches out, no Message per message.
+
+:class:`EntryReader` is a non-durable reader that hands over the entries the broker delivers
+(metadata and payload, decompressed, chunks joined) instead of one ``Message`` object per
+message: on the client's loop the work is per entry, and :class:`MessageColumns` later splits
+the batches of many entries into plain lists (payloads, keys, event times, properties), column
+by column, in one loop with no object per message. :func:`encode_batch_payload` and
+:func:`send_batch` are the writing side: a batch entry built by the caller from its rows and
+handed to a producer as one send. Bulk consumers (the Spark connector) build Arrow arrays from
+these lists in one call each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from magnetar.client.batch_messages import ack_set_mask
+from magnetar.client.chunks import ChunkAssembler, EntryKey
+from magnetar.client.errors import AlreadyClosed, PulsarError, Timeout
+from magnetar.client.handler import ClientContext, ConnectionHandler
+from magnetar.client.message import MessageId, _signed
+from magnetar.client.producer import Producer
+from magnetar.protocol import commands
+from magnetar.protocol.compression import decompress
+from magnetar.protocol.enums import AckType, CommandType, CompressionType, InitialPosition, SubType
+from magnetar.protocol.framing import ProtocolError, crc32c, split_entry
+from magnetar.protocol.schema import BaseCommand, MessageIdData, MessageMetadata, SingleMessageMetadata
+from magnetar.protocol.varint import SMALL_VARINTS, encode_varint
+
+_U32 = struct.Struct(">I")
+_U64 = (1 << 64) - 1
+#: consumer ids of entry readers: a range of their own, far above the consumers' counter
+_reader_ids = itertools.count(1 << 48)
+
+
+class Entry:
+    """One stored entry as delivered: id, metadata and payload (decompressed; chunks joined).
+
+    Its messages are the batch indexes ``first`` .. ``stop - 1`` (all of them unless the reader
+    started inside the entry, or a caller cut it at an end position) that ``mask`` leaves (None:
+    all); ``count`` is how many messages the entry holds.
+    """
+
+    __slots__ = ("ledger_id", "entry_id", "meta", "payload", "count", "batched", "first", "stop", "mask", "chunk_ids")
+
+    def __init__(self, ledger_id: int, entry_id: int, meta: MessageMetadata, payload: bytes) -> None:
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.meta = meta
+        self.payload = payload
+        self.batched = meta.HasField("num_messages_in_batch")
+        self.count = meta.num_messages_in_batch if self.batched else 1
+        self.first = 0
+        self.stop = self.count
+        self.mask: int | None = None
+        #: (ledger, entry) of every chunk of a chunked message (None otherwise)
+        self.chunk_ids: list[EntryKey] | None = None
+
+    def first_entry(self) -> EntryKey:
+        """(ledger, entry) where the entry's message starts (its first chunk's for a chunked message)."""
+        return self.chunk_ids[0] if self.chunk_ids else (self.ledger_id, self.entry_id)
+
+    def __repr__(self) -> str:
+        return f"Entry({self.ledger_id}:{self.entry_id}, {self.count} messages)"
+
+
+class EntryReader(ConnectionHandler):
+    """A non-durable, exclusive reader of one topic (or partition) handing over whole entries.
+
+    Starts at ``start`` (inclusive or not, as a reader's start id); ``receiver_queue_size``
+    counts messages, as a consumer's. Permits are granted again once half of them were taken.
+    After a reconnection it goes on after the last entry taken.
+    """
+
+    kind = "reader"
+
+    def __init__(
+        self,
+        client: ClientContext,
+        topic: str,
+        start: MessageId,
+        *,
+        inclusive: bool = True,
+        receiver_queue_size: int = 10_000,
+        reader_name: str | None = None,
+        subscription_role_prefix: str | None = None,
+        read_compacted: bool = False,
+    ) -> None:
+        super().__init__(client, topic)
+        self.consumer_id = next(_reader_ids)
+        self.name = reader_name or f"magnetar-bulk-{self.consumer_id & 0xFFFFFF}"
+        self.subscription = f"{subscription_role_prefix or 'reader'}-{time.time_ns() & 0xFFFFFFFFFF:010x}"
+        self.read_compacted = read_compacted
+        self.queue_size = max(1, receiver_queue_size)
+        self._start = start
+        # messages before (ledger, entry, batch index) ``_floor`` are skipped, and a message that
+        # is not batched in the floor's entry when the start was exclusive
+        self._skip_floor_single = not inclusive and start.batch_index >= 0
+        if start.ledger_id < 0 or start == MessageId.latest:
+            self._floor: tuple[int, int, int] | None = None
+        else:
+            index = max(start.batch_index, 0)
+            if not inclusive:
+                self._floor = (start.ledger_id, start.entry_id + 1, 0) if start.batch_index < 0 else (
+                    start.ledger_id, start.entry_id, index + 1)
+            else:
+                self._floor = (start.ledger_id, start.entry_id, index)
+        self._entries: deque[Entry] = deque()
+        self._queued_messages = 0
+        self._permits = 0
+        self._arrived: asyncio.Event | None = None
+        self._chunks = ChunkAssembler(lambda keys, ack: None, 10, False, 60_000)
+        self._last_taken: EntryKey | None = None
+        self._error: PulsarError | None = None
+        self.reached_end_of_topic = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Subscribe and grant the first permits."""
+        self._arrived = asyncio.Event()
+        await self._connect()
+
+    async def _connect(self) -> None:
+        conn = await self.client.lookup.connection_for(self.topic)
+        rid = conn.new_request_id()
+        cmd = BaseCommand(type=CommandType.SUBSCRIBE)
+        s = cmd.subscribe
+        s.topic = self.topic
+        s.subscription = self.subscription
+        s.sub_type = SubType.Exclusive
+        s.consumer_id = self.consumer_id
+        s.request_id = rid
+        s.consumer_name = self.name
+        s.durable = False
+        s.read_compacted = self.read_compacted
+        start = self._resubscribe_start()
+        s.initial_position = InitialPosition.Earliest if start == MessageId.earliest else InitialPosition.Latest
+        s.start_message_id.CopyFrom(start.to_proto())
+        conn.consumers[self.consumer_id] = self
+        try:
+            await conn.request(cmd, rid, self.client.operation_timeout)
+        except BaseException:
+            conn.consumers.pop(self.consumer_id, None)
+            raise
+        self.conn = conn
+        self._entries.clear()
+        self._queued_messages = 0
+        self._permits = 0
+        self._chunks.clear()
+        conn.send_command(commands.flow(self.consumer_id, self.queue_size))
+
+    def _resubscribe_start(self) -> MessageId:
+        """Where to (re)subscribe: the start, or the entry after the last one taken."""
+        if self._last_taken is None:
+            return self._start
+        ledger, entry = self._last_taken
+        self._floor = (ledger, entry + 1, 0)
+        self._skip_floor_single = False
+        return MessageId(ledger, entry)
+
+    async def close(self) -> None:
+        """Close on the broker; waiting receives fail."""
+        if self._closed:
+            return
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        await self._close_on_broker()
+        self._fail(AlreadyClosed(f"reader {self.name} on {self.topic} was closed"))
+
+    async def _close_on_broker(self) -> None:
+        conn = self.conn
+        if conn is not None and not conn.closed:
+            conn.consumers.pop(self.consumer_id, None)
+            rid = conn.new_request_id()
+            try:
+                await conn.request(commands.close_consumer(self.consumer_id, rid), rid, self.client.operation_timeout)
+            except PulsarError:
+                pass
+
+    def _fail(self, exc: PulsarError) -> None:
+        self._error = exc
+        if self._arrived is not None:
+            self._arrived.set()
+
+    # -- broker events ---------------------------------------------------------------------------
+    def on_message(self, command: Any, frame: Any) -> None:
+        """A MESSAGE frame: queue its entry (per entry work only)."""
+        data = frame.entry
+        if data is None:
+            return
+        mid = command.message_id
+        if frame.checksum is not None and crc32c(data) != frame.checksum:
+            self._redeliver(mid.ledger_id, mid.entry_id)
+            return
+        try:
+            entry = self._open(_signed(mid.ledger_id), _signed(mid.entry_id), data, command.ack_set)
+        except (ProtocolError, ValueError) as exc:
+            self._fail(PulsarError(f"reader on {self.topic}: cannot open entry {mid.ledger_id}:{mid.entry_id}: {exc}"))
+            return
+        if entry is None:
+            return
+        self._entries.append(entry)
+        self._queued_messages += entry.count
+        if self._arrived is not None:
+            self._arrived.set()
+
+    def _redeliver(self, ledger_id: int, entry_id: int) -> None:
+        conn = self.conn
+        if conn is not None and not conn.closed:
+            ids = [MessageIdData(ledger_id=ledger_id & _U64, entry_id=entry_id & _U64)]
+            conn.send_command(commands.redeliver_unacknowledged(self.consumer_id, ids))
+
+    def _open(self, ledger_id: int, entry_id: int, data: bytes, ack_set: Any) -> Entry | None:
+        """The entry to queue (None: nothing of it is to be read, or a chunk of an incomplete message)."""
+        meta_view, payload_view = split_entry(data)
+        meta = MessageMetadata.FromString(meta_view)
+        payload = bytes(payload_view)
+        chunk_ids = None
+        if meta.num_chunks_from_msg > 1:
+            whole = self._chunks.add(meta, payload, (ledger_id, entry_id), meta.publish_time)
+            if whole is None:
+                self._consumed(1)
+                return None
+            payload, chunk_ids = whole
+        if meta.compression != CompressionType.NONE:
+            payload = decompress(meta.compression, payload, meta.uncompressed_size, max_size=1 << 31)
+        entry = Entry(ledger_id, entry_id, meta, payload)
+        entry.chunk_ids = chunk_ids
+        entry.mask = ack_set_mask(ack_set)
+        floor = self._floor
+        if floor is not None:
+            where = entry.first_entry() if chunk_ids else (ledger_id, entry_id)
+            if where < floor[:2]:
+                self._consumed(entry.count)
+                return None
+            if where == floor[:2] and (floor[2] > 0 or not entry.batched):
+                if (self._skip_floor_single if not entry.batched else floor[2] >= entry.count):
+                    self._consumed(entry.count)
+                    return None
+                entry.first = floor[2] if entry.batched else 0
+        return entry
+
+    def on_active_change(self, active: bool) -> None:
+        """ACTIVE_CONSUMER_CHANGE: nothing to do for an exclusive reader."""
+
+    def on_reached_end_of_topic(self) -> None:
+        """The topic was terminated and read to its end."""
+        self.reached_end_of_topic = True
+
+    # -- taking entries --------------------------------------------------------------------------
+    def _consumed(self, n: int) -> None:
+        self._permits += n
+        if self._permits >= max(1, self.queue_size // 2):
+            conn = self.conn
+            if conn is not None and not conn.closed:
+                conn.send_command(commands.flow(self.consumer_id, self._permits))
+            self._permits = 0
+
+    def queued(self) -> int:
+        """Messages waiting in the queue (in whole entries)."""
+        return self._queued_messages
+
+    def take(self, max_messages: int) -> list[Entry]:
+        """Queued entries holding up to ``max_messages`` messages (at least one entry if any)."""
+        if self._error is not None:
+            raise self._error
+        entries = self._entries
+        out: list[Entry] = []
+        n = 0
+        while entries and (not out or n + entries[0].count <= max_messages):
+            entry = entries.popleft()
+            out.append(entry)
+            n += entry.count
+        if out:
+            self._queued_messages -= n
+            self._last_taken = (out[-1].ledger_id, out[-1].entry_id)
+            self._consumed(n)
+        return out
+
+    async def receive(self, max_messages: int, timeout_ms: int) -> list[Entry]:
+        """Entries holding up to ``max_messages`` messages, waiting up to ``timeout_ms`` for the first."""
+        if self._closed:
+            raise AlreadyClosed(f"reader {self.name} on {self.topic} is closed")
+        out = self.take(max_messages)
+        if out:
+            return out
+        arrived = self._arrived
+        assert arrived is not None, "start() first"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000.0
+        while True:
+            arrived.clear()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise Timeout(f"no message received from {self.topic} within {timeout_ms} ms")
+            try:
+                await asyncio.wait_for(arrived.wait(), remaining)
+            except TimeoutError:
+                raise Timeout(f"no message received from {self.topic} within {timeout_ms} ms") from None
+            out = self.take(max_messages)
+            if out:
+                return out
+            if self._closed:
+                raise AlreadyClosed(f"reader {self.name} on {self.topic} is closed")
+
+    def acknowledge_cumulative(self, entry: Entry) -> None:
+        """Acknowledge everything up to this entry (the broker counts a reader's unacknowledged messages)."""
+        conn = self.conn
+        if conn is not None and not conn.closed:
+            ids = [MessageIdData(ledger_id=entry.ledger_id & _U64, entry_id=entry.entry_id & _U64)]
+            conn.send_command(commands.ack(self.consumer_id, AckType.Cumulative, ids))
+
+
+async def open_entry_reader(client: ClientContext, topic: str, start: MessageId, **options: Any) -> EntryReader:
+    """An :class:`EntryReader` on ``topic`` (one partition or a non-partitioned topic), started.
+
+    The client does not track it: close it before the client."""
+    reader = EntryReader(client, topic, start, **options)
+    await reader.start()
+    return reader
+
+
+class MessageColumns:
+    """The messages of entries, column by column: what Arrow arrays are built from.
+
+    :meth:`add` appends the messages of one entry (those from ``entry.first`` to ``entry.stop``
+    that its ack set leaves, compacted-out ones left out) to ``payloads`` (None: a null value),
+    ``keys`` (None: no key), ``event_times`` (0: none), ``properties`` (None until a message has
+    some; then one dict or None per message) and ``batch_indexes`` (-1: not batched), and
+    returns how many it appended.
+    """
+
+    __slots__ = ("payloads", "keys", "event_times", "properties", "batch_indexes")
+
+    def __init__(self) -> None:
+        self.payloads: list[bytes | None] = []
+        self.keys: list[str | None] = []
+        self.event_times: list[int] = []
+        self.properties: list[dict[str, str] | None] | None = None
+        self.batch_indexes: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+    def _set_properties(self, row: int, props: dict[str, str]) -> None:
+        if self.properties is None:
+            self.properties = [None] * len(self.payloads)
+        self.properties[row] = props
+
+    def add(self, entry: Entry) -> int:
+        """Append the messages of ``entry``; how many were appended."""
+        if not entry.batched:
+            return self._add_single(entry)
+        return self._add_batch(entry)
+
+    def _add_single(self, entry: Entry) -> int:
+        meta = entry.meta
+        if entry.first > 0 or entry.stop < 1 or (entry.mask is not None and not entry.mask & 1):
+            return 0
+        row = len(self.payloads)
+        self.payloads.append(None if meta.null_value else entry.payload)
+        self.keys.append(meta.partition_key if meta.HasField("partition_key") else None)
+        self.event_times.append(meta.event_time)
+        self.batch_indexes.append(-1)
+        if self.properties is not None:
+            self.properties.append(None)
+        if meta.properties:
+            self._set_properties(row, {kv.key: kv.value for kv in meta.properties})
+        return 1
+
+    def _add_batch(self, entry: Entry) -> int:  # noqa: C901 - the hot loop, kept in one piece
+        payload = entry.payload
+        first, stop, mask = entry.first, entry.stop, entry.mask
+        entry_event = entry.meta.event_time
+        payloads, keys, events, indexes = self.payloads, self.keys, self.event_times, self.batch_indexes
+        props = self.properties
+        start_rows = len(payloads)
+        unpack = _U32.unpack_from
+        parse = SingleMessageMetadata.FromString
+        end = len(payload)
+        pos = 0
+        try:
+            for index in range(stop):
+                (n,) = unpack(payload, pos)
+                pos += 4
+                meta_end = pos + n
+                # the common layouts, read by hand: [key (field 2)] payload_size (field 3), nothing else
+                key: str | None = None
+                size = -1
+                b = payload[pos]
+                q = pos
+                if b == 0x12 and payload[pos + 1] < 0x80:
+                    q = pos + 2 + payload[pos + 1]
+                    key = payload[pos + 2 : q].decode()
+                    b = payload[q] if q < meta_end else 0
+                if b == 0x18:
+                    s0 = payload[q + 1]
+                    if s0 < 0x80 and q + 2 == meta_end:
+                        size = s0
+                    elif q + 3 == meta_end and payload[q + 2] < 0x80:
+                        size = (s0 & 0x7F) | (payload[q + 2] << 7)
+                if size < 0:
+                    single = parse(payload[pos:meta_end])
+                    size = single.payload_size
+                    body_end = meta_end + size
+                    if body_end > end or size < 0:
+                        raise ProtocolError(f"message {index} of a batch of {entry.count} overruns its {end} bytes")
+                    if index < first or (mask is not None and not (mask >> index) & 1) or single.compacted_out:
+                        pos = body_end
+                        continue
+                    payloads.append(None if single.null_value else payload[meta_end:body_end])
+                    keys.append(single.partition_key if single.HasField("partition_key") else None)
+                    events.append(single.event_time or entry_event)
+                    indexes.append(index)
+                    if props is not None:
+                        props.append(None)
+                    if single.properties:
+                        self._set_properties(len(payloads) - 1, {kv.key: kv.value for kv in single.properties})
+                        props = self.properties
+                    pos = body_end
+                    continue
+                body_end = meta_end + size
+                if body_end > end:
+                    raise ProtocolError(f"message {index} of a batch of {entry.count} overruns its {end} bytes")
+                if index < first or (mask is not None and not (mask >> index) & 1):
+                    pos = body_end
+                    continue
+                payloads.append(payload[meta_end:body_end])
+                keys.append(key)
+                events.append(entry_event)
+                indexes.append(index)
+                if props is not None:
+                    props.append(None)
+                pos = body_end
+        except (struct.error, IndexError, UnicodeDecodeError) as exc:
+            raise ProtocolError(f"malformed batch of {entry.count} messages: {exc}") from None
+        if stop == entry.count and pos != end:
+            raise ProtocolError(f"{end - pos} bytes left over after the {entry.count} messages of a batch")
+        return len(payloads) - start_rows
+
+
+# -- writing ---------------------------------------------------------------------------------------
+
+def _len_prefixed(tag: bytes, data: bytes) -> bytes:
+    n = len(data)
+    return tag + (SMALL_VARINTS[n] if n < 16384 else encode_varint(n)) + data
+
+
+def encode_batch_payload(
+    payloads: list[bytes | None],
+    keys: list[str | None] | None = None,
+    properties: list[dict[str, str] | None] | None = None,
+    event_times: list[int | None] | None = None,
+) -> bytes:
+    """The payload of a batch entry holding these messages (None: a null value), as a producer
+    would batch them one by one: each message's size prefix, SingleMessageMetadata and payload."""
+    pack = _U32.pack
+    varints = SMALL_VARINTS
+    parts: list[bytes] = []
+    append = parts.append
+    heads: dict[tuple[str | None, int], bytes] = {}
+    if properties is None and event_times is None and None not in payloads:
+        # values and keys only (the common case): one cached head per (key, size)
+        for value, key in zip(payloads, keys or [None] * len(payloads), strict=True):
+            size = len(value)  # type: ignore[arg-type]
+            head = heads.get((key, size))
+            if head is None:
+                single = (b"" if key is None else _len_prefixed(b"\x12", key.encode())) + b"\x18" + (
+                    varints[size] if size < 16384 else encode_varint(size))
+                head = heads[(key, size)] = pack(len(single)) + single
+            append(head)
+            append(value)  # type: ignore[arg-type]
+        return b"".join(parts)
+    for i, value in enumerate(payloads):
+        key = None if keys is None else keys[i]
+        props = None if properties is None else properties[i]
+        event = None if event_times is None else event_times[i]
+        if value is not None and not props and not event:
+            size = len(value)
+            head = heads.get((key, size))
+            if head is None:
+                single = (b"" if key is None else _len_prefixed(b"\x12", key.encode())) + b"\x18" + (
+                    varints[size] if size < 16384 else encode_varint(size))
+                head = heads[(key, size)] = pack(len(single)) + single
+            append(head)
+            append(value)
+            continue
+        body = b"" if value is None else value
+        single = b""
+        if props:
+            single = b"".join(_len_prefixed(b"\x0a", _len_prefixed(b"\x0a", k.encode()) + _len_prefixed(b"\x12", v.encode()))
+                              for k, v in props.items())
+        if key is not None:
+            single += _len_prefixed(b"\x12", key.encode())
+        single += b"\x18" + encode_varint(len(body))
+        if event:
+            single += b"\x28" + encode_varint(event)
+        if value is None:
+            single += b"\x48\x01"
+        append(pack(len(single)))
+        append(single)
+        append(body)
+    return b"".join(parts)
+
+
+def send_batch(
+    producer: Producer,
+    payload: bytes,
+    count: int,
+    first_sequence_id: int,
+    last_sequence_id: int,
+    callback: Callable[[PulsarError | None, MessageId | None], None] | None,
+) -> None:
+    """(the client's loop) Send ``count`` messages, already encoded as one batch payload
+    (:func:`encode_batch_payload`), as one entry with these sequence ids; ``callback(error,
+    message_id)`` runs once for the whole batch (the id of its first message)."""
+    producer.send_batch(payload, count, first_sequence_id, last_sequence_id, callback)
+
+
+__all__ = ["Entry", "EntryReader", "MessageColumns", "encode_batch_payload", "open_entry_reader", "send_batch"]

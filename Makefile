@@ -29,11 +29,11 @@ test: $(STAMP) $(CHROMIUM)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples tools
 
-## side-by-side benchmarks (results in benchmarks/results/)
+## the peer suite: installs and starts Redis, NATS, RabbitMQ, pulsar-lite, Apache Pulsar and magnetar on
+## 127.0.0.1 and runs them side by side (BENCH_ARGS=--quick: a smoke run); benchmarks/README.md
 bench: $(STAMP)
-	$(PY) benchmarks/produce_vs_null.py
-	$(PY) benchmarks/client_vs_official.py
-	$(PY) benchmarks/spark_read.py
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m benchmarks.suite $(BENCH_ARGS)
 
 PULSAR_CLIENT_GO ?= /work/.mirror/apache+pulsar-client-go/repo
 

@@ -1,0 +1,102 @@
+"""The scenarios with magnetar.client, through ``magnetar perf ... --json`` (the same machinery users
+run), against any Pulsar-protocol broker."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from benchmarks.suite.drivers.common import Params, throughput
+
+PERF = [sys.executable, "-m", "magnetar.cli.main", "perf"]
+
+
+def perf(command: str, p: Params, *args: str, topic: str | None = None) -> dict[str, Any]:
+    """Run one ``magnetar perf`` command; its JSON document."""
+    cmd = [*PERF, command, "-u", p.address, "--json", *args, topic or p.topic]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    if proc.returncode != 0 and not proc.stdout.strip().startswith("{"):
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    doc = json.loads(proc.stdout)
+    doc.pop("intervals", None)
+    doc["cmd"] = " ".join(cmd[2:])
+    return doc
+
+
+def _batching(p: Params) -> list[str]:
+    return ["-bm", str(p.batch), "-b", str(p.batch_delay_ms)]
+
+
+def _fill(p: Params, *extra: str) -> dict[str, Any]:
+    return perf("produce", p, "-m", str(p.count), "-s", str(p.size), "-r", "0", *_batching(p), *extra)
+
+
+def _rate_of(doc: dict[str, Any], direction: str, **extra: Any) -> dict[str, Any]:
+    moved = doc.get(direction, {})
+    return throughput(moved.get("messages", 0), doc.get("duration_s", 0.0), commands=[doc["cmd"]], **extra)
+
+
+def produce(p: Params) -> dict[str, Any]:
+    """Max produce rate (acknowledged messages / s)."""
+    return _rate_of(_fill(p), "produced")
+
+
+def consume(p: Params) -> dict[str, Any]:
+    """Fill, then receive + acknowledge from the earliest position."""
+    fill = _fill(p)
+    doc = perf("consume", p, "-m", str(p.count), "-sp", "Earliest", "-ss", "bench")
+    result = _rate_of(doc, "consumed")
+    result["commands"].insert(0, fill["cmd"])
+    return result
+
+
+def _latency_result(doc: dict[str, Any], direction: str, kind: str, target: float) -> dict[str, Any]:
+    result = _rate_of(doc, direction, target_rate=target)
+    result["latency_ms"] = doc["latency_ms"][kind]
+    return result
+
+
+def rate(p: Params) -> dict[str, Any]:
+    """Publish latency at a fixed rate, batching delay 1 ms."""
+    doc = perf("produce", p, "-r", str(p.rate), "-t", str(p.duration_s), "-m", str(p.count), "-s", str(p.size),
+               *_batching(p))
+    return _latency_result(doc, "produced", "publish", p.rate)
+
+
+def e2e(p: Params) -> dict[str, Any]:
+    """``magnetar perf end-to-end`` at a fixed rate."""
+    doc = perf("end-to-end", p, "-r", str(p.rate), "-t", str(p.duration_s), "-m", str(p.count), "-s", str(p.size),
+               *_batching(p))
+    direction = "received" if "received" in doc else "consumed"
+    return _latency_result(doc, direction, "end_to_end", p.rate)
+
+
+def fanout(p: Params) -> dict[str, Any]:
+    """``perf consume`` with N subscriptions from the earliest position while ``perf produce`` runs."""
+    cmd = [*PERF, "consume", "-u", p.address, "--json", "-m", str(p.count * p.subscriptions), "-sp", "Earliest",
+           "-ss", "fan", "-ns", str(p.subscriptions), p.topic]
+    consumer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    fill = _fill(p)
+    out, _ = consumer.communicate(timeout=900)
+    doc = json.loads(out)
+    # perf's own clock (subscribed -> last message): the other drivers subscribe before their clock too,
+    # and timing this process from outside would count an interpreter's start-up
+    consumed = doc.get("consumed", {})
+    return throughput(consumed.get("messages", 0), consumed.get("messages", 0) / consumed["msg_per_s"]
+                      if consumed.get("msg_per_s") else 0.0,
+                      produce_msg_per_s=fill.get("produced", {}).get("msg_per_s", 0.0),
+                      commands=[fill["cmd"], " ".join(cmd[2:])])
+
+
+def topics(p: Params) -> dict[str, Any]:
+    """``perf produce --num-topics N``."""
+    return _rate_of(_fill(p, "--num-topics", str(p.topics)), "produced")
+
+
+def sync(p: Params) -> dict[str, Any]:
+    """One-at-a-time sends: no batching, one message awaiting its receipt."""
+    doc = perf("produce", p, "-db", "-o", "1", "-r", "0", "-m", str(p.count), "-t", str(p.duration_s),
+               "-s", str(p.size))
+    return _latency_result(doc, "produced", "publish", 0)

@@ -108,7 +108,7 @@ class Consumer(ConnectionHandler, ReceiverBase):
         self.reached_end_of_topic = False
         #: set by a multi-topic consumer: messages go there instead of this queue
         self.sink: Callable[[Consumer, list[Message]], None] | None = None
-        #: set with ``sink``: told when what this consumer delivered before is void (a seek)
+        #: told when what this consumer delivered before is void (a seek, a durable one registering again)
         self.sink_reset: Callable[[Consumer], None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -197,6 +197,8 @@ class Consumer(ConnectionHandler, ReceiverBase):
             # the broker redelivers everything unacknowledged to the new subscription (the
             # batches' acknowledged messages stay known: they are not handed out again)
             self._queue.clear()
+            if self.sink_reset is not None:
+                self.sink_reset(self)
             self._timers.clear()
             self._possible_dlq.clear()
         self._chunks.clear()

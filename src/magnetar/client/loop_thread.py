@@ -35,6 +35,7 @@ class LoopThread:
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop thread and wait for its result (Timeout after ``timeout`` s)."""
         if threading.current_thread() is self.thread:
             coro.close()
             raise RuntimeError("blocking client call made from the client's own loop thread (inside a callback?)")
@@ -46,6 +47,7 @@ class LoopThread:
             raise Timeout(f"operation did not complete within {timeout:g} s") from None
 
     def stop(self) -> None:
+        """Stop the loop and, from another thread, wait for the thread and close the loop."""
         if self.loop.is_closed():
             return
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -71,18 +73,21 @@ class CallBatcher:
         self._scheduled = False
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Have ``fn(*args)`` run on the loop thread soon, without waiting for it."""
         self._items.append((fn, args))
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon_threadsafe(self.drain)
 
     def ack(self, message: Any) -> None:
+        """Have ``message`` acknowledged on the loop thread soon, without waiting for it."""
         self._items.append(message)
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon_threadsafe(self.drain)
 
     def drain(self) -> None:
+        """(loop thread) Run every call queued so far, in order."""
         self._scheduled = False
         items = self._items
         ack = self._ack

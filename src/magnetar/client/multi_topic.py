@@ -20,7 +20,7 @@ import itertools
 import logging
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from magnetar.client.config import ConsumerConfig
 from magnetar.client.consumer import Consumer
@@ -69,6 +69,8 @@ class MultiTopicsConsumer(ReceiverBase):
         self.consumers: dict[str, Consumer] = {}
         self._handlers: dict[str, DeadLetterHandler] = {}
         self._closed = False
+        #: told, with the child, when messages a child queued here before are void (its seek or reconnection)
+        self.sink_reset: Callable[[Consumer], None] | None = None
         self._discovery: asyncio.Task | None = None
         self._init_receiver()
 
@@ -134,6 +136,8 @@ class MultiTopicsConsumer(ReceiverBase):
         """A child moved (seek): the messages it queued here before are not to be received."""
         if any(m._consumer is child for m in self._queue):
             self._queue = deque(m for m in self._queue if m._consumer is not child)
+        if self.sink_reset is not None:
+            self.sink_reset(child)
 
     async def _add_topic(self, topic: str, added: bool = False) -> None:
         n = await self.client.lookup.partitions(topic)

@@ -351,7 +351,16 @@ class Producer:
 
 
 class Consumer:
-    """Synchronous consumer."""
+    """Synchronous consumer.
+
+    ``receive()`` takes from a local buffer without crossing to the loop thread; an empty
+    buffer is refilled on the loop thread, in one round trip, with everything the receiver
+    queue holds. Every change of the buffer other than taking a message happens on the loop
+    thread (refills, and dropping what must not be received: a durable consumer registering
+    again, a seek, a redelivery), so they are ordered with the consumer's own events and need
+    no lock that the loop thread would wait on. Acknowledgements are queued for the loop
+    without waiting.
+    """
 
     def __init__(self, client: Client, core: AsyncConsumer | MultiTopicsConsumer) -> None:
         self._client = client
@@ -361,8 +370,13 @@ class Consumer:
         #: messages taken from the core's queue (and counted as consumed there, so the broker
         #: gets its permits back at once), served by receive() without a round trip
         self._buffer: collections.deque[Message] = collections.deque()
+        #: one refill at a time (taken by application threads only, never on the loop thread)
         self._refill_lock = threading.Lock()
         self._refill_size = max(0, core.config.receiver_queue_size)
+        # told on the loop thread when a durable consumer registers again (the broker sends
+        # again what is buffered here) or moves (a seek); a multi-topic consumer is to pass on
+        # its children's notices with the child concerned
+        core.sink_reset = self._void
 
     @property
     def core(self) -> AsyncConsumer | MultiTopicsConsumer:
@@ -390,36 +404,55 @@ class Consumer:
         core = self._core
         core.check_receive()  # raises when a listener owns the messages, or when closed
         with self._refill_lock:
-            try:
-                return self._buffer.popleft()
-            except IndexError:
-                pass
-            if self._refill_size and core.queued():
-                got = self._client._run(_refill(core, self._refill_size))
-                if got:
-                    self._buffer.extend(got[1:])
-                    return got[0]
+            while True:
+                try:
+                    return self._buffer.popleft()
+                except IndexError:
+                    pass
+                if not self._refill_size or not core.queued():
+                    break
+                if not self._client._run(self._refill()):
+                    break
         wait = None if timeout_millis is None else timeout_millis / 1000 + 5
         return self._client._run(self._core.receive(timeout_millis), wait)
 
-    def _drop_buffer(self, of: Any = None) -> None:
-        """Forget the buffered messages (seek, redelivery, close: the broker sends them again),
-        or only those of the child consumer ``of`` (a seek of one topic of several)."""
-        with self._refill_lock:
-            if of is None:
-                self._buffer.clear()
-            else:
-                self._buffer = collections.deque(m for m in self._buffer if m._consumer is not of)
+    async def _refill(self) -> int:
+        """(loop thread) Move what the receiver queue holds to the buffer; how many moved."""
+        got = self._core.receive_nowait(self._refill_size)
+        self._buffer.extend(got)
+        return len(got)
+
+    def _void(self, of: Any = None) -> None:
+        """(loop thread) Drop the buffered messages (the broker sends them again, or they are
+        before a seek's position), or only those of the child consumer ``of`` of a multi-topic
+        consumer. Lock-free: application threads may be taking messages meanwhile; each one is
+        either taken by them (received before the drop) or dropped, never both."""
+        old = self._buffer
+        self._buffer = collections.deque()
+        kept: list[Message] = []
+        if of is not None and of is not self._core:
+            while True:
+                try:
+                    msg = old.popleft()
+                except IndexError:
+                    break
+                if msg._consumer is not of:
+                    kept.append(msg)
+        else:
+            old.clear()
+        if kept:
+            self._buffer.extend(kept)
 
     def batch_receive(self) -> list[Message]:
         """Messages as the consumer's batch receive policy allows (see ConsumerBatchReceivePolicy)."""
-        if self._buffer:
+        buffer = self._buffer
+        if buffer:
             policy = self._core.config.batch_receive_policy or DEFAULT_BATCH_RECEIVE_POLICY
             out: list[Message] = []
             size = 0
-            while self._buffer and policy.can_add(len(out), size, self._buffer[0].size()):
+            while buffer and policy.can_add(len(out), size, buffer[0].size()):
                 try:
-                    msg = self._buffer.popleft()
+                    msg = buffer.popleft()
                 except IndexError:
                     break
                 out.append(msg)
@@ -429,7 +462,10 @@ class Consumer:
         return self._client._run(self._core.batch_receive(), None)
 
     def acknowledge(self, message: Message | MessageId) -> None:
-        """Acknowledge one message."""
+        """Acknowledge one message (queued for the loop thread, sent grouped); raises AlreadyClosed
+        once the consumer is closed."""
+        if self._core._closed:
+            raise AlreadyClosed(f"consumer on {self._core.topic} is closed")
         self._calls.ack(message)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
@@ -437,6 +473,8 @@ class Consumer:
         kind = self._core.config.consumer_type
         if kind in (SubType.Shared, SubType.Key_Shared):
             raise CumulativeAcknowledgementNotAllowedError(f"cumulative acknowledgement is not allowed on {kind.name} subscriptions")
+        if self._core._closed:
+            raise AlreadyClosed(f"consumer on {self._core.topic} is closed")
         self._calls.call(self._core.acknowledge_cumulative, message)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
@@ -449,8 +487,12 @@ class Consumer:
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Redeliver everything unacknowledged."""
-        self._drop_buffer()
-        self._calls.call(self._core.redeliver_unacknowledged_messages)
+        self._buffer.clear()  # at once for this thread; again on the loop, after any refill under way
+        self._calls.call(self._redeliver)
+
+    def _redeliver(self) -> None:
+        self._void()
+        self._core.redeliver_unacknowledged_messages()
 
     def pause_message_listener(self) -> None:
         """Stop calling the listener until resumed."""
@@ -464,8 +506,12 @@ class Consumer:
         """Move to a message id or publish time (ms)."""
         core = self._core
         moved = core.child_of_id(messageid) if isinstance(core, MultiTopicsConsumer) and isinstance(messageid, MessageId) else None
-        self._drop_buffer(moved)
-        self._client._run(core.seek(messageid))
+
+        async def seek() -> None:
+            self._void(moved)
+            await core.seek(messageid)
+
+        self._client._run(seek())
 
     def get_last_message_id(self) -> MessageId:
         """Id of the last message of the topic."""
@@ -480,14 +526,18 @@ class Consumer:
 
     def unsubscribe(self) -> None:
         """Delete the subscription."""
-        self._drop_buffer()
-        self._client._run(self._core.unsubscribe())
+
+        async def unsubscribe() -> None:
+            self._void()
+            await self._core.unsubscribe()
+
+        self._client._run(unsubscribe())
 
     def close(self) -> None:
-        """Close the consumer."""
-        self._drop_buffer()
+        """Close the consumer: the acknowledgements queued so far are sent first."""
 
         async def close() -> None:
+            self._void()
             self._calls.drain()
             await self._core.close()
 
@@ -500,10 +550,6 @@ class Consumer:
     def has_reached_end_of_topic(self) -> bool:
         """Whether the topic was terminated and every message of it acknowledged."""
         return self._core.has_reached_end_of_topic()
-
-
-async def _refill(core: Any, n: int) -> list[Message]:
-    return core.receive_nowait(n)
 
 
 class Reader:

@@ -1,0 +1,194 @@
+"""Side-by-side benchmark of the synchronous consume path: receive() + acknowledge() per message.
+
+One magnetar standalone broker (fsync always) holds two topics filled once with the official
+client: one unbatched (every message its own entry) and one batched (1,000 messages / 10 ms /
+128 KiB). A subscription that never acknowledges keeps them. Then, in alternating rounds, each
+client receives and acknowledges N messages one by one from a new subscription (earliest):
+
+- ``official``: the official pulsar-client,
+- ``magnetar``: magnetar.client's sync face from this tree,
+- ``baseline`` (with ``--baseline-src DIR``): magnetar.client's sync face from another source
+  tree (PYTHONPATH=DIR), for before/after comparisons.
+
+Every run is its own process. Recorded per run: msg/s and the client process's CPU seconds per
+million messages (user + system, all its threads), which holds up better than throughput on a
+loaded machine. Written to benchmarks/results/sync_consume.json.
+
+usage: python benchmarks/sync_consume.py [--count N] [--rounds R] [--size 100] [--baseline-src DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BATCHED = {
+    "batching_enabled": True,
+    "batching_max_messages": 1000,
+    "batching_max_allowed_size_in_bytes": 128 * 1024,
+    "batching_max_publish_delay_ms": 10,
+}
+UNBATCHED = {"batching_enabled": False}
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def consume(kind: str, url: str, topic: str, count: int) -> dict:
+    """Receive and acknowledge ``count`` messages one by one (the first one is not timed)."""
+    if kind == "official":
+        import pulsar
+
+        client = pulsar.Client(url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        initial = pulsar.InitialPosition.Earliest
+    else:
+        import magnetar.client as pulsar
+
+        client = pulsar.Client(url, operation_timeout_seconds=30)
+        initial = pulsar.InitialPosition.Earliest
+    consumer = client.subscribe(topic, f"bench-{time.time_ns()}", initial_position=initial)
+    consumer.acknowledge(consumer.receive(30000))
+    receive, acknowledge = consumer.receive, consumer.acknowledge
+    cpu = _cpu()
+    start = time.perf_counter()
+    for _ in range(count - 1):
+        acknowledge(receive(30000))
+    elapsed = time.perf_counter() - start
+    cpu = _cpu() - cpu
+    client.close()
+    return {"seconds": elapsed, "cpu_seconds": cpu, "count_timed": count - 1}
+
+
+def fill(url: str, topic: str, count: int, size: int, batched: bool) -> None:
+    """Publish ``count`` messages with the official client and wait for every receipt."""
+    import threading
+
+    import pulsar
+
+    client = pulsar.Client(url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    producer = client.create_producer(
+        topic, max_pending_messages=10000, block_if_queue_full=True, **(BATCHED if batched else UNBATCHED)
+    )
+    done = threading.Event()
+    acked = [0]
+
+    def callback(res, _msg_id) -> None:  # noqa: ANN001
+        acked[0] += 1
+        if acked[0] == count:
+            done.set()
+
+    payload = b"x" * size
+    for _ in range(count):
+        producer.send_async(payload, callback)
+    producer.flush()
+    if not done.wait(600):
+        raise RuntimeError(f"fill of {topic}: {acked[0]} of {count} receipts")
+    client.close()
+
+
+def run_consume(kind: str, url: str, topic: str, count: int, env: dict[str, str]) -> dict:
+    """One consume run in its own process: {msg_per_s, cpu_s_per_million}."""
+    client = "official" if kind == "official" else "magnetar"
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", client, url, topic, str(count)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, **env},
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{kind} failed:\n{out.stderr[-3000:]}")
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    return {
+        "msg_per_s": report["count_timed"] / report["seconds"],
+        "cpu_s_per_million": report["cpu_seconds"] / report["count_timed"] * 1e6,
+    }
+
+
+def main() -> None:
+    """Run the benchmark and write benchmarks/results/sync_consume.json."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--count", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--baseline-src", help="another magnetar source tree (PYTHONPATH) measured alongside")
+    parser.add_argument("--out", default=str(HERE / "results" / "sync_consume.json"))
+    parser.add_argument("--worker", nargs=4, metavar=("CLIENT", "URL", "TOPIC", "COUNT"))
+    args = parser.parse_args()
+    if args.worker:
+        client, url, topic, count = args.worker
+        print(json.dumps(consume(client, url, topic, int(count))))
+        return
+
+    from magnetar.testing import BrokerProcess
+
+    tree = str(HERE.parent / "src")
+    sides = {"official": {}, "magnetar": {"PYTHONPATH": tree}}
+    if args.baseline_src:
+        sides["baseline"] = {"PYTHONPATH": args.baseline_src}
+    tmp = tempfile.TemporaryDirectory()
+    broker = BrokerProcess(
+        Path(tmp.name) / "data", args=("--fsync", "always", "--log-level", "WARNING"), env={"PYTHONPATH": tree}
+    )
+    results: dict[str, dict] = {}
+    try:
+        broker.start()
+        for layout in ("unbatched", "batched"):
+            topic = f"sync-{layout}-{time.time_ns()}"
+            hold = f"{broker.http_url}/admin/v2/persistent/public/default/{topic}/subscription/hold"
+            urllib.request.urlopen(urllib.request.Request(hold, method="PUT"), timeout=30).read()
+            fill(broker.service_url, topic, args.count, args.size, layout == "batched")
+            runs: dict[str, list[dict]] = {side: [] for side in sides}
+            for r in range(args.rounds):
+                for side, env in sides.items():
+                    runs[side].append(run_consume(side, broker.service_url, topic, args.count, env))
+                print(f"{layout} round {r}: " + ", ".join(
+                    f"{s} {v[-1]['msg_per_s']:,.0f} msg/s {v[-1]['cpu_s_per_million']:.1f} cpu-s/M" for s, v in runs.items()
+                ), flush=True)
+            med = {s: statistics.median(x["msg_per_s"] for x in v) for s, v in runs.items()}
+            cpu = {s: statistics.median(x["cpu_s_per_million"] for x in v) for s, v in runs.items()}
+            entry: dict = {
+                "msg_per_s": {s: [round(x["msg_per_s"]) for x in v] for s, v in runs.items()},
+                "client_cpu_s_per_million": {s: [round(x["cpu_s_per_million"], 2) for x in v] for s, v in runs.items()},
+                "median_msg_per_s": {s: round(v) for s, v in med.items()},
+                "median_client_cpu_s_per_million": {s: round(v, 2) for s, v in cpu.items()},
+                "ratio_magnetar_to_official": round(med["magnetar"] / med["official"], 2),
+            }
+            if "baseline" in med:
+                entry["ratio_baseline_to_official"] = round(med["baseline"] / med["official"], 2)
+                entry["speedup_magnetar_over_baseline"] = round(med["magnetar"] / med["baseline"], 2)
+            results[layout] = entry
+    finally:
+        broker.stop()
+        tmp.cleanup()
+    report = {
+        "benchmark": "sync consume: receive() + acknowledge() one by one, magnetar.client sync face vs official client",
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}",
+        "load_average_at_end": os.getloadavg(),
+        "broker": "magnetar standalone, fsync always (this tree)",
+        "messages_per_run": args.count,
+        "message_size": args.size,
+        "rounds": args.rounds,
+        "alternated": "each round: " + ", ".join(sides) + " on the same topic, one process each",
+        "baseline_src": args.baseline_src,
+        "results": results,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report["results"], indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -33,6 +33,8 @@ from magnetar.storage.health import storage_health
 from magnetar.storage.repair import metadata_problem, repair_data_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from magnetar.broker.security.authentication import AuthenticationService
     from magnetar.broker.security.authorization import AuthorizationService
     from magnetar.broker.transport import ClientSession
@@ -70,6 +72,9 @@ class BrokerService:
         self.committer: GroupCommitter
         self._sync_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-sync")
         self._meta_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-meta")
+        # Closes and unlinks the files of trimmed segments and deleted ledgers (tens of ms per 64 MiB
+        # segment on ext4). One worker: files go oldest first, so a crash never leaves a hole.
+        self._reap_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-reap")
         #: the durable cursors and their batched persistence (set in start())
         self.cursors: CursorStore
         self._tasks: list[asyncio.Task] = []
@@ -154,6 +159,14 @@ class BrokerService:
         self.committer.close()
         self._sync_executor.shutdown(wait=True)
         self._meta_executor.shutdown(wait=True)
+        self._reap_executor.shutdown(wait=True)
+
+    def _reap(self, job: Callable[[], None]) -> None:
+        """The ledgers' reaper: run a file clean-up job in the reaper thread, off the loop."""
+        try:
+            self._reap_executor.submit(job)
+        except RuntimeError:  # a topic deleted after stop(): no thread left, and no loop to stall
+            job()
 
     # -- security ------------------------------------------------------------------------
     def _load_security(self) -> None:
@@ -299,6 +312,7 @@ class BrokerService:
             cache_max_bytes=self.config.entry_cache_max_bytes,
             cache_budget=self.cache_budget,
             label=name,
+            reaper=self._reap,
         )
         topic = PersistentTopic(
             topic_name,

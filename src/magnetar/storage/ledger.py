@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 import time
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 
@@ -22,11 +23,13 @@ from magnetar.storage.segment import (
     EntryNotFoundError,
     Segment,
     StorageError,
+    delete_segment_files,
     parse_segment_file_name,
+    remove_segment_directory,
     segment_file_name,
 )
 
-__all__ = ["Entry", "EntryNotFoundError", "LedgerFencedError", "ManagedLedger", "StorageError"]
+__all__ = ["Entry", "EntryNotFoundError", "LedgerFencedError", "ManagedLedger", "Reaper", "StorageError"]
 
 log = logging.getLogger("magnetar.storage.ledger")
 
@@ -38,6 +41,13 @@ DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
 #: a file in a ledger directory naming what the ledger belongs to (rebuilds lost metadata)
 LABEL_FILE = "LABEL"
 DEFAULT_CACHE_MAX_BYTES = 32 * 1024 * 1024
+
+#: runs a clean-up job (closing and unlinking files a ledger let go) later in another thread, in order
+Reaper = Callable[[Callable[[], None]], object]
+
+
+def _run_at_once(job: Callable[[], None]) -> None:
+    job()
 
 
 class Entry:
@@ -86,9 +96,9 @@ class CacheBudget:
 class ManagedLedger:
     """Append-only log of entries with consecutive ids, stored as segment files in a directory.
 
-    Threading: ``append``, the reads, ``trim_before``, ``close`` and ``delete`` must be
-    called from a single thread (the event loop). ``sync`` may run concurrently in a
-    worker thread.
+    Threading: ``append``, the reads, ``trim_before``, ``close`` and ``delete`` must be called from a
+    single thread (the event loop). ``sync`` may run concurrently in a worker thread, and the
+    reaper's jobs (deleting the files ``trim_before`` and ``delete`` let go) in another.
     """
 
     def __init__(
@@ -100,9 +110,11 @@ class ManagedLedger:
         cache_max_bytes: int,
         cache_budget: CacheBudget | None = None,
         files: FileLayer | None = None,
+        reaper: Reaper | None = None,
     ) -> None:
         """Wrap opened segments (the last one writable); use :meth:`ManagedLedger.open`."""
         self._files = files if files is not None else default_file_layer()
+        self._reaper: Reaper = reaper if reaper is not None else _run_at_once
         #: the failed sync that fenced the ledger (None: appends are accepted)
         self._fenced: BaseException | None = None
         self._cache_budget = cache_budget
@@ -138,6 +150,7 @@ class ManagedLedger:
         cache_budget: CacheBudget | None = None,
         files: FileLayer | None = None,
         label: str | None = None,
+        reaper: Reaper | None = None,
     ) -> ManagedLedger:
         """Open (creating if needed) the ledger stored in ``directory``.
 
@@ -145,6 +158,7 @@ class ManagedLedger:
         older segments are opened read-only and indexed lazily. ``files`` is the file layer
         (default: :func:`~magnetar.storage.files.default_file_layer`). ``label`` (the topic name) is
         written next to the segments once, so that ``magnetar repair`` can rebuild lost metadata.
+        ``reaper`` deletes the files of trimmed segments and of the deleted ledger off this thread.
         """
         files = files if files is not None else default_file_layer()
         if segment_max_bytes <= 0:
@@ -174,7 +188,7 @@ class ManagedLedger:
             for segment in segments:
                 segment.close()
             raise
-        return cls(directory, ledger_id, segments, segment_max_bytes, cache_max_bytes, cache_budget, files)
+        return cls(directory, ledger_id, segments, segment_max_bytes, cache_max_bytes, cache_budget, files, reaper)
 
     @property
     def ledger_id(self) -> int:
@@ -457,7 +471,9 @@ class ManagedLedger:
     def trim_before(self, entry_id: int) -> int:
         """Delete whole segments whose entries are all ``< entry_id`` (never the active one).
 
-        Returns the number of bytes freed.
+        Returns the bytes freed. The segments leave the ledger now, the reaper unlinks their files
+        later; a crash before that leaves the ledger as a crash just before the trim would (starting
+        lower, below every cursor), and the next trim deletes them again.
         """
         self._check_open()
         count = 0
@@ -475,10 +491,8 @@ class ManagedLedger:
         while self._cache_first < new_first and self._cache_first in self._cache:
             self._cache_evict_oldest()
         self._cache_first = max(self._cache_first, new_first)
-        freed = 0
-        for segment in doomed:
-            freed += segment.size_bytes
-            segment.delete()
+        freed = sum(segment.size_bytes for segment in doomed)
+        self._reaper(partial(delete_segment_files, doomed))
         return freed
 
     def close(self) -> None:
@@ -495,13 +509,14 @@ class ManagedLedger:
         self._cache_clear()
 
     def delete(self) -> None:
-        """Close the ledger and remove its directory with every segment."""
+        """Close the ledger and remove its directory with every segment (through the reaper)."""
+        with self._lock:
+            segments = list(self._segments)
+            self._unsynced.clear()
         if not self._closed:
             self._closed = True
-            for segment in self._segments:
-                segment.close()
             self._cache_clear()
-        shutil.rmtree(self._directory, ignore_errors=True)
+        self._reaper(partial(remove_segment_directory, self._directory, segments))
 
     def __enter__(self) -> ManagedLedger:
         return self

@@ -9,8 +9,10 @@ from __future__ import annotations
 import logging
 import mmap
 import os
+import shutil
 import struct
 from array import array
+from collections.abc import Sequence
 from pathlib import Path
 
 from crc32c import crc32c
@@ -383,3 +385,27 @@ class Segment:
         if crc32c(data) != crc:
             raise CorruptEntryError(f"entry {entry_id} in {self._path.name}: checksum mismatch")
         return data, crc, start + length
+
+
+def delete_segment_files(segments: Sequence[Segment]) -> None:
+    """Close and unlink segments already detached from their ledger (a clean-up job: any thread).
+
+    Oldest first, so that a crash half-way leaves only newer files: the ledger found at the next
+    start is contiguous, starting lower, as if the trim had not happened.
+    """
+    for segment in segments:
+        try:
+            segment.delete()
+        except OSError as exc:
+            logger.error("cannot delete segment file %s: %s", segment.path, exc)
+
+
+def remove_segment_directory(directory: Path, segments: Sequence[Segment]) -> None:
+    """Close a deleted ledger's segments and remove its directory with every file in it (a clean-up
+    job: any thread)."""
+    for segment in segments:
+        try:
+            segment.close()
+        except OSError as exc:
+            logger.error("cannot close segment file %s: %s", segment.path, exc)
+    shutil.rmtree(directory, ignore_errors=True)

@@ -7,7 +7,7 @@ import asyncio
 from magnetar.client.acks import AckGroupingTracker
 from magnetar.client.message import MessageId
 from magnetar.protocol.enums import AckType
-from magnetar.protocol.schema import MessageIdData
+from magnetar.protocol.schema import BaseCommand
 
 from .conftest import run
 
@@ -21,8 +21,9 @@ class Recorder:
         self.acked: list[tuple[int, int]] = []
         self.through: list[tuple[int, int]] = []
 
-    def send(self, ids: list[MessageIdData], ack_type: AckType) -> None:
-        self.sent.append((ack_type, [(m.ledger_id, m.entry_id, list(m.ack_set)) for m in ids]))
+    def send(self, command: BaseCommand) -> None:
+        ack = command.ack
+        self.sent.append((AckType(ack.ack_type), [(m.ledger_id, m.entry_id, list(m.ack_set)) for m in ack.message_id]))
 
     def tracker(self, group_ms: int = 0, batch_index_acks: bool = False) -> AckGroupingTracker:
         return AckGroupingTracker(
@@ -78,5 +79,42 @@ def test_batch_index_acks_send_the_remaining_ack_set() -> None:
         acks = rec.tracker(batch_index_acks=True)
         acks.acknowledge(MessageId(2, 3, 1, -1, 4))
         assert rec.sent == [(AckType.Individual, [(2, 3, [0b1101])])] and rec.acked == []
+
+    run(main())
+
+
+def test_more_than_a_frame_of_ids_goes_in_frames_of_1000_in_order() -> None:
+    async def main() -> None:
+        rec = Recorder()
+        acks = rec.tracker(group_ms=20)
+        for i in range(2500):
+            acks.acknowledge(MessageId(3, i))
+        acks.flush()
+        assert [len(ids) for _, ids in rec.sent] == [1000, 1000, 500]
+        assert [ids for _, frame in rec.sent for ids in frame] == [(3, i, []) for i in range(2500)]
+
+    run(main())
+
+
+def test_acks_sent_before_a_connection_loss_go_again_with_their_ack_sets() -> None:
+    async def main() -> None:
+        rec = Recorder()
+        acks = rec.tracker(batch_index_acks=True)
+        acks.acknowledge(MessageId(1, 1))
+        acks.acknowledge(MessageId(1, 2, 0, -1, 3))
+        acks.acknowledge_cumulative(MessageId(1, 0))
+        sent = list(rec.sent)
+        assert sent == [
+            (AckType.Individual, [(1, 1, [])]),
+            (AckType.Individual, [(1, 2, [0b110])]),
+            (AckType.Cumulative, [(1, 0, [])]),
+        ]
+        rec.connected = False
+        acks.connection_lost()
+        acks.acknowledge(MessageId(1, 2, 1, -1, 3))  # pending (its own ack set): it wins over the one sent
+        rec.connected = True
+        rec.sent.clear()
+        acks.flush()
+        assert rec.sent == [(AckType.Cumulative, [(1, 0, [])]), (AckType.Individual, [(1, 2, [0b101]), (1, 1, [])])]
 
     run(main())

@@ -25,10 +25,13 @@ from collections.abc import Callable
 from typing import Any
 
 from magnetar.client.message import Message, MessageId, _signed
-from magnetar.protocol.enums import AckType
-from magnetar.protocol.schema import MessageIdData
+from magnetar.protocol.enums import AckType, CommandType
+from magnetar.protocol.schema import BaseCommand, MessageIdData
 
 EntryKey = tuple[int, int]
+#: acknowledgements waiting to be sent: per entry, its MessageIdData when it carries an ack set
+#: (batch index acks), None for a whole entry (the common case: its id is built at flush)
+PendingAcks = dict[EntryKey, MessageIdData | None]
 _U64 = (1 << 64) - 1
 #: ids per ACK frame
 _IDS_PER_FRAME = 1000
@@ -41,7 +44,8 @@ _RESEND_MAX_IDS = 20_000
 class AckGroupingTracker:
     """Pending acknowledgements of one consumer, flushed on a timer.
 
-    ``send(ids, ack_type)`` writes one ACK frame; ``connected()`` says whether it can;
+    ``send(command)`` writes one ACK command (built here for ``consumer_id``); ``connected()``
+    says whether it can;
     ``acked(key)`` is told of every entry acknowledged individually, ``acked_through(key)`` of
     every cumulative position, so that redelivery trackers forget them.
     """
@@ -50,12 +54,15 @@ class AckGroupingTracker:
         self,
         group_time_ms: int,
         batch_index_acks: bool,
-        send: Callable[[list[MessageIdData], AckType], None],
+        send: Callable[[BaseCommand], None],
         connected: Callable[[], bool],
         acked: Callable[[EntryKey], None],
         acked_through: Callable[[EntryKey], None],
+        *,
+        consumer_id: int = 0,
     ) -> None:
         self.group_time = group_time_ms / 1000.0
+        self.consumer_id = consumer_id
         self.batch_index_acks = batch_index_acks
         self._send = send
         self._connected = connected
@@ -64,13 +71,15 @@ class AckGroupingTracker:
         #: per batch entry, the batch indexes not acknowledged yet (never rebound: the consumer
         #: reads it on its hot path)
         self.batch_remaining: dict[EntryKey, set[int]] = {}
-        self._individual: dict[EntryKey, MessageIdData] = {}
+        #: pending individual acks: None for a whole entry, else its id with the ack set left
+        self._individual: PendingAcks = {}
         self._cumulative: MessageIdData | None = None
         #: the highest entry acknowledged cumulatively (sent or not), until a seek
         self._last_cumulative: EntryKey | None = None
         self._timer: asyncio.TimerHandle | None = None
-        #: ACK frames sent lately: (monotonic time, ack type, ids), oldest first
-        self._recent: deque[tuple[float, AckType, list[MessageIdData]]] = deque()
+        #: ACK commands sent lately, (monotonic time, command), oldest first (the commands, not
+        #: their ids: thousands of small objects kept for seconds would wake the full GC often)
+        self._recent: deque[tuple[float, BaseCommand]] = deque()
         self._recent_ids = 0
         #: when the connection was lost (None while connected)
         self._lost_at: float | None = None
@@ -116,8 +125,8 @@ class AckGroupingTracker:
     def is_duplicate(self, key: EntryKey) -> bool:
         """Whether an entry arriving (again) is acknowledged already as a whole: its
         acknowledgement waits to be sent, or a cumulative one covers it."""
-        data = self._individual.get(key)
-        if data is not None and not data.ack_set:
+        data = self._individual.get(key, _ABSENT)
+        if data is None or (data is not _ABSENT and not data.ack_set):
             return True
         last = self._last_cumulative
         return last is not None and key <= last
@@ -129,9 +138,11 @@ class AckGroupingTracker:
         if not self.batch_index_acks:
             self.batch_remaining.setdefault(key, {m._id.batch_index for m in messages})
             return messages
-        data = self._individual.get(key)
-        if data is None:
+        data = self._individual.get(key, _ABSENT)
+        if data is _ABSENT:
             return messages
+        if data is None:
+            return []
         unacked = _words_to_mask(data.ack_set)
         return [m for m in messages if unacked >> m._id.batch_index & 1]
 
@@ -158,14 +169,14 @@ class AckGroupingTracker:
         self.schedule_flush()
 
     def _ack_batch_index(self, key: EntryKey, mid: MessageId) -> None:
-        data = self._individual.get(key)
-        if data is None:
+        data = self._individual.get(key, _ABSENT)
+        if data is _ABSENT:
             data = MessageIdData(ledger_id=mid.ledger_id & _U64, entry_id=mid.entry_id & _U64)
             size = mid.batch_size or 64
             data.ack_set.extend(_mask_to_words((1 << size) - 1))
             data.batch_size = size
             self._individual[key] = data
-        elif not data.ack_set:
+        elif data is None or not data.ack_set:
             return  # the whole entry is already acknowledged
         mask = _words_to_mask(data.ack_set) & ~(1 << mid.batch_index)
         del data.ack_set[:]
@@ -179,7 +190,7 @@ class AckGroupingTracker:
     def ack_entry(self, key: EntryKey) -> None:
         """Acknowledge a whole entry (sent with the next flush)."""
         self._acked(key)
-        self._individual[key] = MessageIdData(ledger_id=key[0] & _U64, entry_id=key[1] & _U64)
+        self._individual[key] = None
 
     def acknowledge_cumulative(self, mid: MessageId) -> None:
         """Acknowledge every message up to and including ``mid``."""
@@ -220,23 +231,30 @@ class AckGroupingTracker:
             return
         if self._lost_at is not None:
             self._requeue_recent()
-        if self._cumulative is not None:
-            self._send_frame([self._cumulative], AckType.Cumulative)
+        cumulative = self._cumulative
+        if cumulative is not None:
+            key = (_signed(cumulative.ledger_id), _signed(cumulative.entry_id))
+            self._send_frame({key: cumulative}, AckType.Cumulative)
             self._cumulative = None
-        if self._individual:
-            ids = list(self._individual.values())
-            self._individual.clear()
-            for i in range(0, len(ids), _IDS_PER_FRAME):
-                self._send_frame(ids[i : i + _IDS_PER_FRAME], AckType.Individual)
+        pending = self._individual
+        if pending:
+            self._individual = {}
+            if len(pending) <= _IDS_PER_FRAME:
+                self._send_frame(pending, AckType.Individual)
+                return
+            items = list(pending.items())
+            for i in range(0, len(items), _IDS_PER_FRAME):
+                self._send_frame(dict(items[i : i + _IDS_PER_FRAME]), AckType.Individual)
 
-    def _send_frame(self, ids: list[MessageIdData], ack_type: AckType) -> None:
-        self._send(ids, ack_type)
+    def _send_frame(self, acks: PendingAcks, ack_type: AckType) -> None:
+        command = ack_command(self.consumer_id, ack_type, acks)
+        self._send(command)
         now = time.monotonic()
         recent = self._recent
-        recent.append((now, ack_type, ids))
-        self._recent_ids += len(ids)
+        recent.append((now, command))
+        self._recent_ids += len(acks)
         while recent and (recent[0][0] < now - RESEND_WINDOW or self._recent_ids > _RESEND_MAX_IDS):
-            self._recent_ids -= len(recent.popleft()[2])
+            self._recent_ids -= len(recent.popleft()[1].ack.message_id)
 
     def _requeue_recent(self) -> None:
         """Make the acknowledgements sent within RESEND_WINDOW before the connection loss pending
@@ -244,18 +262,51 @@ class AckGroupingTracker:
         assert self._lost_at is not None
         since = self._lost_at - RESEND_WINDOW
         self._lost_at = None
-        for sent_at, ack_type, ids in self._recent:
+        for sent_at, command in self._recent:
             if sent_at < since:
                 continue
-            if ack_type == AckType.Cumulative:
+            ack = command.ack
+            if ack.ack_type == AckType.Cumulative:
                 current = self._cumulative
-                if current is None or (current.ledger_id, current.entry_id) < (ids[0].ledger_id, ids[0].entry_id):
-                    self._cumulative = ids[0]
+                data = ack.message_id[0]
+                if current is None or (current.ledger_id, current.entry_id) < (data.ledger_id, data.entry_id):
+                    self._cumulative = _copy_id(data)
                 continue
-            for data in ids:
-                self._individual.setdefault((_signed(data.ledger_id), _signed(data.entry_id)), data)
+            for data in ack.message_id:
+                key = (_signed(data.ledger_id), _signed(data.entry_id))
+                self._individual.setdefault(key, _copy_id(data) if data.ack_set else None)
         self._recent.clear()
         self._recent_ids = 0
+
+
+def ack_command(consumer_id: int, ack_type: AckType, acks: PendingAcks) -> BaseCommand:
+    """The ACK command of these acknowledgements (whole entries get their ids built here, in place)."""
+    cmd = BaseCommand(type=CommandType.ACK)
+    ack = cmd.ack
+    ack.consumer_id = consumer_id
+    ack.ack_type = ack_type
+    ids = ack.message_id
+    add = ids.add
+    for (ledger_id, entry_id), data in acks.items():
+        if data is None:
+            add(ledger_id=ledger_id & _U64, entry_id=entry_id & _U64)
+        else:
+            ids.append(data)
+    return cmd
+
+
+def _copy_id(data: MessageIdData) -> MessageIdData:
+    copy = MessageIdData()
+    copy.CopyFrom(data)
+    return copy
+
+
+class _Absent:
+    __slots__ = ()
+
+
+#: what a dict lookup gives for a key not there (None is a value: a whole entry acknowledged)
+_ABSENT: Any = _Absent()
 
 
 def _mask_to_words(mask: int) -> list[int]:

@@ -42,6 +42,25 @@ def before_start(msg_id: MessageId, start: MessageId, inclusive: bool) -> bool:
     return msg_id.batch_index < start.batch_index if inclusive else msg_id.batch_index <= start.batch_index
 
 
+def has_message_after(
+    last: MessageId, mark_delete: MessageId | None, seen: MessageId | None, start: MessageId | None, inclusive: bool
+) -> bool:
+    """Whether the topic's last message ``last`` (entry id >= 0) is one a consumer has still to
+    receive: after ``seen`` (the last one it received), else after its start position."""
+    if seen is None:
+        if start is None and mark_delete is not None:
+            # after a seek by time: whatever follows the position the broker moved to
+            return (last.ledger_id, last.entry_id) > (mark_delete.ledger_id, mark_delete.entry_id)
+        if start is None or start == MessageId.earliest:
+            return True
+        if start == MessageId.latest:
+            return False
+        if inclusive:
+            return (last.ledger_id, last.entry_id, max(last.batch_index, -1)) >= (start.ledger_id, start.entry_id, start.batch_index)
+        return (last.ledger_id, last.entry_id, last.batch_index) > (start.ledger_id, start.entry_id, start.batch_index)
+    return (last.ledger_id, last.entry_id, last.batch_index) > (seen.ledger_id, seen.entry_id, seen.batch_index)
+
+
 def ack_set_mask(ack_set: Any) -> int | None:
     """The bit mask of the messages a MESSAGE frame's ack set leaves to deliver (None: all)."""
     if not ack_set:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import struct
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from magnetar.client.acks import AckGroupingTracker, EntryKey
-from magnetar.client.batch_messages import ack_set_mask, before_start, split_batch
+from magnetar.client.batch_messages import ack_set_mask, before_start, has_message_after, split_batch
 from magnetar.client.chunks import ChunkAssembler
 from magnetar.client.config import ConsumerConfig
 from magnetar.client.dead_letter import DeadLetterHandler
@@ -30,20 +31,23 @@ from magnetar.client.errors import (
     Timeout,
 )
 from magnetar.client.handler import ClientContext, ConnectionHandler
-from magnetar.client.message import Message, MessageId, _signed
+from magnetar.client.message import IdPart, Message, MessageId, fast_message, fast_message_id, id_part
 from magnetar.client.policies import ConsumerKeySharedPolicy
 from magnetar.client.receiver import DONE, Completed, ReceiverBase
 from magnetar.client.redelivery import RedeliveryTimers
 from magnetar.protocol import commands
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import AckType, CommandType, CompressionType, SubType
-from magnetar.protocol.framing import ProtocolError, crc32c, split_entry
+from magnetar.protocol.framing import ProtocolError, crc32c
 from magnetar.protocol.schema import BaseCommand, KeyValue, MessageIdData, MessageMetadata
 
 log = logging.getLogger("magnetar.client.consumer")
 
 _consumer_ids = itertools.count()
 _U64 = (1 << 64) - 1
+_I64_MAX = (1 << 63) - 1
+_U32 = struct.Struct(">I")
+_NO_BATCH_INDEX = id_part(-1)
 
 
 def _ids(keys: Iterable[EntryKey]) -> list[MessageIdData]:
@@ -86,9 +90,12 @@ class Consumer(ConnectionHandler, ReceiverBase):
         )
         self._unacked = self._timers.unacked
         self._acks = AckGroupingTracker(
-            config.ack_group_time_ms, config.batch_index_ack_enabled, self._ack_ids, self._can_send, self._untrack,
-            self._timers.forget_through,
+            config.ack_group_time_ms, config.batch_index_ack_enabled, self._send_command, self._can_send, self._untrack,
+            self._timers.forget_through, consumer_id=self.consumer_id,
         )
+        self._partition_part = id_part(partition)
+        #: the last ledger id a message came from, and it as a signed IdPart (made once per ledger)
+        self._ledger_seen: tuple[int, Any] = (-1, None)
         #: the batch indexes not acknowledged yet of each batch entry (the tracker's, read here on hot paths)
         self._batch_acks = self._acks.batch_remaining
         self._chunks = ChunkAssembler(
@@ -247,7 +254,7 @@ class Consumer(ConnectionHandler, ReceiverBase):
     # -- receiving -----------------------------------------------------------------------
     def on_message(self, command: Any, frame: Any) -> None:
         """A MESSAGE frame: open the entry into messages and queue them."""
-        entry = frame.entry
+        entry = frame.entry_view
         if entry is None:
             return
         mid = command.message_id
@@ -261,7 +268,7 @@ class Consumer(ConnectionHandler, ReceiverBase):
         except (ProtocolError, ValueError) as exc:
             log.error("consumer %s: cannot open entry %d:%d of %s: %s", self.name, mid.ledger_id, mid.entry_id, self.topic, exc)
             self._consumed(1)
-            self._ack_ids([MessageIdData(ledger_id=mid.ledger_id, entry_id=mid.entry_id)], AckType.Individual)
+            self._send_command(commands.ack(self.consumer_id, AckType.Individual, [MessageIdData(ledger_id=mid.ledger_id, entry_id=mid.entry_id)]))
             return
         if not messages:
             return
@@ -280,18 +287,25 @@ class Consumer(ConnectionHandler, ReceiverBase):
         else:
             self._deliver(messages)
 
-    def _open(self, command: Any, entry: bytes) -> list[Message]:
+    def _open(self, command: Any, entry: bytes | memoryview) -> list[Message]:
         """The messages of an entry still to deliver (none while a chunked message is incomplete);
         the permits of what is not delivered are given back."""
-        meta_view, payload_view = split_entry(entry)
-        meta = MessageMetadata.FromString(meta_view)
+        size = len(entry)
+        meta_size = _U32.unpack_from(entry, 0)[0] if size >= 4 else size
+        if meta_size > size - 4:
+            raise ProtocolError(f"metadata size {meta_size} overruns an entry of {size} bytes")
+        meta = MessageMetadata.FromString(entry[4 : 4 + meta_size])
         mid = command.message_id
         ledger_id, entry_id = mid.ledger_id, mid.entry_id
-        key = (_signed(ledger_id), _signed(entry_id))
+        ledger_seen = self._ledger_seen
+        if ledger_seen[0] != ledger_id:
+            ledger_seen = self._ledger_seen = (ledger_id, IdPart(ledger_id if ledger_id <= _I64_MAX else ledger_id - (1 << 64)))
+        key = (ledger_seen[1], IdPart(entry_id if entry_id <= _I64_MAX else entry_id - (1 << 64)))
         if self._acks.is_duplicate(key):
             self._consumed(meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1)
             return []
-        payload = bytes(payload_view)
+        # the one copy of the payload (the entry is a view of the bytes received)
+        payload = bytes(entry[4 + meta_size :])
         chunk_ids = None
         if meta.num_chunks_from_msg > 1:
             whole = self._chunks.add(meta, payload, key, meta.publish_time)
@@ -305,15 +319,13 @@ class Consumer(ConnectionHandler, ReceiverBase):
         start = self._start_id
         inclusive = self.config.start_message_id_inclusive
         if not meta.HasField("num_messages_in_batch"):
-            msg_id = MessageId(ledger_id, entry_id, -1, self.partition, 0, self.topic)
+            msg_id = fast_message_id(key[0], key[1], _NO_BATCH_INDEX, self._partition_part, 0, self.topic)
             if chunk_ids is not None:
                 msg_id._chunk_ids = chunk_ids
             if start is not None and before_start(msg_id, start, inclusive):
                 self._consumed(1)
                 return []
-            msg = Message(payload, meta, None, msg_id, self.topic, command.redelivery_count, self.config.schema)
-            msg._consumer = self
-            return [msg]
+            return [fast_message(payload, meta, None, msg_id, self.topic, command.redelivery_count, self.config.schema, self)]
         out = split_batch(payload, meta, ack_set_mask(command.ack_set), key, command.redelivery_count, self, start, inclusive)
         if out:
             out = self._acks.not_acknowledged(key, out)
@@ -381,6 +393,12 @@ class Consumer(ConnectionHandler, ReceiverBase):
         """Acknowledge one message (sent grouped within ack_group_time_ms); awaiting the result
         is optional."""
         mid = message._id if message.__class__ is Message else message.message_id() if isinstance(message, Message) else message
+        if mid._chunk_ids is None and mid.batch_index < 0:
+            # the common case of a message of its own, kept short
+            acks = self._acks
+            acks.ack_entry((mid.ledger_id, mid.entry_id))
+            acks.schedule_flush()
+            return DONE
         if mid.batch_index >= 0 and not self._batch_index_acks and mid._chunk_ids is None:
             # the common case of a batched message, kept short
             remaining = self._batch_acks.get((mid.ledger_id, mid.entry_id))
@@ -408,15 +426,15 @@ class Consumer(ConnectionHandler, ReceiverBase):
 
     def _untrack(self, key: EntryKey) -> None:
         """An entry was acknowledged: no redelivery for it."""
-        self._timers.forget(key)
+        if self._timers.tracking:
+            self._timers.forget(key)
         if self._possible_dlq:
             self._possible_dlq.pop(key, None)
 
-    def _ack_ids(self, ids: list[MessageIdData], ack_type: AckType) -> None:
+    def _send_command(self, command: BaseCommand) -> None:
         conn = self.conn
-        if conn is None or conn.closed:
-            return
-        conn.send_command(commands.ack(self.consumer_id, ack_type, ids))
+        if conn is not None and not conn.closed:
+            conn.send_command(command)
 
     # -- negative acks, ack timeout, dead letters ----------------------------------------
     def negative_acknowledge(self, message: Message | MessageId) -> Completed:
@@ -552,20 +570,7 @@ class Consumer(ConnectionHandler, ReceiverBase):
         last, mark_delete = await self.get_last_message_id()
         if last.entry_id < 0:
             return False
-        seen = self._last_dequeued
-        if seen is None:
-            start = self._start_id
-            if start is None and mark_delete is not None:
-                # after a seek by time: whatever follows the position the broker moved to
-                return (last.ledger_id, last.entry_id) > (mark_delete.ledger_id, mark_delete.entry_id)
-            if start is None or start == MessageId.earliest:
-                return True
-            if start == MessageId.latest:
-                return False
-            if self.config.start_message_id_inclusive:
-                return (last.ledger_id, last.entry_id, max(last.batch_index, -1)) >= (start.ledger_id, start.entry_id, start.batch_index)
-            return (last.ledger_id, last.entry_id, last.batch_index) > (start.ledger_id, start.entry_id, start.batch_index)
-        return (last.ledger_id, last.entry_id, last.batch_index) > (seen.ledger_id, seen.entry_id, seen.batch_index)
+        return has_message_after(last, mark_delete, self._last_dequeued, self._start_id, self.config.start_message_id_inclusive)
 
     # -- broker events -------------------------------------------------------------------
     def on_active_change(self, active: bool) -> None:

@@ -42,6 +42,9 @@ class RedeliveryTimers:
         self._nack_timer_when = 0.0
         self._tick_timer: asyncio.TimerHandle | None = None
         self._stopped = False
+        #: False only when no entry can be tracked (no ack timeout, no negative ack pending):
+        #: acknowledgements then skip :meth:`forget`, which runs once per acknowledged entry
+        self.tracking = self.unacked is not None
 
     def stop(self) -> None:
         """Cancel both timers for good (the consumer is closed)."""
@@ -55,12 +58,17 @@ class RedeliveryTimers:
         self.nacks.clear()
         if self.unacked is not None:
             self.unacked.clear()
+        self.tracking = self.unacked is not None
 
     def forget(self, key: EntryKey) -> None:
         """An entry was acknowledged: no redelivery for it."""
+        if not self.tracking:
+            return
         self.nacks.remove(key)
         if self.unacked is not None:
             self.unacked.remove(key)
+        elif not self.nacks:
+            self.tracking = False
 
     def forget_through(self, upto: EntryKey) -> None:
         """Every entry up to ``upto`` was acknowledged (cumulatively)."""
@@ -71,6 +79,7 @@ class RedeliveryTimers:
     def nack(self, keys: Iterable[EntryKey], redelivery_count: int) -> None:
         """Negatively acknowledged entries: redelivered after their delay, not on ack timeout."""
         deadline = None
+        self.tracking = True
         for key in keys:
             if self.unacked is not None:
                 self.unacked.remove(key)
@@ -97,6 +106,8 @@ class RedeliveryTimers:
         """Redeliver the negatively acknowledged entries whose delay passed."""
         self._nack_timer = None
         due = self.nacks.pop_due()
+        if self.unacked is None and not self.nacks:
+            self.tracking = False
         if due:
             self._redeliver(due)
         self.arm_nack_timer()

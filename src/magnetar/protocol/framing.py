@@ -32,6 +32,8 @@ _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 _HEADER = struct.Struct(">II")
 _CHECKSUM_HEADER = struct.Struct(">HI")
+#: checksum magic, checksum and metadata size: how a MESSAGE or SEND frame usually goes on
+_CHECKSUM_AND_META_SIZE = struct.Struct(">HII")
 
 crc32c = _crc32c.crc32c
 
@@ -45,9 +47,14 @@ class FrameTooLargeError(ProtocolError):
 
 
 class Frame:
-    """One decoded frame: the command and, for SEND/MESSAGE, the entry bytes and checksum."""
+    """One decoded frame: the command and, for SEND/MESSAGE, the entry bytes and checksum.
 
-    __slots__ = ("command", "entry", "checksum", "broker_entry_metadata")
+    A decoded frame's entry is a view of the bytes received (:attr:`entry_view`, no copy, to
+    read at once: the consumer copies only the payloads it keeps); :attr:`entry` makes it
+    ``bytes`` on first use, for whoever keeps the entry (the broker stores it).
+    """
+
+    __slots__ = ("command", "entry_view", "_entry", "checksum", "broker_entry_metadata")
 
     def __init__(
         self,
@@ -57,11 +64,19 @@ class Frame:
         broker_entry_metadata: bytes | None = None,
     ) -> None:
         self.command = command
-        #: ``[u32 metadata size][MessageMetadata][payload]``, or None for a simple command
-        self.entry = entry
+        #: ``[u32 metadata size][MessageMetadata][payload]`` without a copy, or None for a simple command
+        self.entry_view: bytes | memoryview | None = entry
+        self._entry = entry
         #: the CRC32C the sender announced for ``entry``, or None when it sent none
         self.checksum = checksum
         self.broker_entry_metadata = broker_entry_metadata
+
+    @property
+    def entry(self) -> bytes | None:
+        """``[u32 metadata size][MessageMetadata][payload]`` as bytes, or None for a simple command."""
+        if self._entry is None and self.entry_view is not None:
+            self._entry = bytes(self.entry_view)
+        return self._entry
 
     @property
     def type(self) -> int:
@@ -70,13 +85,16 @@ class Frame:
 
     def checksum_ok(self) -> bool:
         """Whether the entry matches its announced checksum (True when none was sent)."""
-        if self.checksum is None or self.entry is None:
+        if self.checksum is None or self.entry_view is None:
             return True
-        return crc32c(self.entry) == self.checksum
+        return crc32c(self.entry_view) == self.checksum
 
     def __repr__(self) -> str:
-        size = None if self.entry is None else len(self.entry)
+        size = None if self.entry_view is None else len(self.entry_view)
         return f"Frame(type={self.command.type}, entry_bytes={size})"
+
+
+_new_frame = object.__new__
 
 
 class FrameDecoder:
@@ -110,14 +128,10 @@ class FrameDecoder:
             raise type(exc)(str(exc)) from None
 
     def _feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
-        buf = self._buffer
-        if buf:
-            buf += data
-            source: bytes | bytearray = buf
-        else:
-            source = bytes(data)
+        # frames are views of ``source``: immutable bytes, so they stay valid once returned
+        source = data if data.__class__ is bytes else bytes(data)
         frames: list[Frame] = []
-        pos = 0
+        pos = self._complete_buffered(source, frames) if self._buffer else 0
         end = len(source)
         max_size = self.max_frame_size
         view = memoryview(source)
@@ -129,12 +143,31 @@ class FrameDecoder:
                 break
             frames.append(decode_frame_body(view[pos + 4 : pos + 4 + total]))
             pos += 4 + total
-        view.release()
-        if buf:
-            del buf[:pos]
-        elif pos < end:
-            buf += source[pos:]
+        if pos < end:
+            self._buffer += view[pos:]
         return frames
+
+    def _complete_buffered(self, source: bytes, frames: list[Frame]) -> int:
+        """Finish the frame begun in earlier reads with the first bytes of ``source``; return how
+        many of them it took (all when it is still incomplete)."""
+        buf = self._buffer
+        taken = 0
+        if len(buf) < 4:
+            taken = min(4 - len(buf), len(source))
+            buf += source[:taken]
+            if len(buf) < 4:
+                return taken
+        (total,) = _U32.unpack_from(buf, 0)
+        if total > self.max_frame_size:
+            raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {self.max_frame_size}")
+        wanted = min(4 + total - len(buf), len(source) - taken)
+        buf += memoryview(source)[taken : taken + wanted]
+        taken += wanted
+        if len(buf) == 4 + total:
+            whole = bytes(buf)
+            buf.clear()
+            frames.append(decode_frame_body(memoryview(whole)[4:]))
+        return taken
 
 
 def decode_frame_body(body: memoryview) -> Frame:
@@ -149,13 +182,20 @@ def decode_frame_body(body: memoryview) -> Frame:
         command = BaseCommand.FromString(body[4 : 4 + cmd_size])
     except Exception as exc:  # the upb parser raises DecodeError; anything else is as bad
         raise ProtocolError(f"undecodable command: {exc}") from None
-    if not command.HasField("type"):
+    # (a first byte 0x08 is the tag of field 1, type, as a varint: it is there)
+    if body[4] != 0x08 and not command.HasField("type"):
         raise ProtocolError("command without a type")
     if command.type not in _NO_STRING_COMMANDS:
         _check_strings(command)
     pos = 4 + cmd_size
     if pos == size:
         return Frame(command)
+    if size - pos >= 10:
+        magic, checksum, meta_size = _CHECKSUM_AND_META_SIZE.unpack_from(body, pos)
+        if magic == MAGIC_CHECKSUM:  # the usual layout, read in one go
+            if meta_size > size - pos - 10:
+                raise ProtocolError(f"metadata size {meta_size} overruns a payload of {size - pos - 6} bytes")
+            return _entry_frame(command, body[pos + 6 :], checksum, None)
     broker_meta = None
     if size - pos >= 2 and _U16.unpack_from(body, pos)[0] == MAGIC_BROKER_ENTRY_METADATA:
         if size - pos < 6:
@@ -171,13 +211,22 @@ def decode_frame_body(body: memoryview) -> Frame:
             raise ProtocolError("truncated checksum")
         checksum = _U32.unpack_from(body, pos + 2)[0]
         pos += 6
-    entry = bytes(body[pos:])
-    if len(entry) < 4:
+    if size - pos < 4:
         raise ProtocolError("payload too short for a metadata size")
-    (meta_size,) = _U32.unpack_from(entry, 0)
-    if meta_size > len(entry) - 4:
-        raise ProtocolError(f"metadata size {meta_size} overruns a payload of {len(entry)} bytes")
-    return Frame(command, entry, checksum, broker_meta)
+    (meta_size,) = _U32.unpack_from(body, pos)
+    if meta_size > size - pos - 4:
+        raise ProtocolError(f"metadata size {meta_size} overruns a payload of {size - pos} bytes")
+    return _entry_frame(command, body[pos:], checksum, broker_meta)
+
+
+def _entry_frame(command: BaseCommand, entry: memoryview, checksum: int | None, broker_meta: bytes | None) -> Frame:
+    frame = _new_frame(Frame)
+    frame.command = command
+    frame.entry_view = entry
+    frame._entry = None
+    frame.checksum = checksum
+    frame.broker_entry_metadata = broker_meta
+    return frame
 
 
 #: commands without string fields (the hot path), spared the UTF-8 check

@@ -28,11 +28,14 @@ if TYPE_CHECKING:
 
 
 def bind_socket(bind: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``bind:port`` (0: a free port), not yet listening."""
+    """A TCP socket bound to ``bind:port`` (0: a free port) and listening: a client that calls the
+    REST API as soon as the binary port answers (as scripts written for Pulsar do) waits in the
+    backlog while the HTTP app is built, instead of being refused."""
     sock = socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((bind, port))
+        sock.listen(2048)
     except OSError:
         sock.close()
         raise

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -200,6 +201,15 @@ WORKERS = {
 }
 
 
+def hold_backlog(http_url: str, topic: str) -> None:
+    """Create ``topic`` with a subscription at its start, so that none of what the fill writes is
+    trimmed (as acknowledged by every subscription) before the measured consumer subscribes."""
+    path = f"{http_url}/admin/v2/persistent/public/default/{topic}/subscription/hold"
+    request = urllib.request.Request(path, data=b"", method="PUT")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+
+
 def run_worker(kind: str, url: str, topic: str, count: int, size: int) -> float:
     """Run one measurement in a child process; returns msg/s."""
     out = subprocess.run(
@@ -246,6 +256,7 @@ def main() -> None:
                     rates[f"produce-{c}"].append(run_worker(f"produce-{c}", broker.service_url, topic, args.count, size))
                     # every client consumes the same kind of topic: one filled by the official client
                     fill = f"bench-fill-{size}-{c}-{r}-{time.time_ns()}"
+                    hold_backlog(broker.http_url, fill)
                     run_worker("produce-official", broker.service_url, fill, args.count, size)
                     rates[f"consume-{c}"].append(run_worker(f"consume-{c}", broker.service_url, fill, args.count, size))
                 print(f"size {size} round {r}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in rates.items()), flush=True)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -113,10 +115,22 @@ class BrokerProcess:
         try:
             for port in ports:
                 wait_for_port(port, timeout)
+            if self.plain:
+                self._wait_for_http(timeout)
         except TimeoutError:
             self.kill()
             raise RuntimeError(f"broker did not start; log:\n{self.log()}") from None
         return self
+
+    def _wait_for_http(self, timeout: float) -> None:
+        """Until the HTTP app answers (its socket listens before the app is built; any status will do)."""
+        try:
+            with urllib.request.urlopen(f"{self.http_url}/admin/v2/clusters", timeout=timeout):
+                pass
+        except urllib.error.HTTPError:
+            pass
+        except OSError as exc:
+            raise TimeoutError(f"HTTP port {self.http_port} did not answer: {exc}") from None
 
     def log(self) -> str:
         """What the broker printed so far."""

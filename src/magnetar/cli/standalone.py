@@ -44,6 +44,12 @@ async def run_standalone(config: BrokerConfig) -> None:
     started = time.perf_counter()
     if config.ignored_settings:
         log.info("ignoring settings magnetar does not implement: %s", ", ".join(config.ignored_settings))
+    # a SIGTERM during start-up (the binary port answers before the HTTP app is built) stops the
+    # broker cleanly once it has started, instead of killing it half-way
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     server = StandaloneServer(config)
     await server.start()
     listeners = [f"pulsar://{config.bind}:{server.port}" if server.port is not None else "",
@@ -64,10 +70,6 @@ async def run_standalone(config: BrokerConfig) -> None:
     # collections traffic causes walk only what traffic allocates: shorter pauses in the tail
     gc.collect()
     gc.freeze()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("shutting down")
     await server.stop()

@@ -93,3 +93,21 @@ def test_the_open_files_limit_is_raised_to_the_hard_limit() -> None:
         assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == expected
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_fast_path_knows_exactly_the_options_of_the_typer_command() -> None:
+    import inspect
+
+    import typer.models
+
+    from magnetar.cli.standalone import OPTIONS
+    from magnetar.cli.standalone_command import standalone
+
+    declared = set()
+    for parameter in inspect.signature(standalone, eval_str=True).parameters.values():
+        for meta in getattr(parameter.annotation, "__metadata__", ()):
+            if isinstance(meta, typer.models.OptionInfo):
+                # typer.Option("--name", ...): the first argument is the name when it is a flag
+                names = (meta.default, *meta.param_decls)
+                declared.update(d for d in names if isinstance(d, str) and d.startswith("--"))
+    assert declared == set(OPTIONS)

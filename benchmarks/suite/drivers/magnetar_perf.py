@@ -43,8 +43,22 @@ def produce(p: Params) -> dict[str, Any]:
     return _rate_of(_fill(p), "produced")
 
 
+def _hold_backlog(p: Params, subscription: str) -> None:
+    """Create the durable subscription before the fill, so the fill is its backlog (a topic without a
+    subscription keeps only what retention asks for)."""
+    from magnetar.client import Client, ConsumerType, InitialPosition
+
+    client = Client(p.address)
+    try:
+        client.subscribe(p.topic, subscription, consumer_type=ConsumerType.Exclusive,
+                         initial_position=InitialPosition.Earliest).close()
+    finally:
+        client.close()
+
+
 def consume(p: Params) -> dict[str, Any]:
     """Fill, then receive + acknowledge from the earliest position."""
+    _hold_backlog(p, "bench")
     fill = _fill(p)
     doc = perf("consume", p, "-m", str(p.count), "-sp", "Earliest", "-ss", "bench")
     result = _rate_of(doc, "consumed")

@@ -10,7 +10,10 @@ moment before exec:
 - ``cpu_connected_s`` / ``cpu_http_ready_s``: the CPU time (user + system) the broker had used at
   those moments: on a machine shared with other work this varies far less than the wall time;
 - ``rss_3s_mb``: the broker process's resident memory 3 s after it is ready (both ports);
-- ``rss_idle_mb``: its resident memory after ``--idle`` seconds (default 30) without clients.
+- ``rss_idle_mb``: its resident memory after ``--idle`` seconds (default 30) without clients;
+- ``all_routes_s`` / ``cpu_all_routes_s`` / ``rss_all_routes_mb`` (systems with an HTTP port, after the
+  idle time): how long GET /openapi.json takes (it needs every admin route, so a broker that builds its
+  route groups on first use builds all of them), the CPU time that cost, and the memory afterwards.
 
 Brokers run with their bytecode cached (PYTHONPYCACHEPREFIX, compiled before the first run), as an
 installed package runs: a shell with PYTHONDONTWRITEBYTECODE would otherwise compile every module
@@ -93,6 +96,20 @@ def try_connect(port: int) -> bool:
             return data[8:10] == CONNECTED_PREFIX
     except OSError:
         return False
+
+
+def openapi_seconds(port: int, pid: int) -> tuple[float | None, float | None]:
+    """Wall and CPU seconds (of the broker ``pid``) of one GET /openapi.json, None when it fails."""
+    cpu_before = cpu_seconds(pid)
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=30) as resp:
+            resp.read()
+    except OSError:
+        return None, None
+    elapsed = time.perf_counter() - started
+    cpu_after = cpu_seconds(pid)
+    return elapsed, (cpu_after - cpu_before if cpu_after is not None and cpu_before is not None else None)
 
 
 def try_http(port: int) -> bool:
@@ -230,6 +247,9 @@ def run_once(system: System, idle: float) -> dict:
                 out["rss_3s_mb"] = rss_mb(proc.pid)
                 time.sleep(max(0.0, started + ready + idle - time.perf_counter()))
                 out["rss_idle_mb"] = rss_mb(proc.pid)
+                if system.has_http and system.name != "pulsar":
+                    out["all_routes_s"], out["cpu_all_routes_s"] = openapi_seconds(http_port, proc.pid)
+                    out["rss_all_routes_mb"] = rss_mb(proc.pid)
             else:
                 out["error"] = f"not ready in {system.timeout} s (exit {proc.poll()}); see {data / 'broker.log'}"
         finally:
@@ -246,7 +266,8 @@ def run_once(system: System, idle: float) -> dict:
 
 def summary(results: list[dict]) -> dict:
     """Median, min and max of each measured value."""
-    keys = ("connected_s", "http_ready_s", "cpu_connected_s", "cpu_http_ready_s", "rss_3s_mb", "rss_idle_mb")
+    keys = ("connected_s", "http_ready_s", "cpu_connected_s", "cpu_http_ready_s", "rss_3s_mb", "rss_idle_mb",
+            "all_routes_s", "cpu_all_routes_s", "rss_all_routes_mb")
     out: dict = {}
     for key in keys:
         values = [r[key] for r in results if r.get(key) is not None]

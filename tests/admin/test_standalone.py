@@ -4,7 +4,10 @@ built, and nothing is served unauthenticated because of it."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
+import subprocess
 import threading
 import urllib.error
 import urllib.request
@@ -15,13 +18,13 @@ from pathlib import Path
 import pytest
 
 import magnetar.admin.standalone as standalone_module
-from magnetar.admin.standalone import StandaloneServer
+from magnetar.admin.standalone import HOLD_HTTP_BUILD_ENV, StandaloneServer
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.security import SecuritySettings
 from magnetar.broker.security.tokens import generate_secret_key
 from magnetar.protocol import CommandType, decode_frame_body, encode_command
 from magnetar.protocol.schema import BaseCommand
-from magnetar.testing import free_port
+from magnetar.testing import BrokerProcess, free_port, wait_for_port
 
 
 def connect_command(token: bytes | None = None) -> bytes:
@@ -168,3 +171,28 @@ def test_a_busy_http_port_fails_before_the_binary_port_listens(tmp_path: Path) -
                 await server.broker.service.stop()
 
         asyncio.run(run())
+
+
+def test_sigterm_while_the_http_app_is_built_stops_the_broker_cleanly(tmp_path: Path) -> None:
+    gate = tmp_path / "release-http-build"
+    broker = BrokerProcess(tmp_path / "data", args=("--fsync", "never", "--log-level", "INFO"))
+    log_path = tmp_path / "broker.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(broker.command(), stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, HOLD_HTTP_BUILD_ENV: str(gate)})
+        try:
+            wait_for_port(broker.port, 30)
+            answer = first_answer(broker.port, connect_command())
+            assert answer is not None and answer.type == CommandType.CONNECTED
+            proc.send_signal(signal.SIGTERM)
+            threading.Event().wait(0.3)
+            assert proc.poll() is None, "the signal waits for the start-up to finish instead of killing the broker"
+            gate.touch()
+            assert proc.wait(30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = log_path.read_text(errors="replace")
+    assert "shutting down" in text and "stopped" in text, text
+    assert "Traceback" not in text, text

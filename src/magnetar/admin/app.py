@@ -5,6 +5,9 @@ every route declares who may call it (:mod:`.access`). Routes are thin: each cal
 :class:`magnetar.broker.resources.admin.BrokerAdmin`, which raises broker errors to refuse; the
 handlers in :mod:`.errors` give each refusal its HTTP status and Pulsar's ``{"reason": "..."}`` body. Every route is ``async``: it runs on the
 broker's own event loop, which owns all broker state.
+
+:func:`create_app` builds every route; :func:`create_lazy_app` (a broker's start-up) builds the core
+and leaves each group of routes to the first request that needs it (:mod:`.route_groups`).
 """
 
 from __future__ import annotations
@@ -17,18 +20,10 @@ from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from magnetar import __version__
-from magnetar.admin import (
-    metrics,
-    routes_clusters,
-    routes_lookup,
-    routes_namespaces,
-    routes_schemas,
-    routes_tenants,
-    routes_topics,
-)
+from magnetar.admin import metrics
 from magnetar.admin.access import AccessGuard
-from magnetar.admin.console import mount_console
 from magnetar.admin.errors import install_error_handlers
+from magnetar.admin.route_groups import LazyRoutesApp, RouteGroups
 from magnetar.admin.security import AuthenticationMiddleware
 from magnetar.broker.resources.admin import admin_for
 from magnetar.storage.health import storage_health
@@ -38,7 +33,22 @@ if TYPE_CHECKING:
 
 
 def create_app(service: BrokerService) -> FastAPI:
-    """Build the HTTP application serving ``service``."""
+    """Build the HTTP application serving ``service``, every route in it."""
+    app, groups = create_core_app(service)
+    groups.build_all()
+    return app
+
+
+def create_lazy_app(service: BrokerService) -> LazyRoutesApp:
+    """The HTTP application serving ``service`` with its core routes built, and every other group of routes
+    built when the first request under its paths comes (that request waits for it)."""
+    app, groups = create_core_app(service)
+    return LazyRoutesApp(app, groups)
+
+
+def create_core_app(service: BrokerService) -> tuple[FastAPI, RouteGroups]:
+    """The app with its error handlers, authentication, health, readiness and /metrics, and its route
+    groups, none built yet."""
     app = FastAPI(
         title="magnetar",
         description="magnetar broker HTTP API: Pulsar admin v2 REST API, HTTP lookup, health and metrics",
@@ -75,15 +85,7 @@ def create_app(service: BrokerService) -> FastAPI:
         """Prometheus text: pulsar_* topic metrics and magnetar_* process metrics."""
         return Response(metrics.render(registry), media_type=CONTENT_TYPE_LATEST)
 
-    app.include_router(routes_clusters.router(admin, access))
-    app.include_router(routes_tenants.router(admin, access))
-    app.include_router(routes_namespaces.router(admin, access))
-    app.include_router(routes_lookup.router(admin, access))
-    app.include_router(routes_schemas.router(admin, access))
-    for domain in ("persistent", "non-persistent"):
-        app.include_router(routes_topics.router(admin, access, domain))
-    mount_console(app, admin, access)
-    return app
+    return app, RouteGroups(app, admin, access)
 
 
 def _authenticate_metrics(service: BrokerService) -> bool:

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 Scope = MutableMapping[str, Any]
@@ -80,7 +79,7 @@ class HttpServer:
     """uvicorn serving one app on ``bind:port`` (0: a free port) inside the running loop, HTTPS with a context."""
 
     def __init__(
-        self, app: FastAPI, bind: str, port: int, ssl_context: ssl.SSLContext | None = None,
+        self, app: ASGIApp, bind: str, port: int, ssl_context: ssl.SSLContext | None = None,
         sock: socket.socket | None = None,
     ) -> None:
         self.app = app

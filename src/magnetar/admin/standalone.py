@@ -2,16 +2,19 @@
 
 Used by the ``magnetar standalone`` command and by :mod:`magnetar.testing`. The broker knows
 nothing of HTTP; this is where the two meet. The binary listeners open first and answer while the
-HTTP stack (FastAPI, uvicorn, pydantic, about 200 routes) is imported and built in a worker thread:
-that takes most of a second, and the broker's loop must not wait for it. The app is served on plain
-HTTP (``http_port``, unless 0) and on HTTPS (``webServicePortTls``, when set) with the broker's server
-TLS context.
+HTTP stack (FastAPI, uvicorn, pydantic) is imported and the app's core built in a worker thread: the
+broker's loop must not wait for it. The admin routes (about 190) are built a group at a time, on the
+first request under each group's paths (:mod:`magnetar.admin.route_groups`). The app is served on
+plain HTTP (``http_port``, unless 0) and on HTTPS (``webServicePortTls``, when set) with the broker's
+server TLS context.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import time
 from typing import TYPE_CHECKING
 
 from magnetar.broker.config import BrokerConfig
@@ -22,9 +25,7 @@ from magnetar.broker.service import BrokerService
 if TYPE_CHECKING:
     import ssl
 
-    from fastapi import FastAPI
-
-    from magnetar.admin.http_server import HttpServer
+    from magnetar.admin.http_server import ASGIApp, HttpServer
 
 
 def bind_socket(bind: str, port: int) -> socket.socket:
@@ -42,12 +43,22 @@ def bind_socket(bind: str, port: int) -> socket.socket:
     return sock
 
 
-def build_http_app(service: BrokerService) -> FastAPI:
-    """Import the HTTP stack and build the app of ``service``; runs in a worker thread, off the loop."""
-    from magnetar.admin import http_server  # noqa: F401 - uvicorn loads here too, not on the loop
-    from magnetar.admin.app import create_app
+#: tests only: a file path; the HTTP app's build waits (at most 60 s) until that file exists, so that a
+#: test can signal a broker whose binary port answers while its HTTP app is still being built
+HOLD_HTTP_BUILD_ENV = "MAGNETAR_TEST_HOLD_HTTP_BUILD"
 
-    return create_app(service)
+
+def build_http_app(service: BrokerService) -> ASGIApp:
+    """Import the HTTP stack and build the app of ``service`` (its route groups come on first use); runs in a
+    worker thread, off the loop."""
+    gate = os.environ.get(HOLD_HTTP_BUILD_ENV)
+    deadline = time.monotonic() + 60
+    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    from magnetar.admin import http_server  # noqa: F401 - uvicorn loads here too, not on the loop
+    from magnetar.admin.app import create_lazy_app
+
+    return create_lazy_app(service)
 
 
 class StandaloneServer:

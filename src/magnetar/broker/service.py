@@ -2,6 +2,8 @@
 
 One asyncio loop owns every piece of broker state; only fsync and the metadata store's
 cursor writes run in worker threads, and their results come back to the loop.
+The modules needed only once a topic exists (topics, subscriptions, compaction, policy resolution,
+lifecycle) load with the first topic: a broker answers its first CONNECT without them.
 """
 
 from __future__ import annotations
@@ -10,26 +12,24 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from magnetar import __version__
 from magnetar.broker.commit import GroupCommitter
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.policies import resolve as resolve_policies
-from magnetar.broker.schemas import TopicSchemas
-from magnetar.broker.topics import lifecycle
-from magnetar.broker.topics.base import Topic
-from magnetar.broker.topics.compaction import Compactor
-from magnetar.broker.topics.nonpersistent import NonPersistentTopic
-from magnetar.broker.topics.persistent import PersistentTopic
+from magnetar.broker.schemas.topics import TopicSchemas
 from magnetar.protocol.enums import ServerError, TopicsMode
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
-from magnetar.storage import CacheBudget, CursorStore, ManagedCursor, ManagedLedger, MetadataStore
 from magnetar.storage.health import storage_health
+from magnetar.storage.ledger import CacheBudget
+from magnetar.storage.managed_cursor import CursorStore, ManagedCursor
+from magnetar.storage.metadata import MetadataStore
 from magnetar.storage.repair import metadata_problem, repair_data_dir
 
 if TYPE_CHECKING:
@@ -37,11 +37,16 @@ if TYPE_CHECKING:
 
     from magnetar.broker.security.authentication import AuthenticationService
     from magnetar.broker.security.authorization import AuthorizationService
+    from magnetar.broker.topics.base import Topic
+    from magnetar.broker.topics.compaction import Compactor
+    from magnetar.broker.topics.persistent import PersistentTopic
     from magnetar.broker.transport import ClientSession
 
 log = logging.getLogger("magnetar.broker")
 
 SERVER_VERSION = f"magnetar-{__version__}"
+#: the metadata keys of compaction statuses (``magnetar.broker.topics.compaction.STATUS_PREFIX``)
+_COMPACTION_STATUS_PREFIX = "compaction-status/"
 
 
 def _dedup_key(topic: str) -> str:
@@ -83,8 +88,7 @@ class BrokerService:
         self._flush_lock = asyncio.Lock()
         #: the task persisting changed cursors round after round (acknowledgements at commit cadence)
         self._cursor_rounds_task: asyncio.Task | None = None
-        #: runs topic compactions and opens compacted views (compaction.py)
-        self.compactor = Compactor(config, self.topics)
+        self._compactor: Compactor | None = None
         self.started_at = time.time()
         self.running = False
         #: names of producers that did not choose one: this prefix, then a number
@@ -116,16 +120,16 @@ class BrokerService:
         self._tasks.append(asyncio.create_task(self._cursor_flush_loop(), name="cursor-flush"))
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="lifecycle"))
-        self.compactor.start(self.metadata)
         self.running = True
+        if self.metadata.list_kv(_COMPACTION_STATUS_PREFIX):
+            _ = self.compactor  # a compaction a crashed broker left RUNNING is marked ERROR now
 
     @staticmethod
     def _salvage_damaged_metadata(data_dir: Path) -> None:
         """A damaged metadata.db is set aside and rebuilt from its readable rows, so the broker starts;
         what was found and what is lost goes to the log (as ``magnetar repair`` prints it)."""
         metadata_dir = data_dir / "metadata.db"
-        problem = metadata_problem(metadata_dir)
-        if problem is None:
+        if (problem := metadata_problem(metadata_dir)) is None:
             return
         log.error("metadata database in %s is damaged (%s): salvaging what is readable", metadata_dir, problem)
         report = repair_data_dir(data_dir)
@@ -144,10 +148,11 @@ class BrokerService:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._cursor_rounds_task is not None:
             await asyncio.gather(self._cursor_rounds_task, return_exceptions=True)
-        await self.compactor.stop()
+        if self._compactor is not None:
+            await self._compactor.stop()
         await self.committer.drain()
         for topic in self.topics.values():
-            if isinstance(topic, PersistentTopic):
+            if topic.persistent:
                 for sub in topic.subscriptions.values():
                     sub.cursor.mark_dirty()
         await self.flush_cursors()
@@ -160,6 +165,17 @@ class BrokerService:
         self._sync_executor.shutdown(wait=True)
         self._meta_executor.shutdown(wait=True)
         self._reap_executor.shutdown(wait=True)
+
+    @property
+    def compactor(self) -> Compactor:
+        """Runs topic compactions and opens compacted views (compaction.py); made on first use."""
+        if self._compactor is None:
+            from magnetar.broker.topics.compaction import Compactor
+
+            self._compactor = Compactor(self.config, self.topics)
+            if self.running and self.metadata is not None:
+                self._compactor.start(self.metadata)
+        return self._compactor
 
     def _reap(self, job: Callable[[], None]) -> None:
         """The ledgers' reaper: run a file clean-up job in the reaper thread, off the loop."""
@@ -275,29 +291,12 @@ class BrokerService:
         assert self.metadata is not None
         self.check_namespace(topic_name)
         if not topic_name.persistent:
-            if self.partitions_of(topic_name) > 0:
-                raise BrokerError(
-                    ServerError.NotAllowedError,
-                    f"{name} is a partitioned topic: use its partitions {name}-partition-<i>",
-                )
-            self._non_persistent_ids -= 1
-            topic = NonPersistentTopic(
-                topic_name,
-                self._non_persistent_ids & ((1 << 63) - 1),
-                config=self.config,
-                producer_name_prefix=self.producer_name_prefix,
-            )
-            self.topics[name] = topic
-            return topic
+            return self._create_non_persistent(topic_name)
         ledger_id = self.metadata.get_topic(name)
         if ledger_id is None:
             if not create or not self.auto_topic_creation(topic_name.namespace)[0]:
                 raise BrokerError(ServerError.TopicNotFound, f"topic {name} does not exist")
-            if self.partitions_of(topic_name) > 0:
-                raise BrokerError(
-                    ServerError.NotAllowedError,
-                    f"{name} is a partitioned topic: use its partitions {name}-partition-<i>",
-                )
+            self._check_partitioned(topic_name)
             max_topics = self.config.max_topics_per_namespace
             if max_topics > 0 and len(self.metadata.list_topics(topic_name.namespace)) >= max_topics:
                 raise BrokerError(
@@ -305,6 +304,39 @@ class BrokerService:
                     f"namespace {topic_name.namespace} reached its maximum of {max_topics} topics",
                 )
             ledger_id = self.metadata.get_or_create_topic(name)
+        return self._load_persistent(topic_name, ledger_id)
+
+    def _check_partitioned(self, topic_name: TopicName) -> None:
+        """BrokerError NotAllowedError when ``topic_name`` is a partitioned topic (only its partitions load)."""
+        if self.partitions_of(topic_name) > 0:
+            raise BrokerError(
+                ServerError.NotAllowedError,
+                f"{topic_name} is a partitioned topic: use its partitions {topic_name}-partition-<i>",
+            )
+
+    def _create_non_persistent(self, topic_name: TopicName) -> Topic:
+        """A new non-persistent topic, registered."""
+        from magnetar.broker.topics.nonpersistent import NonPersistentTopic
+
+        self._check_partitioned(topic_name)
+        self._non_persistent_ids -= 1
+        topic = NonPersistentTopic(
+            topic_name,
+            self._non_persistent_ids & ((1 << 63) - 1),
+            config=self.config,
+            producer_name_prefix=self.producer_name_prefix,
+        )
+        self.topics[str(topic_name)] = topic
+        return topic
+
+    def _load_persistent(self, topic_name: TopicName, ledger_id: int) -> Topic:
+        """Open a stored topic's ledger, restore its cursors, sequence ids, policies and compacted view,
+        and register it."""
+        from magnetar.broker.topics.persistent import PersistentTopic
+        from magnetar.storage.ledger import ManagedLedger
+
+        assert self.metadata is not None
+        name = str(topic_name)
         ledger = ManagedLedger.open(
             self.config.data_dir / "ledgers" / str(ledger_id),
             ledger_id,
@@ -339,6 +371,8 @@ class BrokerService:
 
     def terminate_topic(self, topic_name: TopicName) -> tuple[int, int]:
         """Terminate a persistent topic for good; returns its last (ledger id, entry id)."""
+        from magnetar.broker.topics.persistent import PersistentTopic
+
         topic = self.get_topic(topic_name, create=False)
         if not isinstance(topic, PersistentTopic):
             raise BrokerError(ServerError.NotAllowedError, f"{topic_name} is non-persistent: it cannot be terminated")
@@ -354,8 +388,10 @@ class BrokerService:
 
     def apply_policies(self, topic: Topic) -> None:
         """Resolve a topic's policies and apply what changes at once."""
+        from magnetar.broker.policies.resolution import resolve
+
         assert self.metadata is not None
-        topic.apply_policies(resolve_policies(self.metadata, self.config, topic.topic_name))
+        topic.apply_policies(resolve(self.metadata, self.config, topic.topic_name))
 
     # -- cursors -------------------------------------------------------------------------
     def open_cursor(self, topic: PersistentTopic, name: str, mark_delete: int) -> ManagedCursor:
@@ -402,17 +438,21 @@ class BrokerService:
 
     def maybe_trim(self, topic: Topic) -> None:
         """Release whole segments every durable cursor has acknowledged, as retention allows."""
-        if topic.closed or not isinstance(topic, PersistentTopic):
+        if topic.closed or not topic.persistent:
             return
+        from magnetar.broker.topics import lifecycle
+
         lifecycle.trim(topic)
 
     def check_lifecycle(self, topic: Topic) -> None:
         """Enforce a topic's message TTL, backlog quotas, retention and expiry now."""
         if topic.closed:
             return
-        if not isinstance(topic, PersistentTopic):
+        if not topic.persistent:
             self._expire_inactive(topic)
             return
+        from magnetar.broker.topics import lifecycle
+
         lifecycle.expire_messages(topic)
         exceeded = lifecycle.quota_exceeded(topic)
         if exceeded == "consumer_backlog_eviction":
@@ -433,6 +473,8 @@ class BrokerService:
     def _expire_inactive(self, topic: Topic, now: float | None = None) -> None:
         """Delete subscriptions without consumers past their expiration time, and topics inactive
         for longer than ``inactive_topic_expiry_seconds`` (both off by default)."""
+        from magnetar.broker.topics import lifecycle
+
         now = time.time() if now is None else now
         for name in lifecycle.expired_subscriptions(topic, now):
             log.info("deleting subscription %s of %s: no consumer for longer than its expiration time", name, topic.name)
@@ -543,15 +585,15 @@ class BrokerService:
             self.cursors.forget_topic(name)
             ledger_id = self.metadata.get_topic(name)
             existed = self.metadata.delete_topic(name)
-            stored = topic if isinstance(topic, PersistentTopic) else None  # non-persistent topics store nothing
+            # non-persistent topics store nothing
+            stored = cast("PersistentTopic", topic) if topic is not None and topic.persistent else None
             if topic is not None:
                 topic.closed = True
             if stored is not None:
                 stored.ledger.delete()
-            if ledger_id is not None or stored is not None:
-                self.compactor.forget(name, ledger_id if ledger_id is not None else topic.ledger_id, topic)
             elif ledger_id is not None:
-                import shutil
-
-                shutil.rmtree(self.config.data_dir / "ledgers" / str(ledger_id), ignore_errors=True)
+                # stored but not loaded (e.g. since a restart): its segment files are on disk all the same
+                self._reap(partial(shutil.rmtree, self.config.data_dir / "ledgers" / str(ledger_id), True))
+            if ledger_id is not None or stored is not None:
+                self.compactor.forget(name, ledger_id if ledger_id is not None else stored.ledger_id, topic)
         return existed or topic is not None

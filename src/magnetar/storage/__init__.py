@@ -1,18 +1,63 @@
-"""Storage layer of magnetar: managed ledgers, managed cursors, compacted ledgers and broker metadata."""
+"""Storage layer of magnetar: managed ledgers, managed cursors, compacted ledgers and broker metadata.
 
-from magnetar.storage.compacted import CompactedEntry, CompactedView, CompactedWriter, compacted_root
-from magnetar.storage.cursor import CursorState, longs_to_mask, mask_to_longs
-from magnetar.storage.ledger import CacheBudget, Entry, LedgerFencedError, ManagedLedger
-from magnetar.storage.managed_cursor import CursorBatch, CursorStore, EntrySource, ManagedCursor, NoEntries
-from magnetar.storage.metadata import (
-    MetadataConflictError,
-    MetadataError,
-    MetadataNotFoundError,
-    MetadataStore,
-    topic_namespace,
-)
-from magnetar.storage.rangeset import RangeSet
-from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError, Segment, StorageError
+Names load on first use (PEP 562): importing one submodule does not load its siblings.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from magnetar.storage.compacted import CompactedEntry, CompactedView, CompactedWriter, compacted_root
+    from magnetar.storage.cursor import CursorState, longs_to_mask, mask_to_longs
+    from magnetar.storage.ledger import CacheBudget, Entry, LedgerFencedError, ManagedLedger
+    from magnetar.storage.managed_cursor import (
+        CursorBatch,
+        CursorStore,
+        EntrySource,
+        ManagedCursor,
+        NoEntries,
+    )
+    from magnetar.storage.metadata import (
+        MetadataConflictError,
+        MetadataError,
+        MetadataNotFoundError,
+        MetadataStore,
+        topic_namespace,
+    )
+    from magnetar.storage.rangeset import RangeSet
+    from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError, Segment, StorageError
+
+#: public name -> the module of this package that defines it
+_MODULES = {
+    "CompactedEntry": "compacted",
+    "CompactedView": "compacted",
+    "CompactedWriter": "compacted",
+    "compacted_root": "compacted",
+    "CursorState": "cursor",
+    "longs_to_mask": "cursor",
+    "mask_to_longs": "cursor",
+    "CacheBudget": "ledger",
+    "Entry": "ledger",
+    "LedgerFencedError": "ledger",
+    "ManagedLedger": "ledger",
+    "CursorBatch": "managed_cursor",
+    "CursorStore": "managed_cursor",
+    "EntrySource": "managed_cursor",
+    "ManagedCursor": "managed_cursor",
+    "NoEntries": "managed_cursor",
+    "MetadataConflictError": "metadata",
+    "MetadataError": "metadata",
+    "MetadataNotFoundError": "metadata",
+    "MetadataStore": "metadata",
+    "topic_namespace": "metadata",
+    "RangeSet": "rangeset",
+    "CorruptEntryError": "segment",
+    "EntryNotFoundError": "segment",
+    "Segment": "segment",
+    "StorageError": "segment",
+}
 
 __all__ = [
     "CacheBudget",
@@ -42,3 +87,18 @@ __all__ = [
     "mask_to_longs",
     "topic_namespace",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module defining ``name`` on first use, and keep the name here."""
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The package's names, loaded or not."""
+    return sorted({*globals(), *_MODULES})

@@ -4,31 +4,56 @@
 - :mod:`.compatibility`: strategies and the per-type compatibility checks;
 - :mod:`.registry`: schema histories by schema id, persisted in the metadata store;
 - :mod:`.topics`: the rules producers, consumers and the admin API follow on a topic.
+
+Names load on first use (PEP 562): importing one submodule does not load its siblings.
 """
 
 from __future__ import annotations
 
-from magnetar.broker.schemas.compatibility import (
-    IncompatibleSchemaError,
-    InvalidSchemaError,
-    SchemaData,
-    Strategy,
-    parse_strategy,
-)
-from magnetar.broker.schemas.registry import (
-    SchemaNotFoundError,
-    SchemaRegistry,
-    StoredSchema,
-    schema_id_of,
-    version_from_bytes,
-    version_to_bytes,
-)
-from magnetar.broker.schemas.topics import (
-    SchemaPolicy,
-    TopicSchemas,
-    declared_schema_from_wire,
-    schema_from_wire,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from magnetar.broker.schemas.compatibility import (
+        IncompatibleSchemaError,
+        InvalidSchemaError,
+        SchemaData,
+        Strategy,
+        parse_strategy,
+    )
+    from magnetar.broker.schemas.registry import (
+        SchemaNotFoundError,
+        SchemaRegistry,
+        StoredSchema,
+        schema_id_of,
+        version_from_bytes,
+        version_to_bytes,
+    )
+    from magnetar.broker.schemas.topics import (
+        SchemaPolicy,
+        TopicSchemas,
+        declared_schema_from_wire,
+        schema_from_wire,
+    )
+
+#: public name -> the module of this package that defines it
+_MODULES = {
+    "IncompatibleSchemaError": "compatibility",
+    "InvalidSchemaError": "compatibility",
+    "SchemaData": "compatibility",
+    "Strategy": "compatibility",
+    "parse_strategy": "compatibility",
+    "SchemaNotFoundError": "registry",
+    "SchemaRegistry": "registry",
+    "StoredSchema": "registry",
+    "schema_id_of": "registry",
+    "version_from_bytes": "registry",
+    "version_to_bytes": "registry",
+    "SchemaPolicy": "topics",
+    "TopicSchemas": "topics",
+    "declared_schema_from_wire": "topics",
+    "schema_from_wire": "topics",
+}
 
 __all__ = [
     "IncompatibleSchemaError",
@@ -47,3 +72,18 @@ __all__ = [
     "version_from_bytes",
     "version_to_bytes",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module defining ``name`` on first use, and keep the name here."""
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The package's names, loaded or not."""
+    return sorted({*globals(), *_MODULES})

@@ -1,0 +1,97 @@
+"""The broker service's topic registry: deleting a topic removes its files whether or not it is loaded,
+and the topic, subscription and compaction modules load only once a topic does."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.service import BrokerService
+from magnetar.broker.topics.persistent import PersistentTopic
+from magnetar.protocol.topic_name import TopicName
+
+TOPIC = "persistent://public/default/deleted"
+
+
+def _run(data_dir: Path, body: Callable[[BrokerService], Awaitable[None]]) -> None:
+    async def main() -> None:
+        service = BrokerService(BrokerConfig(data_dir=data_dir, fsync="never"))
+        await service.start()
+        try:
+            await body(service)
+        finally:
+            await service.stop()
+
+    asyncio.run(main())
+
+
+def _write_topic(data_dir: Path) -> Path:
+    """Store a few entries in TOPIC and stop the broker; the topic's ledger directory."""
+    directory: list[Path] = []
+
+    async def body(service: BrokerService) -> None:
+        topic = service.get_topic(TopicName.parse(TOPIC))
+        assert isinstance(topic, PersistentTopic)
+        for _ in range(3):
+            topic.ledger.append(b"x" * 100)
+        directory.append(topic.ledger.directory)
+
+    _run(data_dir, body)
+    assert any(directory[0].glob("*.log"))
+    return directory[0]
+
+
+def test_deleting_a_topic_not_loaded_removes_its_files(tmp_path: Path) -> None:
+    directory = _write_topic(tmp_path)
+
+    async def body(service: BrokerService) -> None:
+        assert TOPIC not in service.topics
+        assert await service.delete_topic_storage(TOPIC)
+        assert service.metadata is not None and service.metadata.get_topic(TOPIC) is None
+        assert not await service.delete_topic_storage(TOPIC), "nothing left to delete"
+
+    _run(tmp_path, body)
+    assert not directory.exists(), "the ledger files went with the topic"
+
+
+def test_deleting_a_loaded_topic_removes_its_files(tmp_path: Path) -> None:
+    directory = _write_topic(tmp_path)
+
+    async def body(service: BrokerService) -> None:
+        topic = service.get_topic(TopicName.parse(TOPIC), create=False)
+        assert isinstance(topic, PersistentTopic) and topic.ledger.last_entry_id == 2
+        assert await service.delete_topic_storage(TOPIC)
+        assert topic.closed and TOPIC not in service.topics
+
+    _run(tmp_path, body)
+    assert not directory.exists()
+
+
+def test_topic_modules_load_with_the_first_topic(tmp_path: Path) -> None:
+    script = f"""
+import asyncio, sys
+from pathlib import Path
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.server import BrokerServer
+from magnetar.protocol.topic_name import TopicName
+
+LAZY = ("magnetar.broker.topics.persistent", "magnetar.broker.topics.compaction",
+        "magnetar.broker.topics.lifecycle", "magnetar.broker.subscriptions.subscription",
+        "magnetar.broker.subscriptions.dispatchers.round_robin", "magnetar.broker.policies.resolution")
+
+async def main() -> None:
+    server = BrokerServer(BrokerConfig(data_dir=Path({str(tmp_path)!r}), port=0, fsync="never"))
+    await server.start()
+    print("started", sorted(m for m in (*LAZY, "magnetar.broker.topics.nonpersistent") if m in sys.modules))
+    server.service.get_topic(TopicName.parse("persistent://public/default/t"))
+    print("loaded", sorted(m for m in LAZY if m in sys.modules) == sorted(LAZY))
+    await server.stop()
+
+asyncio.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.splitlines() == ["started []", "loaded True"], out.stdout + out.stderr

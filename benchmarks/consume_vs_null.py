@@ -5,7 +5,9 @@ For each message size (100 B and 1 KiB), one magnetar topic is filled once with 
 official pulsar-client and magnetar.client's sync facade) receives and acknowledges N messages
 from a new subscription (earliest position) on magnetar, and N messages from the null broker
 (benchmarks/null_broker.py), which answers every FLOW with MESSAGE frames of one pre-built batch
-of the same layout. Every run is its own process (the workers of client_vs_official.py).
+of the same layout (each message with its sequence id, as the official producer that filled the
+magnetar topic writes it: clients decode that layout more slowly than a bare payload size).
+Every run is its own process (the workers of client_vs_official.py).
 
 The result records each side's msg/s, the ratio magnetar / null per client (goal with the official
 client: >= 0.9, the broker is never the bottleneck) and the broker's CPU seconds per million
@@ -135,6 +137,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}",
         "broker": "magnetar standalone, fsync always; null broker: benchmarks/null_broker.py consume mode",
+        "null_layout": "batches as the official producer writes them: payload_size and sequence_id per message",
         "messages_per_run": args.count,
         "rounds": args.rounds,
         "alternated": "each round, per client: null, magnetar (and the baseline tree), in one run",

@@ -9,7 +9,8 @@ magnetar, so a benchmark against it measures the client and the loop:
   batch entry (each frame only gets a new command header: consumer id and entry id), as many
   as the permits allow; ACKs are ignored. The batch's layout comes from the topic name: a topic
   whose name contains ``-s<size>-b<count>`` gets batches of ``count`` messages of ``size`` bytes
-  (default 100 B, 1000 messages, capped at 128 KiB as a batching producer caps them).
+  (default 100 B, 1000 messages, capped at 128 KiB as a batching producer caps them), each with
+  its sequence id, as the official producer writes the batches magnetar then serves.
 """
 
 from __future__ import annotations
@@ -36,9 +37,15 @@ def batch_layout(topic: str) -> tuple[int, int]:
 
 
 def prebuilt_entry(size: int, count: int) -> tuple[bytes, int]:
-    """One batch entry of ``count`` messages of ``size`` bytes, as a producer builds it, and its CRC32C."""
+    """One batch entry of ``count`` messages of ``size`` bytes, as the official producer builds it
+    (each message's SingleMessageMetadata carries its sequence id besides its size), and its CRC32C.
+
+    The layout matters: consumers decode a metadata of only ``payload_size`` faster than one with a
+    sequence id too, so a null broker feeding the lighter layout measured a client's decoding of
+    other bytes than the ones magnetar serves (magnetar.client: 720k against 520k msg/s, 100 B).
+    """
     meta = MessageMetadata(producer_name="null-broker", sequence_id=0, publish_time=1)
-    entry = build_entry(meta, [BatchMessage(b"x" * size) for _ in range(count)])
+    entry = build_entry(meta, [BatchMessage(b"x" * size, sequence_id=i) for i in range(count)])
     return entry, crc32c(entry)
 
 

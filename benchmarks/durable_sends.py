@@ -1,17 +1,25 @@
 """One-at-a-time durable sends against the machine's fsync rate, side by side.
 
-Each round runs, one after the other on the same disk (the broker's data directory):
+Each round runs, one after the other on the same disk (the brokers' data directories):
 
 - the baseline: a tiny loop appending 100 bytes to a file and calling fdatasync, for T seconds;
 - magnetar (fsync always): one producer sending 100-byte messages one at a time, each send
   waiting for its receipt (which magnetar only sends after the fsync covering the message), for
-  T seconds, with magnetar.client and with the official pulsar-client (batching off).
+  T seconds, with magnetar.client's sync face, with its asyncio API (``await producer.send``: no
+  hop between an application thread and the client's loop thread), and with the official
+  pulsar-client (batching off).
+
+With ``--baseline-src DIR`` a second broker runs from that tree (the committed one, say) next to the
+broker of this tree, and every sender runs against both in each round, alternating which goes
+first. The senders run from ``--client-src`` (default: this tree) against both, so only the
+brokers differ. ``--fsync never`` measures what a send costs without the disk.
 
 The ratio send rate / fsync rate (goal >= 0.8) is taken per round and its median reported, so
 the disk's mood, which changes from second to second on a shared machine, affects both sides of
-one ratio alike. Written to benchmarks/results/durable_sends.json.
+one ratio alike. The CPU seconds of each broker process over the run are reported too. Written to
+benchmarks/results/durable_sends.json (``--label``: added as a labelled block, keeping the rest).
 
-usage: python benchmarks/durable_sends.py [--seconds T] [--rounds R]
+usage: python benchmarks/durable_sends.py [--seconds T] [--rounds R] [--baseline-src DIR] [--label L]
 """
 
 from __future__ import annotations
@@ -66,6 +74,33 @@ def send_magnetar(url: str, topic: str, seconds: float) -> dict:
     return {"sent": count, "seconds": elapsed}
 
 
+def send_magnetar_asyncio(url: str, topic: str, seconds: float) -> dict:
+    """One-at-a-time sends with magnetar.client's asyncio API (``await producer.send``, batching off)."""
+    import asyncio
+
+    from magnetar.client.client import AsyncClient
+
+    async def run() -> dict:
+        client = AsyncClient(url, operation_timeout_seconds=30)
+        producer = await client.create_producer(topic, batching_enabled=False)
+        await producer.send(b"w" * 100)
+        count = 0
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            await producer.send(b"x" * 100)
+            count += 1
+        elapsed = time.perf_counter() - start
+        await client.close()
+        return {"sent": count, "seconds": elapsed}
+
+    try:
+        import uvloop
+
+        return uvloop.run(run())
+    except ImportError:  # pragma: no cover - uvloop is absent on some platforms
+        return asyncio.run(run())
+
+
 def send_official(url: str, topic: str, seconds: float) -> dict:
     """One-at-a-time sends with the official pulsar-client (batching off)."""
     import pulsar
@@ -83,67 +118,126 @@ def send_official(url: str, topic: str, seconds: float) -> dict:
     return {"sent": count, "seconds": elapsed}
 
 
-WORKERS = {"magnetar": send_magnetar, "official": send_official}
+WORKERS = {"magnetar": send_magnetar, "magnetar-asyncio": send_magnetar_asyncio, "official": send_official}
 
 
-def run_worker(kind: str, url: str, topic: str, seconds: float) -> float:
-    """One sender in its own process; returns sends per second."""
+def run_worker(kind: str, url: str, topic: str, seconds: float, client_src: Path) -> dict:
+    """One sender in its own process (magnetar from ``client_src``); its report, with its CPU seconds."""
+    env = {**os.environ, "PYTHONPATH": str(client_src)}
     out = subprocess.run(
         [sys.executable, __file__, "--worker", kind, url, topic, str(seconds)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, env=env,
     )
     if out.returncode != 0:
         raise RuntimeError(f"{kind} failed:\n{out.stderr[-3000:]}")
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    return report["sent"] / report["seconds"]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def broker_cpu_seconds(broker: BrokerProcess) -> float:
+    """User + system CPU seconds the broker process used so far (Linux /proc)."""
+    assert broker.proc is not None
+    fields = Path(f"/proc/{broker.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def parse_args() -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--baseline-src", type=Path, help="also run a broker from this tree (e.g. HEAD's src)")
+    parser.add_argument("--client-src", type=Path, default=HERE.parent / "src", help="the magnetar.client senders use")
+    parser.add_argument("--senders", default=",".join(WORKERS), help="comma-separated: " + ", ".join(WORKERS))
+    parser.add_argument("--fsync", default="always", choices=("always", "never"))
+    parser.add_argument("--label", help="write the results as this labelled block of the results file")
+    parser.add_argument("--out", default=str(HERE / "results" / "durable_sends.json"))
+    parser.add_argument("--worker", nargs=4, metavar=("KIND", "URL", "TOPIC", "SECONDS"))
+    return parser.parse_args()
+
+
+def measure(args: argparse.Namespace, data: Path) -> dict:
+    """Run the rounds; per-second rates, per-round ratios and broker CPU."""
+    trees = {"broker": HERE.parent / "src"}
+    if args.baseline_src is not None:
+        trees = {"before": args.baseline_src, "after": HERE.parent / "src"}
+    senders = args.senders.split(",")
+    brokers = {
+        name: BrokerProcess(data / name, args=("--fsync", args.fsync, "--log-level", "WARNING"),
+                            env={"PYTHONPATH": str(src)})
+        for name, src in trees.items()
+    }
+    rates: dict[str, list[float]] = {}
+    ratios: dict[str, list[float]] = {}
+    cpu: dict[str, float] = dict.fromkeys(brokers, 0.0)
+    sent: dict[str, int] = dict.fromkeys(brokers, 0)
+    try:
+        for broker in brokers.values():
+            broker.start()
+        for r in range(args.rounds):
+            order = list(brokers.items()) if r % 2 == 0 else list(reversed(brokers.items()))
+            for kind in senders:
+                for name, broker in order:
+                    disk = fsync_loop(data, args.seconds)
+                    rates.setdefault("fsync", []).append(disk)
+                    cpu0 = broker_cpu_seconds(broker)
+                    report = run_worker(kind, broker.service_url, f"durable-{kind}-{r}", args.seconds, args.client_src)
+                    cpu[name] += broker_cpu_seconds(broker) - cpu0
+                    sent[name] += report["sent"]
+                    rate = report["sent"] / report["seconds"]
+                    rates.setdefault(f"{name}/{kind}", []).append(rate)
+                    ratios.setdefault(f"{name}/{kind}", []).append(rate / disk)
+            print(f"round {r}: " + ", ".join(f"{k} {v[-1]:,.0f}/s" for k, v in rates.items()), flush=True)
+    finally:
+        for broker in brokers.values():
+            broker.stop()
+    medians = {k: statistics.median(v) for k, v in rates.items()}
+    out = {
+        "per_second": {k: [round(x) for x in v] for k, v in rates.items()},
+        "ratio_per_round": {k: [round(x, 3) for x in v] for k, v in ratios.items()},
+        "ratio_median": {k: round(statistics.median(v), 3) for k, v in ratios.items()},
+        "broker_cpu_us_per_send": {k: round(1e6 * cpu[k] / max(sent[k], 1), 1) for k in brokers},
+    }
+    if "before" in brokers:
+        out["after_vs_before_median_rate"] = {
+            kind: round(medians[f"after/{kind}"] / medians[f"before/{kind}"], 3) for kind in senders
+        }
+    return out
 
 
 def main() -> None:
     """Run the benchmark and write benchmarks/results/durable_sends.json."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", default=str(HERE / "results" / "durable_sends.json"))
-    parser.add_argument("--worker", nargs=4, metavar=("KIND", "URL", "TOPIC", "SECONDS"))
-    args = parser.parse_args()
+    args = parse_args()
     if args.worker:
         kind, url, topic, seconds = args.worker
         print(json.dumps(WORKERS[kind](url, topic, float(seconds))))
         return
-
     tmp = tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR"))
-    data = Path(tmp.name) / "data"
-    broker = BrokerProcess(data, args=("--fsync", "always", "--log-level", "WARNING"))
-    rates: dict[str, list[float]] = {"fsync": [], **{k: [] for k in WORKERS}}
     try:
-        broker.start()
-        for r in range(args.rounds):
-            for kind in WORKERS:
-                rates["fsync"].append(fsync_loop(data, args.seconds))
-                rates[kind].append(run_worker(kind, broker.service_url, f"durable-{kind}-{r}", args.seconds))
-            print(f"round {r}: " + ", ".join(f"{k} {v[-1]:,.0f}/s" for k, v in rates.items()), flush=True)
+        results = measure(args, Path(tmp.name))
     finally:
-        broker.stop()
         tmp.cleanup()
-    # each sender's ratio is taken against the fsync loop run just before it
-    ratios = {kind: [rates[kind][r] / rates["fsync"][2 * r + i] for r in range(args.rounds)] for i, kind in enumerate(WORKERS)}
     report = {
         "benchmark": "one-at-a-time durable sends (100 B, each waits for its receipt) vs an fdatasync loop on the same disk",
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}",
-        "broker": "magnetar standalone, fsync always (a receipt only after the fsync covering the entry)",
+        "broker": f"magnetar standalone, fsync {args.fsync} (with always: a receipt only after the fsync covering the entry)",
         "seconds_per_run": args.seconds,
         "rounds": args.rounds,
-        "alternated": "each round: fsync loop, magnetar.client sends, fsync loop, official client sends",
-        "per_second": {k: [round(x) for x in v] for k, v in rates.items()},
-        "ratio_per_round": {k: [round(x, 3) for x in v] for k, v in ratios.items()},
-        "ratio_median": {k: round(statistics.median(v), 3) for k, v in ratios.items()},
+        "alternated": "each run is preceded by its own fsync loop; brokers alternate which goes first per round",
+        "trees": {"baseline": str(args.baseline_src), "client": str(args.client_src)},
+        **results,
         "goal": "ratio >= 0.8",
     }
     out = Path(args.out)
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({k: report[k] for k in ("per_second", "ratio_median")}, indent=2))
+    if args.label:
+        existing = json.loads(out.read_text()) if out.exists() else {}
+        existing[args.label] = report
+        report_text = json.dumps(existing, indent=2)
+    else:
+        report_text = json.dumps(report, indent=2)
+    out.write_text(report_text + "\n")
+    print(json.dumps({k: results[k] for k in results if k != "per_second"}, indent=2))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from magnetar.broker.commit import GroupCommitter
@@ -44,8 +43,7 @@ class FakeTopic:
 
 def test_appends_during_a_round_are_covered_by_the_next_single_round() -> None:
     async def run() -> None:
-        pool = ThreadPoolExecutor(1)
-        committer = GroupCommitter(asyncio.get_running_loop(), pool, fsync=True)
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
         rounds: list[float] = []
         latencies: list[float] = []
         committer.on_round = rounds.append
@@ -65,15 +63,14 @@ def test_appends_during_a_round_are_covered_by_the_next_single_round() -> None:
         assert a.durable == [0, 10] and b.durable == [9]
         assert committer.rounds == 2 and len(rounds) == 2 and len(latencies) == 2
         assert latencies[0] >= 0.05  # the first round's oldest append waited for the stuck fsync
-        pool.shutdown()
+        committer.close()
 
     asyncio.run(run())
 
 
 def test_without_fsync_entries_are_durable_at_the_end_of_the_loop_iteration() -> None:
     async def run() -> None:
-        pool = ThreadPoolExecutor(1)
-        committer = GroupCommitter(asyncio.get_running_loop(), pool, fsync=False)
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=False)
         latencies: list[float] = []
         committer.on_append_latency = latencies.append
         t = FakeTopic("t")
@@ -83,7 +80,6 @@ def test_without_fsync_entries_are_durable_at_the_end_of_the_loop_iteration() ->
         assert t.durable == []
         await asyncio.wait_for(committer.drain(), 5)
         assert t.durable == [2] and t.ledger.syncs == 0 and len(latencies) == 1
-        pool.shutdown()
 
     asyncio.run(run())
 
@@ -98,14 +94,13 @@ def test_failed_fsync_fails_the_publishes_and_the_resend_is_stored_once(tmp_path
     from tests.broker.topics.topic_harness import TopicHarness
 
     async def run() -> None:
-        pool = ThreadPoolExecutor(1)
         files = FaultyFileLayer()
         harness = TopicHarness(tmp_path)
         harness.ledger.close()
         ledger = ManagedLedger.open(tmp_path / "faulty", 11, files=files)
         topic = harness.topic
         topic.ledger = ledger
-        committer = GroupCommitter(asyncio.get_running_loop(), pool, fsync=True)
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
         topic._committer = committer
         harness.enable_deduplication()
         producer = harness.producer("p")
@@ -123,9 +118,59 @@ def test_failed_fsync_fails_the_publishes_and_the_resend_is_stored_once(tmp_path
         harness.publish(producer, 4)
         await asyncio.wait_for(committer.drain(), 5)
         assert harness.log[5:] == [("receipt", 3, 11, 3), ("receipt", 4, 11, 4)]
+        committer.close()
         ledger.close()
-        pool.shutdown()
 
     asyncio.run(run())
     with ManagedLedger.open(tmp_path / "faulty", 11) as reopened:
         assert reopened.last_entry_id == 4
+
+
+class LateLedger(FakeLedger):
+    """A ledger whose sync covers what was appended until the fsync began (after the gate)."""
+
+    def sync(self) -> int:
+        self.gate.wait(5)
+        self.syncs += 1
+        return self.last_entry_id
+
+
+def test_appends_a_round_covered_get_no_round_of_their_own() -> None:
+    async def run() -> None:
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
+        t = FakeTopic("t")
+        t.ledger = LateLedger()
+        t.ledger.gate.clear()
+        t.append()
+        committer.appended(t)
+        await asyncio.sleep(0.05)
+        for _ in range(5):  # appended while the round waits to fsync: its sync takes them too
+            t.append()
+            committer.appended(t)
+        t.ledger.gate.set()
+        await asyncio.wait_for(committer.drain(), 5)
+        assert t.durable == [5] and committer.rounds == 1 and t.ledger.syncs == 1
+        committer.close()
+
+    asyncio.run(run())
+
+
+def test_rounds_run_on_one_commit_thread_that_close_stops() -> None:
+    async def run() -> None:
+        def commit_threads() -> int:
+            return [t.name for t in threading.enumerate()].count("magnetar-commit")
+
+        before = commit_threads()
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
+        topics = [FakeTopic(str(i)) for i in range(3)]
+        for _ in range(4):
+            for topic in topics:
+                topic.append()
+                committer.appended(topic)
+            await asyncio.wait_for(committer.drain(), 5)
+        assert [t.durable[-1] for t in topics] == [3, 3, 3]
+        assert commit_threads() == before + 1
+        committer.close()
+        assert commit_threads() == before
+
+    asyncio.run(run())

@@ -4,7 +4,9 @@ off the event loop, and a crash before it did leaves the ledger as a crash just 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -12,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from magnetar.storage import CursorStore, EntryNotFoundError, ManagedLedger, MetadataStore
+from magnetar.storage import (
+    CursorStore,
+    EntryNotFoundError,
+    LedgerFencedError,
+    ManagedLedger,
+    MetadataStore,
+    StorageError,
+)
 from magnetar.storage.files import FileLayer
 from magnetar.storage.segment import parse_segment_file_name
 
@@ -87,7 +96,7 @@ def test_crash_between_detach_and_unlink_is_a_crash_before_the_trim(tmp_path: Pa
         cursor.ack_cumulative(bases[2] - 1)
         store.take_batch().write(metadata)  # the broker persists cursors, then trims
     freed = ledger.trim_before(cursor.trim_position)
-    ledger.close()  # the process dies here: the reaper's job never runs
+    # the process dies here: the reaper's job never runs (and the ledger is never closed)
 
     reopened = ManagedLedger.open(directory, 1, segment_max_bytes=100)
     assert _segment_files(directory) == bases
@@ -100,6 +109,7 @@ def test_crash_between_detach_and_unlink_is_a_crash_before_the_trim(tmp_path: Pa
         assert reopened.trim_before(restored.trim_position) == freed, "the next trim deletes them again"
     assert freed > 0 and _segment_files(directory) == bases[2:]
     reopened.close()
+    ledger.close()
     for job in jobs:  # releases the dead ledger's descriptors; its files are gone already
         job()
 
@@ -146,3 +156,69 @@ def test_trim_and_delete_in_a_reaper_thread_leave_the_loop_running(tmp_path: Pat
         ledger.close()
 
     asyncio.run(main())
+
+
+class CountingFiles(FileLayer):
+    """A file layer that counts the fdatasyncs made, and on which thread."""
+
+    def __init__(self) -> None:
+        self.syncs: list[str] = []
+
+    def datasync(self, fd: int) -> None:
+        self.syncs.append(threading.current_thread().name)
+        super().datasync(fd)
+
+
+def test_close_hands_the_final_sync_to_the_reaper_and_a_reopen_waits_for_it(tmp_path: Path) -> None:
+    jobs: list[Callable[[], None]] = []
+    files = CountingFiles()
+    directory = tmp_path / "l"
+    ledger = ManagedLedger.open(directory, 1, reaper=jobs.append, files=files)
+    for i in range(5):
+        ledger.append(_payload(i))
+    ledger.close()
+    assert ledger.closed and files.syncs == [] and len(jobs) == 1, "close returns before any fsync"
+    with pytest.raises(StorageError):
+        ledger.append(b"late")
+
+    reopened: list[ManagedLedger] = []
+    opener = threading.Thread(target=lambda: reopened.append(ManagedLedger.open(directory, 1)))
+    opener.start()
+    opener.join(0.2)
+    assert opener.is_alive() and not reopened, "a reopen waits for the pending close"
+    runner = threading.Thread(target=jobs.pop(), name="reaper")
+    runner.start()
+    runner.join(5)
+    opener.join(5)
+    assert files.syncs == ["reaper"], "the final sync ran in the reaper's thread"
+    (again,) = reopened
+    assert [e.data for e in again.read_range(0, 4)] == [_payload(i) for i in range(5)]
+    assert again.last_durable_entry_id == 4
+    again.close()
+
+
+def test_close_of_a_fenced_ledger_closes_its_files_without_a_sync(tmp_path: Path) -> None:
+    from magnetar.storage.files import FaultyFileLayer
+
+    jobs: list[Callable[[], None]] = []
+    files = FaultyFileLayer()
+    ledger = ManagedLedger.open(tmp_path / "l", 1, reaper=jobs.append, files=files)
+    ledger.append(b"a")
+    files.inject("datasync", errno.EIO)
+    with pytest.raises(LedgerFencedError):
+        ledger.sync()
+    ledger.close()
+    files.clear()
+    files.inject("datasync", errno.EIO)  # a second sync would fail: there must be none
+    jobs.pop()()
+    assert ledger.closed
+
+
+def test_close_with_a_shut_down_reaper_runs_at_once(tmp_path: Path) -> None:
+    executor = ThreadPoolExecutor(max_workers=1)
+    executor.shutdown()
+    ledger = ManagedLedger.open(tmp_path / "l", 1, reaper=executor.submit)
+    ledger.append(b"a")
+    ledger.close()
+    with ManagedLedger.open(tmp_path / "l", 1) as reopened:
+        assert reopened.read(0).data == b"a"

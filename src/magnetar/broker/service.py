@@ -75,7 +75,6 @@ class BrokerService:
         #: the schema registry and the schema rules of topics (set in start())
         self.schemas: TopicSchemas
         self.committer: GroupCommitter
-        self._sync_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-sync")
         self._meta_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-meta")
         # Closes and unlinks the files of trimmed segments and deleted ledgers (tens of ms per 64 MiB
         # segment on ext4). One worker: files go oldest first, so a crash never leaves a hole.
@@ -116,7 +115,7 @@ class BrokerService:
             self.cursors.on_pending = self._cursors_pending
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
-        self.committer = GroupCommitter(loop, self._sync_executor, self.config.fsync == "always")
+        self.committer = GroupCommitter(loop, fsync=self.config.fsync == "always")
         self._tasks.append(asyncio.create_task(self._cursor_flush_loop(), name="cursor-flush"))
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="lifecycle"))
@@ -162,7 +161,6 @@ class BrokerService:
         assert self.metadata is not None
         self.metadata.close()
         self.committer.close()
-        self._sync_executor.shutdown(wait=True)
         self._meta_executor.shutdown(wait=True)
         self._reap_executor.shutdown(wait=True)
 

@@ -8,13 +8,14 @@ import threading
 import time
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import TracebackType
 
 from crc32c import crc32c
 
+from magnetar.storage.closing import Reaper, close_off_thread, wait_for_pending_close
+from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo
 from magnetar.storage.files import FileLayer, default_file_layer
 from magnetar.storage.health import storage_health
 from magnetar.storage.segment import (
@@ -29,7 +30,16 @@ from magnetar.storage.segment import (
     segment_file_name,
 )
 
-__all__ = ["Entry", "EntryNotFoundError", "LedgerFencedError", "ManagedLedger", "Reaper", "StorageError"]
+__all__ = [
+    "CacheBudget",
+    "Entry",
+    "EntryNotFoundError",
+    "LedgerFencedError",
+    "ManagedLedger",
+    "Reaper",
+    "SegmentInfo",
+    "StorageError",
+]
 
 log = logging.getLogger("magnetar.storage.ledger")
 
@@ -42,55 +52,9 @@ DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
 LABEL_FILE = "LABEL"
 DEFAULT_CACHE_MAX_BYTES = 32 * 1024 * 1024
 
-#: runs a clean-up job (closing and unlinking files a ledger let go) later in another thread, in order
-Reaper = Callable[[Callable[[], None]], object]
-
 
 def _run_at_once(job: Callable[[], None]) -> None:
     job()
-
-
-class Entry:
-    """One stored entry: its id, its bytes and the CRC32C of those bytes."""
-
-    __slots__ = ("entry_id", "data", "crc")
-
-    def __init__(self, entry_id: int, data: bytes, crc: int) -> None:
-        """Bundle an entry id with its data and checksum."""
-        self.entry_id = entry_id
-        self.data = data
-        self.crc = crc
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Entry):
-            return NotImplemented
-        return (self.entry_id, self.data, self.crc) == (other.entry_id, other.data, other.crc)
-
-    def __repr__(self) -> str:
-        return f"Entry(entry_id={self.entry_id}, size={len(self.data)}, crc={self.crc:#010x})"
-
-
-@dataclass(frozen=True)
-class SegmentInfo:
-    """What retention needs to know of a sealed segment."""
-
-    base_entry_id: int
-    last_entry_id: int
-    size_bytes: int
-    #: when the segment was last written (seconds since the epoch)
-    modified: float
-
-
-class CacheBudget:
-    """A byte budget shared by the tail caches of many ledgers.
-
-    A ledger whose append would take the shared total over ``limit`` evicts its own oldest
-    cached entries first, so the total stays near the limit however many ledgers are open.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
 
 
 class ManagedLedger:
@@ -98,7 +62,8 @@ class ManagedLedger:
 
     Threading: ``append``, the reads, ``trim_before``, ``close`` and ``delete`` must be called from a
     single thread (the event loop). ``sync`` may run concurrently in a worker thread, and the
-    reaper's jobs (deleting the files ``trim_before`` and ``delete`` let go) in another.
+    reaper's jobs (deleting the files ``trim_before`` and ``delete`` let go, the final sync and close
+    of ``close``) in another.
     """
 
     def __init__(
@@ -158,7 +123,9 @@ class ManagedLedger:
         older segments are opened read-only and indexed lazily. ``files`` is the file layer
         (default: :func:`~magnetar.storage.files.default_file_layer`). ``label`` (the topic name) is
         written next to the segments once, so that ``magnetar repair`` can rebuild lost metadata.
-        ``reaper`` deletes the files of trimmed segments and of the deleted ledger off this thread.
+        ``reaper`` deletes the files of trimmed segments and of the deleted ledger, and runs the final
+        sync and close of :meth:`close`, off this thread; an open waits for such a close of the same
+        directory.
         """
         files = files if files is not None else default_file_layer()
         if segment_max_bytes <= 0:
@@ -166,6 +133,7 @@ class ManagedLedger:
         if cache_max_bytes < 0:
             raise ValueError("cache_max_bytes must not be negative")
         directory = Path(directory)
+        wait_for_pending_close(directory)  # what a closing ledger appended counts as durable once synced
         directory.mkdir(parents=True, exist_ok=True)
         bases = sorted(
             base for name in os.listdir(directory) if (base := parse_segment_file_name(name)) is not None
@@ -496,17 +464,24 @@ class ManagedLedger:
         return freed
 
     def close(self) -> None:
-        """Sync and close every segment file; idempotent."""
+        """Refuse every call from now on; make what was appended durable (unless the ledger is fenced)
+        and close the segment files, through the reaper (off this thread); idempotent."""
         if self._closed:
             return
-        if self._fenced is None:
-            self.sync()
         self._closed = True
         with self._lock:
             segments = list(self._segments)
-        for segment in segments:
-            segment.close()
         self._cache_clear()
+        close_off_thread(self._directory, partial(self._sync_and_close, segments), self._reaper)
+
+    def _sync_and_close(self, segments: list[Segment]) -> None:
+        """(reaper) The end of :meth:`close`: the final sync, then the files closed whatever its outcome."""
+        try:
+            if self._fenced is None:
+                self.sync()
+        finally:
+            for segment in segments:
+                segment.close()
 
     def delete(self) -> None:
         """Close the ledger and remove its directory with every segment (through the reaper)."""

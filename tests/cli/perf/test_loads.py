@@ -130,6 +130,31 @@ def test_outstanding_messages_are_capped() -> None:
     assert load.acked == 500 and client.producers[0].most_pending <= 50
 
 
+def test_one_outstanding_message_sends_each_after_the_previous_receipt() -> None:
+    async def scenario() -> tuple[ProducerLoad, FakeClient]:
+        client = FakeClient()
+        load = ProducerLoad(ProducerSettings(["t"], rate=0, max_messages=200, max_outstanding=1))
+        await load.start(client)
+        await load.run(asyncio.Event())
+        return load, client
+
+    load, client = asyncio.run(scenario())
+    assert load.acked == 200 and load.pending == 0 and client.producers[0].most_pending == 1
+
+
+def test_a_sender_waiting_for_receipts_that_never_come_stops_at_its_time_limit() -> None:
+    async def scenario() -> tuple[ProducerLoad, float]:
+        client = FakeClient(delay_s=60)  # no receipt within the run
+        load = ProducerLoad(ProducerSettings(["t"], rate=0, duration_s=0.3, max_outstanding=1))
+        await load.start(client)
+        started = time.monotonic()
+        await load.run(asyncio.Event())
+        return load, time.monotonic() - started
+
+    load, elapsed = asyncio.run(scenario())
+    assert load.sent == 1 and load.pending == 1 and 0.3 <= elapsed < 1.0
+
+
 def test_a_fixed_rate_is_kept_and_latency_counts_from_the_schedule() -> None:
     async def scenario() -> ProducerLoad:
         load = ProducerLoad(ProducerSettings(["t"], rate=1000, duration_s=0.5))

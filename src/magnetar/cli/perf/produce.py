@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 #: messages handed to the client between two yields to the loop when there is no rate
 UNLIMITED_CHUNK = 1000
+#: how often a sender waiting for room (--max-outstanding) looks at its limits again
+SPACE_TICK_S = 0.1
 #: a hook told of every message sent: (producer index, sequence id, intended send time ns)
 SendHook = Callable[[int, int, int], None]
 
@@ -52,8 +54,10 @@ class ProducerLoad:
         self.send_end_ns = 0
         self.end_ns = 0
         self._sequences: list[int] = []
-        self._space = asyncio.Event()
-        self._waiting_for_space = False
+        #: what the sender awaits while --max-outstanding messages are pending: resolved by the
+        #: receipt that makes room, or by the tick of a stalled run
+        self._space: asyncio.Future[None] | None = None
+        self._tick_handle: asyncio.TimerHandle | None = None
         self._reported = (0, 0)
 
     @property
@@ -91,6 +95,16 @@ class ProducerLoad:
 
     async def _send_on_schedule(self, schedule: RateSchedule, stop: asyncio.Event) -> None:
         limit = self.settings.max_outstanding
+        if limit:
+            self._tick_handle = asyncio.get_running_loop().call_later(SPACE_TICK_S, self._tick)
+        try:
+            await self._send_loop(schedule, stop, limit)
+        finally:
+            if self._tick_handle is not None:
+                self._tick_handle.cancel()
+                self._tick_handle = None
+
+    async def _send_loop(self, schedule: RateSchedule, stop: asyncio.Event, limit: int) -> None:
         while not stop.is_set():
             now = time.perf_counter_ns()
             if schedule.finished(self.sent, now):
@@ -108,14 +122,22 @@ class ProducerLoad:
                 await asyncio.sleep(0)
 
     async def _wait_for_space(self) -> None:
-        self._space.clear()
-        self._waiting_for_space = True
+        """Until a receipt makes room, or the next tick (the caller checks its limits again).
+
+        A bare future per wait: with ``-o 1`` this runs once per message, and ``asyncio.wait_for``
+        cost a task, a timer and two more loop iterations each time."""
+        self._space = space = asyncio.get_running_loop().create_future()
         try:
-            await asyncio.wait_for(self._space.wait(), 0.1)
-        except TimeoutError:
-            pass
+            await space
         finally:
-            self._waiting_for_space = False
+            self._space = None
+
+    def _tick(self) -> None:
+        """Every SPACE_TICK_S while sending: wake a sender waiting for room (time limits, stop)."""
+        space = self._space
+        if space is not None and not space.done():
+            space.set_result(None)
+        self._tick_handle = asyncio.get_running_loop().call_later(SPACE_TICK_S, self._tick)
 
     def _send(self, first: int, end: int, schedule: RateSchedule) -> None:
         """Hand messages ``first`` .. ``end - 1`` to the producers, in turn."""
@@ -166,8 +188,9 @@ class ProducerLoad:
             if self.first_error is None:
                 self.first_error = f"{type(error).__name__}: {error}"
         self.end_ns = now
-        if self._waiting_for_space and self.pending < self.settings.max_outstanding:
-            self._space.set()
+        space = self._space
+        if space is not None and not space.done() and self.pending < self.settings.max_outstanding:
+            space.set_result(None)
 
     async def drain(self, timeout_s: float) -> None:
         """Send the open batches and wait (at most ``timeout_s``) until every receipt is in."""

@@ -1,0 +1,144 @@
+"""Run ``magnetar`` (the CLI, e.g. ``standalone``) with probes of what makes a publish's latency tail.
+
+``python benchmarks/loop_probe.py standalone --data-dir ...`` starts the broker as the CLI would, and
+also records, in the broker process:
+
+- loop lag: a task sleeps 1 ms at a time; how late each wake-up is shows the callbacks that hold
+  the loop (long callbacks, garbage collections, blocking calls);
+- garbage collections (``gc.callbacks``): per generation, how many and how long;
+- every ``os.fdatasync`` the broker makes (the commit thread's fsyncs), timed;
+- every ``os.writev`` (the appends to segment files, made on the loop), timed: a write to the page
+  cache can wait for the file system's journal while an fsync commits it.
+
+``MAGNETAR_PROBE_SWITCH_INTERVAL_MS`` sets the interpreter's switch interval (how long a thread that
+wants the GIL waits before it forces the holder to drop it; Python's default is 5 ms).
+
+On SIGUSR1 it appends one JSON line (what it saw since the previous one) to the file named by
+``MAGNETAR_PROBE_OUT``, and starts afresh. benchmarks/publish_tail.py uses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import runpy
+import signal
+import sys
+import threading
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """p50 / p99 / p99.9 / max of ``values`` (milliseconds), and how many."""
+    if not values:
+        return {"count": 0}
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    return {"count": len(ordered), "p50": at(0.5), "p99": at(0.99), "p99.9": at(0.999), "max": round(ordered[-1], 3)}
+
+
+class Probe:
+    """What the broker process records between two dumps."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.lags: list[float] = []
+        self.gc: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self.fsyncs: list[float] = []
+        self.writes: list[float] = []
+        self._gc_started = 0.0
+        self._lock = threading.Lock()
+
+    def on_gc(self, phase: str, info: dict[str, int]) -> None:
+        """gc.callbacks hook: time each collection."""
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self.gc[info["generation"]].append((time.perf_counter() - self._gc_started) * 1000)
+
+    def timed_fdatasync(self, real: Any) -> Any:
+        """``os.fdatasync`` that records its duration."""
+
+        def fdatasync(fd: int) -> None:
+            started = time.perf_counter()
+            real(fd)
+            elapsed = (time.perf_counter() - started) * 1000
+            with self._lock:
+                self.fsyncs.append(elapsed)
+
+        return fdatasync
+
+    def timed_writev(self, real: Any) -> Any:
+        """``os.writev`` that records its duration."""
+
+        def writev(fd: int, buffers: Any) -> int:
+            started = time.perf_counter()
+            written = real(fd, buffers)
+            self.writes.append((time.perf_counter() - started) * 1000)
+            return written
+
+        return writev
+
+    async def ticker(self) -> None:
+        """Sleep 1 ms at a time and record how late each wake-up was."""
+        while True:
+            started = time.perf_counter()
+            await asyncio.sleep(0.001)
+            self.lags.append((time.perf_counter() - started) * 1000 - 1.0)
+
+    def dump(self) -> None:
+        """Append what was seen since the last dump to the output file, and start afresh."""
+        lags, self.lags = self.lags, []
+        writes, self.writes = self.writes, []
+        with self._lock:
+            fsyncs, self.fsyncs = self.fsyncs, []
+        gcs, self.gc = self.gc, {0: [], 1: [], 2: []}
+        record = {
+            "loop_lag_ms": {**percentiles(lags), "over_2ms": sum(1 for x in lags if x > 2),
+                            "over_5ms": sum(1 for x in lags if x > 5)},
+            "gc_ms": {str(gen): {"count": len(v), "total": round(sum(v), 2), "max": round(max(v, default=0), 2),
+                                 "over_2ms": sum(1 for x in v if x > 2)} for gen, v in gcs.items()},
+            "broker_fdatasync_ms": percentiles(fsyncs),
+            "broker_writev_ms": {**percentiles(writes), "over_2ms": sum(1 for x in writes if x > 2)},
+        }
+        with open(self.out, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def install(probe: Probe) -> None:
+    """Hook the probe into the broker: gc callbacks, fdatasync, and the loop (through ``uvloop.run``)."""
+    gc.callbacks.append(probe.on_gc)
+    os.fdatasync = probe.timed_fdatasync(os.fdatasync)
+    os.writev = probe.timed_writev(os.writev)
+    import uvloop
+
+    real_run = uvloop.run
+
+    def run(main: Coroutine[Any, Any, Any], **kwargs: Any) -> Any:
+        async def probed() -> Any:
+            loop = asyncio.get_running_loop()
+            ticker = loop.create_task(probe.ticker())
+            loop.add_signal_handler(signal.SIGUSR1, probe.dump)
+            try:
+                return await main
+            finally:
+                ticker.cancel()
+
+        return real_run(probed(), **kwargs)
+
+    uvloop.run = run
+
+
+if __name__ == "__main__":
+    if os.environ.get("MAGNETAR_PROBE_SWITCH_INTERVAL_MS"):
+        sys.setswitchinterval(float(os.environ["MAGNETAR_PROBE_SWITCH_INTERVAL_MS"]) / 1000)
+    install(Probe(os.environ["MAGNETAR_PROBE_OUT"]))
+    sys.argv = ["magnetar", *sys.argv[1:]]
+    runpy.run_module("magnetar.cli.main", run_name="__main__")

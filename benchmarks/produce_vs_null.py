@@ -1,11 +1,15 @@
 """Side-by-side produce benchmark: magnetar (fsync on) against a broker that only answers.
 
-The official Python client sends 100-byte messages with batching to each target in turn,
-alternating rounds, in one run. The result records each target's msg/s, their ratio (goal:
-magnetar >= 0.9 of the null broker) and the broker's CPU seconds per million messages (from
-/proc, user + system time of the broker process over the run).
+A producer process (``produce_client.py``: the official client, or magnetar.client with
+``--client magnetar``) sends batched messages to each target in turn, in rounds whose order
+turns, in one run. Each target's msg/s, its ratio to the null broker (goal: magnetar >= 0.9),
+and the CPU seconds per million messages of the client (its process time from the first send
+to the last receipt) and of the broker (user + system time from /proc over the run) are
+recorded. With ``--baseline-src DIR`` a second magnetar broker runs from another source tree
+(PYTHONPATH=DIR), and its producers use that tree's client too: before/after in one run.
 
-usage: python benchmarks/produce_vs_null.py [--count N] [--size BYTES] [--rounds R]
+usage: python benchmarks/produce_vs_null.py [--client official|magnetar] [--count N] [--sizes 100,1024]
+       [--rounds R] [--baseline-src DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from magnetar.testing import BrokerProcess, free_port, wait_for_port
 
@@ -34,64 +39,105 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
-def produce(url: str, topic: str, count: int, size: int) -> dict:
-    """Run one producer process and return its JSON report."""
+def produce(url: str, topic: str, count: int, size: int, client: str, src: str | None = None) -> dict[str, Any]:
+    """Run one producer process (from source tree ``src`` when given) and return its JSON report."""
+    env = {**os.environ, "PYTHONPATH": src} if src else None
     out = subprocess.run(
-        [sys.executable, str(HERE / "produce_client.py"), url, topic, str(count), str(size)],
-        capture_output=True, text=True, timeout=300, check=True,
+        [sys.executable, str(HERE / "produce_client.py"), url, topic, str(count), str(size), "--client", client],
+        capture_output=True, text=True, timeout=300, check=True, env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def measure(name: str, url: str, pid: int | None, args: argparse.Namespace, size: int, run: int, src: str | None) -> dict:
+    """One measured run against one target: msg/s, client and broker CPU seconds per million."""
+    before = cpu_seconds(pid) if pid else 0.0
+    rep = produce(url, f"bench-{name}-{size}-{run}", args.count, size, args.client, src)
+    assert rep["failures"] == 0 and rep["acked"] == args.count, rep
+    broker_cpu = cpu_seconds(pid) - before if pid else 0.0
+    return {
+        "msg_per_s": rep["msg_per_s"],
+        "client_cpu_s_per_million": rep["cpu_s"] / args.count * 1e6,
+        "broker_cpu_s_per_million": broker_cpu / args.count * 1e6,
+    }
+
+
+def summarize(runs: dict[str, list[dict]]) -> dict[str, Any]:
+    """Medians per target, and the ratios to the null broker and to the baseline."""
+    med = {
+        name: {key: statistics.median(r[key] for r in rs) for key in rs[0]} for name, rs in runs.items() if rs
+    }
+    out: dict[str, Any] = {"medians": med, "runs": runs}
+    out["ratio_to_null"] = {n: m["msg_per_s"] / med["null"]["msg_per_s"] for n, m in med.items() if n != "null"}
+    if "baseline" in med:
+        # per round: the changed tree against the baseline of the same round
+        per_round = [a["msg_per_s"] / b["msg_per_s"] for a, b in zip(runs["magnetar"], runs["baseline"], strict=True)]
+        out["ratio_to_baseline_per_round"] = per_round
+        out["ratio_to_baseline_median"] = statistics.median(per_round)
+    return out
+
+
 def main() -> None:
-    """Run the benchmark and write benchmarks/results/produce_vs_null.json."""
+    """Run the benchmark and write its JSON result."""
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--client", choices=("official", "magnetar"), default="official")
     parser.add_argument("--count", type=int, default=200_000)
-    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--sizes", default="100", help="message sizes, comma-separated")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline-src", help="another magnetar source tree (PYTHONPATH), broker and client")
+    parser.add_argument("--out", type=Path, help="result file (default results/produce_vs_null[_magnetar_client].json)")
     args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    out_path = args.out or HERE / "results" / (
+        "produce_vs_null.json" if args.client == "official" else "produce_vs_null_magnetar_client.json"
+    )
 
     null_port = free_port()
     null = subprocess.Popen([sys.executable, str(HERE / "null_broker.py"), "--port", str(null_port)])
     tmp = tempfile.TemporaryDirectory()
-    broker = BrokerProcess(Path(tmp.name) / "data", args=("--log-level", "WARNING"))
+    brokers = {"magnetar": BrokerProcess(Path(tmp.name) / "data", args=("--log-level", "WARNING"))}
+    if args.baseline_src:
+        brokers["baseline"] = BrokerProcess(
+            Path(tmp.name) / "baseline", args=("--log-level", "WARNING"), env={"PYTHONPATH": args.baseline_src}
+        )
     try:
         wait_for_port(null_port)
-        broker.start()
-        pid = broker.proc.pid
-        rates: dict[str, list[float]] = {"null": [], "magnetar": []}
-        cpu_per_million: list[float] = []
-        for r in range(args.rounds):
-            rep = produce(f"pulsar://127.0.0.1:{null_port}", f"bench-null-{r}", args.count, args.size)
-            rates["null"].append(rep["msg_per_s"])
-            before = cpu_seconds(pid)
-            rep = produce(broker.service_url, f"bench-{r}", args.count, args.size)
-            assert rep["failures"] == 0 and rep["acked"] == args.count, rep
-            rates["magnetar"].append(rep["msg_per_s"])
-            cpu_per_million.append((cpu_seconds(pid) - before) / args.count * 1e6)
-            print(f"round {r}: null {rates['null'][-1]:,.0f} msg/s, magnetar {rates['magnetar'][-1]:,.0f} msg/s, "
-                  f"broker cpu {cpu_per_million[-1]:.2f} s per million", flush=True)
-        null_rate = statistics.median(rates["null"])
-        mag_rate = statistics.median(rates["magnetar"])
+        for broker in brokers.values():
+            broker.start(timeout=60)
+        targets: list[tuple[str, str, int | None, str | None]] = [("null", f"pulsar://127.0.0.1:{null_port}", None, None)]
+        for name, broker in brokers.items():
+            targets.append((name, broker.service_url, broker.proc.pid, args.baseline_src if name == "baseline" else None))
+        results: dict[str, Any] = {}
+        for size in sizes:
+            for name, url, _pid, src in targets:  # warm-up: first segment, first connection
+                produce(url, f"warm-{name}-{size}", min(args.count, 20_000), size, args.client, src)
+            runs: dict[str, list[dict]] = {t[0]: [] for t in targets}
+            for r in range(args.rounds):
+                order = targets[r % len(targets):] + targets[: r % len(targets)]
+                for name, url, pid, src in order:
+                    runs[name].append(measure(name, url, pid, args, size, r, src))
+                print(f"{size} B round {r}: " + ", ".join(
+                    f"{n} {rs[-1]['msg_per_s']:,.0f} msg/s (client {rs[-1]['client_cpu_s_per_million']:.2f},"
+                    f" broker {rs[-1]['broker_cpu_s_per_million']:.2f} cpu s/M)" for n, rs in runs.items()
+                ), flush=True)
+            results[str(size)] = summarize(runs)
         result = {
-            "benchmark": "official pulsar-client produce, batching on, send_async",
-            "date": time.strftime("%Y-%m-%d"),
+            "benchmark": f"produce with {args.client} client, batching on (1000 messages), send_async",
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}",
-            "message_bytes": args.size,
+            "load_average": os.getloadavg(),
             "messages_per_round": args.count,
             "rounds": args.rounds,
             "fsync": "always",
-            "null_broker_msg_per_s": rates["null"],
-            "magnetar_msg_per_s": rates["magnetar"],
-            "ratio_median": mag_rate / null_rate,
-            "magnetar_cpu_seconds_per_million_messages": statistics.median(cpu_per_million),
+            "baseline_src": args.baseline_src,
+            "sizes": results,
         }
-        out = HERE / "results" / "produce_vs_null.json"
-        out.parent.mkdir(exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n")
-        print(json.dumps(result, indent=2))
+        out_path.parent.mkdir(exist_ok=True)
+        out_path.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps({s: {k: v for k, v in r.items() if k != "runs"} for s, r in results.items()}, indent=2))
     finally:
-        broker.stop()
+        for broker in brokers.values():
+            broker.stop()
         null.terminate()
         null.wait()
         tmp.cleanup()

@@ -30,7 +30,8 @@ from magnetar.client.errors import (
     error_for,
 )
 from magnetar.client.handler import ClientContext, ConnectionHandler
-from magnetar.client.message import BATCH_INDEXES, IdPart, MessageId, _signed, fast_message_id, id_part
+from magnetar.client.message import MessageId
+from magnetar.client.registration import producer_command
 from magnetar.client.sends import (
     PLAIN_HEADS,
     Batch,
@@ -40,13 +41,14 @@ from magnetar.client.sends import (
     encode_single_metadata,
     plain_head,
     resolve,
+    resolve_batch,
     retrieve,
     seconds,
 )
 from magnetar.protocol import commands
 from magnetar.protocol.compression import compress
 from magnetar.protocol.enums import CommandType, CompressionType, ProducerAccessMode, ServerError
-from magnetar.protocol.framing import crc32c, encode_entry_header
+from magnetar.protocol.framing import encode_payload_frame
 from magnetar.protocol.schema import BaseCommand, KeyValue, MessageMetadata
 
 log = logging.getLogger("magnetar.client.producer")
@@ -89,6 +91,8 @@ class Producer(ConnectionHandler):
         self.schema_version = b""
         self.max_message_size = 5 * 1024 * 1024
         self._batching = bool(config.batching_enabled)
+        #: messages go into the one open batch (batching on, not by key)
+        self._plain_batching = self._batching and not self._key_based
         schema = config.schema
         #: encodes typed values (None: payloads are bytes)
         self._encode = None if schema is None or getattr(schema, "schema_type", 0) == 0 else schema.encode
@@ -103,25 +107,7 @@ class Producer(ConnectionHandler):
     async def _connect(self, first: bool = False) -> None:
         conn = await self.client.lookup.connection_for(self.topic)
         rid = conn.new_request_id()
-        cmd = BaseCommand(type=CommandType.PRODUCER)
-        p = cmd.producer
-        p.topic = self.topic
-        p.producer_id = self.producer_id
-        p.request_id = rid
-        if self.name:
-            p.producer_name = self.name
-        p.user_provided_producer_name = self._user_named
-        p.producer_access_mode = self.config.access_mode
-        if self._topic_epoch is not None:
-            p.topic_epoch = self._topic_epoch
-        for k, v in self.config.properties.items():
-            p.metadata.append(KeyValue(key=k, value=v))
-        if self.config.initial_subscription_name:
-            p.initial_subscription_name = self.config.initial_subscription_name
-        schema = self.config.schema
-        info = schema.schema_info() if schema is not None and hasattr(schema, "schema_info") else None
-        if info is not None:
-            p.schema.CopyFrom(info)
+        cmd = producer_command(self.config, self.topic, self.producer_id, rid, self.name, self._user_named, self._topic_epoch)
         conn.producers[self.producer_id] = self
         try:
             timeout = None if self.config.access_mode == ProducerAccessMode.WaitForExclusive else self.client.operation_timeout
@@ -140,7 +126,7 @@ class Producer(ConnectionHandler):
             self._sequence_id = resp.last_sequence_id + 1
             self.last_sequence_id_published = resp.last_sequence_id
         for op in self._pending:
-            conn.write(op.frame)
+            conn.write_entry_frame(*op.frame)
 
     async def close(self) -> None:
         """Flush what is pending, then close on the broker."""
@@ -220,6 +206,30 @@ class Producer(ConnectionHandler):
         ``content`` is encoded with the producer's schema unless ``raw`` (already bytes); None
         sends a null value (a tombstone).
         """
+        batch = self._batch
+        if (batch is not None and batch.count and content.__class__ is bytes and self._plain_batching
+                and properties is None and partition_key is None and ordering_key is None and not event_timestamp
+                and deliver_at is None and deliver_after is None and not null_value and not replication_clusters
+                and not disable_replication and (raw or self._encode is None) and not self._closed
+                and self._fenced is None and batch.payload_bytes + len(content) < self._max_bytes):
+            # the common case, into the open batch: what the general path below does for it
+            if sequence_id is None:
+                sequence_id = self._sequence_id
+                self._sequence_id += 1
+            elif sequence_id >= self._sequence_id:
+                self._sequence_id = sequence_id + 1
+            self._pending_messages += 1
+            size = len(content)
+            batch.parts += (PLAIN_HEADS.get(size) or plain_head(size), content)
+            batch.payload_bytes += size
+            batch.count += 1
+            batch.callbacks.append(waiter)
+            if batch.first_sequence_id < 0:
+                batch.first_sequence_id = sequence_id
+            batch.last_sequence_id = sequence_id
+            if batch.count >= self._max_count:
+                self._flush_batch(batch)
+            return
         if self._closed:
             raise AlreadyClosed(f"producer {self.name} on {self.topic} is closed")
         if self._fenced is not None:
@@ -399,8 +409,6 @@ class Producer(ConnectionHandler):
         if single and self.config.chunking_enabled and len(payload) > self.max_message_size - _CHUNK_HEADROOM:
             self._enqueue_chunks(meta, payload, first_seq, callbacks)
             return
-        meta_bytes = meta.SerializeToString()
-        entry = _U32.pack(len(meta_bytes)) + meta_bytes + payload
         if len(payload) > self.max_message_size:
             self._settled(count)
             err = MessageTooBig(
@@ -419,7 +427,7 @@ class Producer(ConnectionHandler):
             s.num_messages = count
         if last_seq != first_seq:
             s.highest_sequence_id = last_seq
-        frame = encode_entry_header(cmd, len(entry), crc32c(entry)) + entry
+        frame = encode_payload_frame(cmd, meta.SerializeToString(), payload)
         deadline = time.monotonic() + self.config.send_timeout_millis / 1000.0
         op = PendingSend(first_seq, last_seq, count, frame, callbacks, deadline)
         op.batched = batched
@@ -427,7 +435,7 @@ class Producer(ConnectionHandler):
         self.last_sequence_id_published = max(self.last_sequence_id_published, last_seq)
         conn = self.conn
         if conn is not None and not conn.closed and not self._reconnecting:
-            conn.write(frame)
+            conn.write_entry_frame(*frame)
 
     def _enqueue_chunks(self, meta: MessageMetadata, payload: bytes, sequence_id: int, callbacks: list[Any]) -> None:
         chunk_size = max(1, self.max_message_size - _CHUNK_HEADROOM)
@@ -440,13 +448,11 @@ class Producer(ConnectionHandler):
         deadline = time.monotonic() + self.config.send_timeout_millis / 1000.0
         for i, chunk in enumerate(chunks):
             meta.chunk_id = i
-            meta_bytes = meta.SerializeToString()
-            entry = _U32.pack(len(meta_bytes)) + meta_bytes + chunk
             cmd = BaseCommand(type=CommandType.SEND)
             cmd.send.producer_id = self.producer_id
             cmd.send.sequence_id = sequence_id
             cmd.send.is_chunk = True
-            frame = encode_entry_header(cmd, len(entry), crc32c(entry)) + entry
+            frame = encode_payload_frame(cmd, meta.SerializeToString(), chunk)
             last = i == len(chunks) - 1
             op = PendingSend(sequence_id, sequence_id, 1 if last else 0, frame, callbacks if last else [], deadline)
             op.chunk_index = i
@@ -454,7 +460,7 @@ class Producer(ConnectionHandler):
             self._pending.append(op)
             conn = self.conn
             if conn is not None and not conn.closed and not self._reconnecting:
-                conn.write(frame)
+                conn.write_entry_frame(*frame)
         self.last_sequence_id_published = max(self.last_sequence_id_published, sequence_id)
 
     async def flush(self) -> None:
@@ -518,20 +524,7 @@ class Producer(ConnectionHandler):
             for cb in callbacks:
                 resolve(cb, None, msg_id)
             return
-        lid, eid, part = IdPart(_signed(ledger_id)), IdPart(_signed(entry_id)), id_part(partition)
-        indexes = BATCH_INDEXES if count <= len(BATCH_INDEXES) else [id_part(i) for i in range(count)]
-        for i, cb in enumerate(callbacks):
-            if cb is None:
-                continue
-            mid_i = fast_message_id(lid, eid, indexes[i], part, count, topic) if i < count else None
-            if isinstance(cb, asyncio.Future):
-                if not cb.done():
-                    cb.set_result(mid_i)
-                continue
-            try:
-                cb(None, mid_i)
-            except Exception:
-                log.exception("send callback failed")
+        resolve_batch(callbacks, ledger_id, entry_id, partition, count, topic)
 
     def on_send_error(self, error: Any) -> None:
         """SEND_ERROR: a checksum error fails that send; anything else reconnects and resends."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from magnetar.client.errors import PulsarError, Timeout
-from magnetar.client.message import MessageId
+from magnetar.client.message import BATCH_INDEXES, IdPart, MessageId, _signed, fast_message_id, id_part
 from magnetar.protocol.varint import SMALL_VARINTS, encode_varint
 
 log = logging.getLogger("magnetar.client.producer")
@@ -79,13 +79,19 @@ class Batch:
 
 
 class PendingSend:
-    """One SEND in flight: its frame (for resends) and who waits for it."""
+    """One SEND in flight: its frame (for resends) and who waits for it.
+
+    ``frame`` is the frame as the pieces written one after the other: everything up to the
+    message metadata, and the payload (see :func:`~magnetar.protocol.framing.encode_payload_frame`).
+    """
 
     __slots__ = (
         "sequence_id", "highest_sequence_id", "count", "frame", "callbacks", "deadline", "chunk_index", "chunk_ids", "batched",
     )
 
-    def __init__(self, sequence_id: int, highest: int, count: int, frame: bytes, callbacks: list[Any], deadline: float) -> None:
+    def __init__(
+        self, sequence_id: int, highest: int, count: int, frame: tuple[bytes, bytes], callbacks: list[Any], deadline: float
+    ) -> None:
         self.sequence_id = sequence_id
         self.highest_sequence_id = highest
         self.count = count
@@ -138,6 +144,27 @@ def resolve(waiter: Any, exc: PulsarError | None, msg_id: MessageId | None) -> N
         waiter(exc, msg_id)
     except Exception:
         log.exception("send callback failed")
+
+
+def resolve_batch(
+    callbacks: list[Any], ledger_id: int, entry_id: int, partition: int, count: int, topic: str | None
+) -> None:
+    """Complete the waiters of a batch's ``count`` messages with their ids (batch index i for the
+    i-th); waiters past ``count`` (a flush's) get None."""
+    lid, eid, part = IdPart(_signed(ledger_id)), IdPart(_signed(entry_id)), id_part(partition)
+    indexes = BATCH_INDEXES if count <= len(BATCH_INDEXES) else [id_part(i) for i in range(count)]
+    for i, cb in enumerate(callbacks):
+        if cb is None:
+            continue
+        mid_i = fast_message_id(lid, eid, indexes[i], part, count, topic) if i < count else None
+        if isinstance(cb, asyncio.Future):
+            if not cb.done():
+                cb.set_result(mid_i)
+            continue
+        try:
+            cb(None, mid_i)
+        except Exception:
+            log.exception("send callback failed")
 
 
 def callback_adapter(callback: SendCallback) -> Callable[[asyncio.Future], None]:

@@ -9,12 +9,15 @@ receives, so the producer's checksum travels with it unchanged.
 
 Nothing here does I/O. :class:`FrameDecoder` is fed bytes and returns complete frames; a
 malformed or oversized frame raises :class:`ProtocolError`, after which the connection that
-produced the bytes must be closed (nothing else is affected).
+produced the bytes must be closed (nothing else is affected). ``FrameDecoder.frames`` yields them
+one by one instead (a client hands each on before the next is decoded). A MESSAGE frame of the
+usual shape is a :class:`MessageFrame`, its command read by hand (the consumer's hot path).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Final
 
 import crc32c as _crc32c
@@ -97,6 +100,125 @@ class Frame:
 _new_frame = object.__new__
 
 
+class MessageFrame(Frame):
+    """A MESSAGE frame of the usual shape, its command read by hand (the consumer's hot path).
+
+    The usual shape: a CommandMessage with a consumer id, a message id of a ledger and an entry
+    id only, and optionally a redelivery count and a consumer epoch, followed by the checksum
+    section and the entry. Any other MESSAGE frame is a plain :class:`Frame`. The fields are
+    plain attributes; :attr:`command` parses the same bytes with protobuf on first use.
+    """
+
+    __slots__ = ("consumer_id", "ledger_id", "entry_id", "redelivery_count", "_source", "_command_start", "_command_end", "_parsed")
+
+    consumer_id: int
+    ledger_id: int
+    entry_id: int
+    redelivery_count: int
+
+    @property  # type: ignore[override]
+    def command(self) -> BaseCommand:
+        """The frame's BaseCommand, parsed from its bytes on first use."""
+        parsed = self._parsed
+        if parsed is None:
+            parsed = self._parsed = BaseCommand.FromString(memoryview(self._source)[self._command_start : self._command_end])
+        return parsed
+
+    @property
+    def type(self) -> int:
+        """MESSAGE."""
+        return _MESSAGE
+
+
+_MESSAGE: Final = 9
+#: a MESSAGE command's first bytes: the type (field 1) 9, then the tag of field 9 (``message``)
+_MESSAGE_PREFIX: Final = b"\x08\x09\x4a"
+_U64_LIMIT: Final = 1 << 64
+
+
+def _message_frame(s: bytes, view: memoryview, pos: int, end: int) -> MessageFrame | None:
+    """The frame body ``s[pos:end]`` (after its total size; ``view`` is ``memoryview(s)``) as a
+    :class:`MessageFrame` when it has the usual shape (the caller saw ``_MESSAGE_PREFIX`` at
+    ``s[pos + 4]``), else None (decode it in full).
+
+    A None answer says nothing about validity: the protobuf decoder then judges the frame.
+    """
+    try:
+        (cmd_size,) = _U32.unpack_from(s, pos)
+        p = pos + 7  # past the command size and the prefix
+        cmd_end = p - 3 + cmd_size
+        if cmd_end + 10 > end or s[p] != cmd_end - p - 1 or s[p + 1] != 0x08:
+            return None  # (a length of 128 or more, or no consumer id first: the general decoder)
+        # field 1, consumer id; then field 2, the message id: a length (< 128) and its fields
+        # (one-byte varints are read inline: the usual consumer id, ledger id, redelivery count)
+        consumer_id = s[p + 2]
+        if consumer_id < 0x80:
+            p += 3
+        else:
+            consumer_id, p = _varint(s, p + 2)
+        if s[p] != 0x12 or s[p + 1] >= 0x80 or s[p + 2] != 0x08 or consumer_id >= _U64_LIMIT:
+            return None
+        id_end = p + 2 + s[p + 1]
+        ledger_id = s[p + 3]
+        if ledger_id < 0x80:
+            p += 4
+        else:
+            ledger_id, p = _varint(s, p + 3)
+        if s[p] != 0x10:
+            return None
+        entry_id, p = _varint(s, p + 1)
+        if p != id_end:
+            return None  # a partition, batch index, ack set ... in the id: the general decoder
+        redelivery_count = 0
+        if p < cmd_end and s[p] == 0x18:
+            redelivery_count = s[p + 1]
+            if redelivery_count < 0x80:
+                p += 2
+            else:
+                redelivery_count, p = _varint(s, p + 1)
+        if p < cmd_end and s[p] == 0x28:
+            _epoch, p = _varint(s, p + 1)
+        if p != cmd_end or ledger_id >= _U64_LIMIT or entry_id >= _U64_LIMIT or redelivery_count >= 1 << 32:
+            return None
+        magic, checksum, meta_size = _CHECKSUM_AND_META_SIZE.unpack_from(s, cmd_end)
+    except (IndexError, struct.error):
+        return None
+    if magic != MAGIC_CHECKSUM or meta_size > end - cmd_end - 10:
+        return None
+    frame = _new_frame(MessageFrame)
+    frame.consumer_id = consumer_id
+    frame.ledger_id = ledger_id
+    frame.entry_id = entry_id
+    frame.redelivery_count = redelivery_count
+    frame.entry_view = view[cmd_end + 6 : end]
+    frame._entry = None
+    frame.checksum = checksum
+    frame.broker_entry_metadata = None
+    frame._source = s
+    frame._command_start = pos + 4
+    frame._command_end = cmd_end
+    frame._parsed = None
+    return frame
+
+
+def _varint(s: bytes, p: int) -> tuple[int, int]:
+    """(value, position after it) of the varint at ``s[p]``; IndexError past 10 bytes or the end."""
+    b = s[p]
+    if b < 0x80:
+        return b, p + 1
+    value = b & 0x7F
+    shift = 7
+    while True:
+        p += 1
+        b = s[p]
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, p + 1
+        shift += 7
+        if shift > 63:
+            raise IndexError("varint longer than 10 bytes")
+
+
 class FrameDecoder:
     """Splits a byte stream into :class:`Frame` objects.
 
@@ -127,6 +249,43 @@ class FrameDecoder:
             self._failed = str(exc)
             raise type(exc)(str(exc)) from None
 
+    def frames(self, data: bytes | bytearray | memoryview) -> Iterator[Frame]:
+        """Add received bytes; yield every frame they complete, in order, each as soon as it is
+        decoded: a frame handled before the next one is decoded is freed at once, where
+        :meth:`feed` keeps every frame of a read alive until the last is decoded (hundreds of
+        objects that wake the garbage collector). Iterate to the end: the bytes of an incomplete
+        frame are kept for the next call only then. A bad frame raises ProtocolError when the
+        iteration reaches it (the frames before it were yielded); after that the decoder stays
+        failed.
+        """
+        if self._failed is not None:
+            raise ProtocolError(f"stream already failed: {self._failed}")
+        try:
+            source = data if data.__class__ is bytes else bytes(data)
+            pos = 0
+            if self._buffer:
+                completed: list[Frame] = []
+                pos = self._complete_buffered(source, completed)
+                yield from completed
+            end = len(source)
+            view = memoryview(source)
+            while end - pos >= 4:
+                (total,) = _U32.unpack_from(source, pos)
+                if total > self.max_frame_size:
+                    raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {self.max_frame_size}")
+                if end - pos - 4 < total:
+                    break
+                frame = None
+                if source.startswith(_MESSAGE_PREFIX, pos + 8):
+                    frame = _message_frame(source, view, pos + 4, pos + 4 + total)
+                yield frame or decode_frame_body(view[pos + 4 : pos + 4 + total])
+                pos += 4 + total
+            if pos < end:
+                self._buffer += view[pos:]
+        except ProtocolError as exc:
+            self._failed = str(exc)
+            raise type(exc)(str(exc)) from None
+
     def _feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
         # frames are views of ``source``: immutable bytes, so they stay valid once returned
         source = data if data.__class__ is bytes else bytes(data)
@@ -141,7 +300,10 @@ class FrameDecoder:
                 raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {max_size}")
             if end - pos - 4 < total:
                 break
-            frames.append(decode_frame_body(view[pos + 4 : pos + 4 + total]))
+            frame = None
+            if source.startswith(_MESSAGE_PREFIX, pos + 8):
+                frame = _message_frame(source, view, pos + 4, pos + 4 + total)
+            frames.append(frame or decode_frame_body(view[pos + 4 : pos + 4 + total]))
             pos += 4 + total
         if pos < end:
             self._buffer += view[pos:]
@@ -166,7 +328,9 @@ class FrameDecoder:
         if len(buf) == 4 + total:
             whole = bytes(buf)
             buf.clear()
-            frames.append(decode_frame_body(memoryview(whole)[4:]))
+            whole_view = memoryview(whole)
+            frame = _message_frame(whole, whole_view, 4, len(whole)) if whole.startswith(_MESSAGE_PREFIX, 8) else None
+            frames.append(frame or decode_frame_body(whole_view[4:]))
         return taken
 
 
@@ -276,6 +440,19 @@ def encode_payload_command(command: BaseCommand, entry: bytes, checksum: int | N
     if checksum is None:
         checksum = crc32c(entry)
     return encode_entry_header(command, len(entry), checksum) + entry
+
+
+def encode_payload_frame(command: BaseCommand, metadata: bytes, payload: bytes) -> tuple[bytes, bytes]:
+    """Encode a payload frame (SEND) as two pieces to write one after the other (``writelines``).
+
+    The first piece runs from the frame's size to the end of ``metadata`` (a serialized
+    MessageMetadata), the second is ``payload`` itself: the entry is never joined, and its
+    checksum is computed over the two parts in turn. The bytes are those of
+    :func:`encode_payload_command` on the joined entry.
+    """
+    head = _U32.pack(len(metadata)) + metadata
+    checksum = crc32c(payload, crc32c(head))
+    return encode_entry_header(command, len(head) + len(payload), checksum) + head, payload
 
 
 def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:

@@ -14,12 +14,16 @@ Every run is its own process. Recorded per run: msg/s and the client process's C
 million messages (user + system, all its threads), which holds up better than throughput on a
 loaded machine. Written to benchmarks/results/sync_consume.json.
 
-usage: python benchmarks/sync_consume.py [--count N] [--rounds R] [--size 100] [--baseline-src DIR]
+usage: python benchmarks/sync_consume.py [--count N] [--rounds R] [--size 100] [--baseline-src DIR] [--label NAME]
+(``--label``: the report becomes that block of the results file, whose other blocks are kept;
+``--broker-src``: the broker runs from that source tree, e.g. the committed one, while others edit
+this one; the client processes' garbage collections per generation are recorded too)
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -62,14 +66,16 @@ def consume(kind: str, url: str, topic: str, count: int) -> dict:
     consumer = client.subscribe(topic, f"bench-{time.time_ns()}", initial_position=initial)
     consumer.acknowledge(consumer.receive(30000))
     receive, acknowledge = consumer.receive, consumer.acknowledge
+    collections = [g["collections"] for g in gc.get_stats()]
     cpu = _cpu()
     start = time.perf_counter()
     for _ in range(count - 1):
         acknowledge(receive(30000))
     elapsed = time.perf_counter() - start
     cpu = _cpu() - cpu
+    collections = [g["collections"] - before for g, before in zip(gc.get_stats(), collections, strict=True)]
     client.close()
-    return {"seconds": elapsed, "cpu_seconds": cpu, "count_timed": count - 1}
+    return {"seconds": elapsed, "cpu_seconds": cpu, "count_timed": count - 1, "gc_collections": collections}
 
 
 def fill(url: str, topic: str, count: int, size: int, batched: bool) -> None:
@@ -112,6 +118,7 @@ def run_consume(kind: str, url: str, topic: str, count: int, env: dict[str, str]
     return {
         "msg_per_s": report["count_timed"] / report["seconds"],
         "cpu_s_per_million": report["cpu_seconds"] / report["count_timed"] * 1e6,
+        "gc_collections": report["gc_collections"],
     }
 
 
@@ -123,6 +130,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--baseline-src", help="another magnetar source tree (PYTHONPATH) measured alongside")
     parser.add_argument("--out", default=str(HERE / "results" / "sync_consume.json"))
+    parser.add_argument("--label", help="write the report as this block of the results file, keeping the rest")
+    parser.add_argument("--broker-src", help="the source tree the broker runs from (default: this tree)")
     parser.add_argument("--worker", nargs=4, metavar=("CLIENT", "URL", "TOPIC", "COUNT"))
     args = parser.parse_args()
     if args.worker:
@@ -137,8 +146,9 @@ def main() -> None:
     if args.baseline_src:
         sides["baseline"] = {"PYTHONPATH": args.baseline_src}
     tmp = tempfile.TemporaryDirectory()
+    broker_src = args.broker_src or tree
     broker = BrokerProcess(
-        Path(tmp.name) / "data", args=("--fsync", "always", "--log-level", "WARNING"), env={"PYTHONPATH": tree}
+        Path(tmp.name) / "data", args=("--fsync", "always", "--log-level", "WARNING"), env={"PYTHONPATH": broker_src}
     )
     results: dict[str, dict] = {}
     try:
@@ -160,6 +170,7 @@ def main() -> None:
             entry: dict = {
                 "msg_per_s": {s: [round(x["msg_per_s"]) for x in v] for s, v in runs.items()},
                 "client_cpu_s_per_million": {s: [round(x["cpu_s_per_million"], 2) for x in v] for s, v in runs.items()},
+                "client_gc_collections_per_generation": {s: [x["gc_collections"] for x in v] for s, v in runs.items()},
                 "median_msg_per_s": {s: round(v) for s, v in med.items()},
                 "median_client_cpu_s_per_million": {s: round(v, 2) for s, v in cpu.items()},
                 "ratio_magnetar_to_official": round(med["magnetar"] / med["official"], 2),
@@ -176,7 +187,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}",
         "load_average_at_end": os.getloadavg(),
-        "broker": "magnetar standalone, fsync always (this tree)",
+        "broker": f"magnetar standalone, fsync always (source: {broker_src})",
         "messages_per_run": args.count,
         "message_size": args.size,
         "rounds": args.rounds,
@@ -186,7 +197,13 @@ def main() -> None:
     }
     out = Path(args.out)
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    if args.label:
+        document = json.loads(out.read_text()) if out.exists() else {}
+        document[args.label] = report
+        report_text = json.dumps(document, indent=2)
+    else:
+        report_text = json.dumps(report, indent=2)
+    out.write_text(report_text + "\n")
     print(json.dumps(report["results"], indent=2))
 
 

@@ -88,6 +88,17 @@ class AckGroupingTracker:
         """Whether acknowledgements wait to be sent."""
         return bool(self._individual) or self._cumulative is not None
 
+    @property
+    def pending_entries(self) -> PendingAcks:
+        """The individual acknowledgements waiting to be sent, by entry (read only; a flush
+        replaces the dict)."""
+        return self._individual
+
+    @property
+    def last_cumulative(self) -> EntryKey | None:
+        """The highest entry acknowledged cumulatively (sent or not), until a seek."""
+        return self._last_cumulative
+
     def pending_count(self) -> int:
         """Entries whose acknowledgement waits to be sent (the cumulative one counts as one)."""
         return len(self._individual) + (self._cumulative is not None)
@@ -191,6 +202,16 @@ class AckGroupingTracker:
         """Acknowledge a whole entry (sent with the next flush)."""
         self._acked(key)
         self._individual[key] = None
+
+    def ack_plain(self, key: EntryKey) -> None:
+        """Acknowledge a whole entry whose redelivery the caller has already forgotten (the hot
+        path of :meth:`ack_entry`), and schedule the flush."""
+        pending = self._individual
+        pending[key] = None
+        if len(pending) >= _IDS_PER_FRAME:
+            self.flush()  # a full ACK frame goes at once, as the Java and C++ clients do (maxAckGroupSize)
+        elif self._timer is None:
+            self.schedule_flush()
 
     def acknowledge_cumulative(self, mid: MessageId) -> None:
         """Acknowledge every message up to and including ``mid``."""

@@ -136,7 +136,7 @@ def split_batch(
             msg._payload = body
             msg._meta = meta
             msg._single = single
-            msg._id = msg_id
+            msg._mid = msg_id
             msg._topic = topic
             msg._redelivery_count = redelivery
             msg._schema = schema

@@ -24,12 +24,14 @@ from magnetar.client.errors import AuthenticationError, ConnectError, PulsarErro
 from magnetar.net.transport import FramedProtocol
 from magnetar.protocol import commands
 from magnetar.protocol.enums import PROTOCOL_VERSION, CommandType, LookupType, PartitionedMetadataResult
-from magnetar.protocol.framing import FRAME_HEADROOM, Frame, ProtocolError, sub_command
+from magnetar.protocol.framing import FRAME_HEADROOM, Frame, MessageFrame, ProtocolError, sub_command
 from magnetar.protocol.schema import BaseCommand
 
 log = logging.getLogger("magnetar.client")
 
 CLIENT_VERSION = f"magnetar-python-{__version__}"
+#: most MESSAGE frames handed to a consumer at once
+MESSAGE_RUN = 64
 _DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
 
@@ -43,7 +45,8 @@ class ProducerHandler(Protocol):
 
 
 class ConsumerHandler(Protocol):
-    """What a connection needs from a consumer registered on it."""
+    """What a connection needs from a consumer registered on it (one that also has
+    ``on_message_frames(frames)`` gets the MESSAGE frames read by hand in runs; see data_received)."""
 
     def on_message(self, command: Any, frame: Frame) -> None: ...  # noqa: D102
     def on_active_change(self, active: bool) -> None: ...  # noqa: D102
@@ -145,6 +148,49 @@ class ClientConnection(FramedProtocol):
         self._lost(reason or ConnectError("connection closed"))
 
     # -- incoming ------------------------------------------------------------------------
+    def data_received(self, data: bytes) -> None:
+        """Decode what ``data`` completes; runs of MESSAGE frames decoded by hand
+        (:class:`MessageFrame`) for one consumer go to it together (up to ``MESSAGE_RUN``: the
+        frames of a run stay alive until it is handled), the rest one by one, in order."""
+        self.last_received = time.monotonic()
+        run: list[MessageFrame] = []
+        try:
+            for frame in self.decoder.frames(data):
+                if frame.__class__ is MessageFrame:
+                    if run and (run[0].consumer_id != frame.consumer_id or len(run) >= MESSAGE_RUN):  # type: ignore[attr-defined]
+                        self._messages_received(run)
+                        run = []
+                    run.append(frame)  # type: ignore[arg-type]
+                    continue
+                if run:
+                    self._messages_received(run)
+                    run = []
+                if self.closed:
+                    return
+                self.frame_received(frame)
+        except ProtocolError as exc:
+            self.protocol_error(exc)
+            return
+        if run:
+            self._messages_received(run)
+
+    def _messages_received(self, frames: list[MessageFrame]) -> None:
+        """MESSAGE frames for one consumer, in order."""
+        if self.closed:
+            return
+        handler = self.consumers.get(frames[0].consumer_id)
+        if handler is None:
+            return
+        try:
+            on_frames = getattr(handler, "on_message_frames", None)
+            if on_frames is not None:
+                on_frames(frames)
+            else:
+                for frame in frames:
+                    handler.on_message(frame.command.message, frame)
+        except Exception:  # a handler bug must not kill the connection silently
+            log.exception("error handling %d MESSAGE frames from %s:%d", len(frames), *self.address)
+
     def frame_received(self, frame: Frame) -> None:
         """Route one frame: MESSAGE and SEND_RECEIPT first (the hot path), then the rest."""
         command = frame.command

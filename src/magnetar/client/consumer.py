@@ -1,6 +1,6 @@
 """Consumers and readers on one topic (or one partition): subscription, flow, acks, redelivery.
 
-Entries arrive as MESSAGE frames and are opened into Message objects (batches split by
+Entries arrive as MESSAGE frames and are opened into Message objects (:mod:`.opening`; batches split by
 :mod:`.batch_messages`, chunks joined by :mod:`.chunks`) that wait in the receiver queue
 (:mod:`.receiver`). FLOW re-grants permits once half the queue was consumed (one per receive
 with a zero-size queue). Acknowledgements are grouped (:mod:`.acks`); negative acks and ack
@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import struct
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from magnetar.client.acks import AckGroupingTracker, EntryKey
-from magnetar.client.batch_messages import ack_set_mask, before_start, has_message_after, split_batch
+from magnetar.client.batch_messages import has_message_after
 from magnetar.client.chunks import ChunkAssembler
 from magnetar.client.config import ConsumerConfig
 from magnetar.client.dead_letter import DeadLetterHandler
@@ -31,30 +30,26 @@ from magnetar.client.errors import (
     Timeout,
 )
 from magnetar.client.handler import ClientContext, ConnectionHandler
-from magnetar.client.message import IdPart, Message, MessageId, fast_message, fast_message_id, id_part
+from magnetar.client.message import Message, MessageId, id_part
+from magnetar.client.opening import EntryOpening
 from magnetar.client.policies import ConsumerKeySharedPolicy
 from magnetar.client.receiver import DONE, Completed, ReceiverBase
 from magnetar.client.redelivery import RedeliveryTimers
 from magnetar.protocol import commands
-from magnetar.protocol.compression import decompress
-from magnetar.protocol.enums import AckType, CommandType, CompressionType, SubType
-from magnetar.protocol.framing import ProtocolError, crc32c
-from magnetar.protocol.schema import BaseCommand, KeyValue, MessageIdData, MessageMetadata
+from magnetar.protocol.enums import CommandType, SubType
+from magnetar.protocol.schema import BaseCommand, KeyValue, MessageIdData
 
 log = logging.getLogger("magnetar.client.consumer")
 
 _consumer_ids = itertools.count()
 _U64 = (1 << 64) - 1
-_I64_MAX = (1 << 63) - 1
-_U32 = struct.Struct(">I")
-_NO_BATCH_INDEX = id_part(-1)
 
 
 def _ids(keys: Iterable[EntryKey]) -> list[MessageIdData]:
     return [MessageIdData(ledger_id=lid & _U64, entry_id=eid & _U64) for lid, eid in keys]
 
 
-class Consumer(ConnectionHandler, ReceiverBase):
+class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
     """A consumer (or reader, when not durable) on one topic: the asyncio core."""
 
     kind = "consumer"
@@ -251,89 +246,7 @@ class Consumer(ConnectionHandler, ReceiverBase):
             await self.dead_letter.close()
         self._stop_receiver(AlreadyClosed(f"consumer {self.name} unsubscribed from {self.topic}"))
 
-    # -- receiving -----------------------------------------------------------------------
-    def on_message(self, command: Any, frame: Any) -> None:
-        """A MESSAGE frame: open the entry into messages and queue them."""
-        entry = frame.entry_view
-        if entry is None:
-            return
-        mid = command.message_id
-        if frame.checksum is not None and crc32c(entry) != frame.checksum:
-            log.warning("consumer %s: checksum mismatch on %d:%d, asking for redelivery", self.name, mid.ledger_id, mid.entry_id)
-            self._consumed(1)
-            self._redeliver_ids([MessageIdData(ledger_id=mid.ledger_id, entry_id=mid.entry_id)])
-            return
-        try:
-            messages = self._open(command, entry)
-        except (ProtocolError, ValueError) as exc:
-            log.error("consumer %s: cannot open entry %d:%d of %s: %s", self.name, mid.ledger_id, mid.entry_id, self.topic, exc)
-            self._consumed(1)
-            self._send_command(commands.ack(self.consumer_id, AckType.Individual, [MessageIdData(ledger_id=mid.ledger_id, entry_id=mid.entry_id)]))
-            return
-        if not messages:
-            return
-        dlq = self.dead_letter
-        if dlq is not None and command.redelivery_count >= dlq.max_redeliver_count:
-            keys = messages[0]._id.chunk_entries()
-            for key in keys:
-                self._possible_dlq[key] = messages
-            if command.redelivery_count > dlq.max_redeliver_count:
-                # already past its last chance (e.g. a consumer died holding it): straight to the DLQ
-                self._consumed(len(messages))
-                self._redeliver_entries(keys)
-                return
-        if self.sink is not None:
-            self.sink(self, messages)
-        else:
-            self._deliver(messages)
-
-    def _open(self, command: Any, entry: bytes | memoryview) -> list[Message]:
-        """The messages of an entry still to deliver (none while a chunked message is incomplete);
-        the permits of what is not delivered are given back."""
-        size = len(entry)
-        meta_size = _U32.unpack_from(entry, 0)[0] if size >= 4 else size
-        if meta_size > size - 4:
-            raise ProtocolError(f"metadata size {meta_size} overruns an entry of {size} bytes")
-        meta = MessageMetadata.FromString(entry[4 : 4 + meta_size])
-        mid = command.message_id
-        ledger_id, entry_id = mid.ledger_id, mid.entry_id
-        ledger_seen = self._ledger_seen
-        if ledger_seen[0] != ledger_id:
-            ledger_seen = self._ledger_seen = (ledger_id, IdPart(ledger_id if ledger_id <= _I64_MAX else ledger_id - (1 << 64)))
-        key = (ledger_seen[1], IdPart(entry_id if entry_id <= _I64_MAX else entry_id - (1 << 64)))
-        if self._acks.is_duplicate(key):
-            self._consumed(meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1)
-            return []
-        # the one copy of the payload (the entry is a view of the bytes received)
-        payload = bytes(entry[4 + meta_size :])
-        chunk_ids = None
-        if meta.num_chunks_from_msg > 1:
-            whole = self._chunks.add(meta, payload, key, meta.publish_time)
-            self._chunks.expire_incomplete()
-            if whole is None:
-                self._consumed(1)
-                return []
-            payload, chunk_ids = whole
-        if meta.compression != CompressionType.NONE:
-            payload = decompress(meta.compression, payload, meta.uncompressed_size, max_size=1 << 31)
-        start = self._start_id
-        inclusive = self.config.start_message_id_inclusive
-        if not meta.HasField("num_messages_in_batch"):
-            msg_id = fast_message_id(key[0], key[1], _NO_BATCH_INDEX, self._partition_part, 0, self.topic)
-            if chunk_ids is not None:
-                msg_id._chunk_ids = chunk_ids
-            if start is not None and before_start(msg_id, start, inclusive):
-                self._consumed(1)
-                return []
-            return [fast_message(payload, meta, None, msg_id, self.topic, command.redelivery_count, self.config.schema, self)]
-        out = split_batch(payload, meta, ack_set_mask(command.ack_set), key, command.redelivery_count, self, start, inclusive)
-        if out:
-            out = self._acks.not_acknowledged(key, out)
-        skipped = meta.num_messages_in_batch - len(out)
-        if skipped:
-            self._consumed(skipped)
-        return out
-
+    # -- receiving (opening entries: .opening) ------------------------------------------------
     def _want_one(self) -> None:
         if self.config.receiver_queue_size == 0:
             self._send_flow(1)
@@ -345,19 +258,16 @@ class Consumer(ConnectionHandler, ReceiverBase):
         """A message this consumer produced was handed to the application (multi-topic use)."""
         self._dequeued_many((msg,))
 
-    def _dequeued_many(self, messages: Iterable[Message]) -> None:
-        n = 0
-        last = None
+    def _dequeued_many(self, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
         unacked = self._unacked
-        for msg in messages:
-            n += 1
-            last = msg
-            if unacked is not None:
+        if unacked is not None:
+            for msg in messages:
                 for key in msg._id.chunk_entries():
                     unacked.add(key, msg._redelivery_count)
-        if last is not None:
-            self._last_dequeued = last._id
-            self._consumed(n)
+        self._last_dequeued = messages[-1]._id
+        self._consumed(len(messages))
 
     def _dequeued_one(self, msg: Message) -> None:
         self._last_dequeued = msg._id
@@ -392,12 +302,24 @@ class Consumer(ConnectionHandler, ReceiverBase):
     def acknowledge(self, message: Message | MessageId) -> Completed:
         """Acknowledge one message (sent grouped within ack_group_time_ms); awaiting the result
         is optional."""
-        mid = message._id if message.__class__ is Message else message.message_id() if isinstance(message, Message) else message
+        if message.__class__ is Message:
+            mid = message._mid
+            if mid is None:
+                # the hot path: a message of its own entry whose id was never made (see Message._id);
+                # plain ints (IdPart + 0 is an int): a tuple of them leaves the GC's watch
+                key = (message._ledger + 0, message._entry)  # type: ignore[union-attr]
+                if self._timers.tracking or self._possible_dlq:
+                    self._untrack(key)
+                self._acks.ack_plain(key)
+                return DONE
+        else:
+            mid = message.message_id() if isinstance(message, Message) else message
         if mid._chunk_ids is None and mid.batch_index < 0:
-            # the common case of a message of its own, kept short
-            acks = self._acks
-            acks.ack_entry((mid.ledger_id, mid.entry_id))
-            acks.schedule_flush()
+            # a message of its own entry
+            key = (mid.ledger_id + 0, mid.entry_id + 0)
+            if self._timers.tracking or self._possible_dlq:
+                self._untrack(key)
+            self._acks.ack_plain(key)
             return DONE
         if mid.batch_index >= 0 and not self._batch_index_acks and mid._chunk_ids is None:
             # the common case of a batched message, kept short

@@ -160,21 +160,27 @@ def fast_message_id(
     return mid
 
 
+_NO_BATCH_INDEX = id_part(-1)
 MessageId.earliest = MessageId(-1, -1)
 MessageId.latest = MessageId(_I64_MAX, _I64_MAX)
 
 
 class Message:
-    """A received message: payload, metadata accessors and its id."""
+    """A received message: payload, metadata accessors and its id.
+
+    The entry's metadata may be kept serialized (``_meta`` as bytes) and parsed on first use:
+    an application that reads none of it spares the parse and the object.
+    """
 
     __slots__ = (
-        "_payload", "_meta", "_single", "_id", "_topic", "_redelivery_count", "_value", "_schema", "_props", "_consumer",
+        "_payload", "_meta", "_single", "_mid", "_ledger", "_entry", "_topic", "_redelivery_count", "_value", "_schema",
+        "_props", "_consumer",
     )
 
     def __init__(
         self,
         payload: bytes,
-        meta: MessageMetadata,
+        meta: MessageMetadata | bytes,
         single: SingleMessageMetadata | None,
         message_id: MessageId,
         topic: str,
@@ -184,7 +190,7 @@ class Message:
         self._payload = payload
         self._meta = meta
         self._single = single
-        self._id = message_id
+        self._mid: MessageId | None = message_id
         self._topic = topic
         self._redelivery_count = redelivery_count
         self._schema = schema
@@ -192,6 +198,25 @@ class Message:
         self._props: dict[str, str] | None = None
         #: the (single-topic) consumer core that received the message
         self._consumer: Any = None
+
+    @property
+    def _id(self) -> MessageId:
+        """This message's id. A message of its own entry may come without one (``_mid`` None):
+        ``_ledger`` (an IdPart) and ``_entry`` (an int), both signed, say where it is, and the id
+        is made on first use (an application that only acknowledges never needs it)."""
+        mid = self._mid
+        if mid is None:
+            mid = self._mid = fast_message_id(
+                self._ledger, IdPart(self._entry), _NO_BATCH_INDEX, self._consumer._partition_part, 0, self._topic
+            )
+        return mid
+
+    def _metadata(self) -> MessageMetadata:
+        """The entry's MessageMetadata (kept serialized until first asked for)."""
+        meta = self._meta
+        if meta.__class__ is bytes:
+            meta = self._meta = MessageMetadata.FromString(meta)
+        return meta
 
     def data(self) -> bytes:
         """The raw payload."""
@@ -206,7 +231,7 @@ class Message:
     def properties(self) -> dict[str, str]:
         """Application properties."""
         if self._props is None:
-            source = self._single.properties if self._single is not None else self._meta.properties
+            source = self._single.properties if self._single is not None else self._metadata().properties
             self._props = {kv.key: kv.value for kv in source} if source else {}
         return self._props
 
@@ -214,28 +239,28 @@ class Message:
         """The message key ('' when none)."""
         if self._single is not None:
             return self._single.partition_key
-        return self._meta.partition_key
+        return self._metadata().partition_key
 
     def has_key(self) -> bool:
         """Whether the message has a key."""
-        src = self._single if self._single is not None else self._meta
+        src = self._single if self._single is not None else self._metadata()
         return src.HasField("partition_key")
 
     def ordering_key(self) -> bytes:
         """The ordering key (b'' when none)."""
         if self._single is not None and self._single.HasField("ordering_key"):
             return self._single.ordering_key
-        return self._meta.ordering_key
+        return self._metadata().ordering_key
 
     def publish_timestamp(self) -> int:
         """Publish time in milliseconds since the epoch."""
-        return self._meta.publish_time
+        return self._metadata().publish_time
 
     def event_timestamp(self) -> int:
         """Event time in milliseconds (0 when not set)."""
         if self._single is not None and self._single.event_time:
             return self._single.event_time
-        return self._meta.event_time
+        return self._metadata().event_time
 
     def message_id(self) -> MessageId:
         """This message's id."""
@@ -251,22 +276,22 @@ class Message:
 
     def schema_version(self) -> bytes:
         """Version of the schema the producer used (b'' when none)."""
-        return self._meta.schema_version
+        return self._metadata().schema_version
 
     def producer_name(self) -> str:
         """Name of the producer that published the message."""
-        return self._meta.producer_name
+        return self._metadata().producer_name
 
     def sequence_id(self) -> int:
         """Producer sequence id of the message."""
         if self._single is not None and self._single.HasField("sequence_id"):
             return self._single.sequence_id
-        base = self._meta.sequence_id
+        base = self._metadata().sequence_id
         return base + self._id.batch_index if self._id.batch_index > 0 else base
 
     def is_null_value(self) -> bool:
         """Whether this is a tombstone (null value)."""
-        return (self._single.null_value if self._single is not None else False) or self._meta.null_value
+        return (self._single.null_value if self._single is not None else False) or self._metadata().null_value
 
     def has_null_value(self) -> bool:
         """Same as :meth:`is_null_value` (the official client's name)."""
@@ -293,7 +318,7 @@ def fast_message(
     msg._payload = payload
     msg._meta = meta
     msg._single = single
-    msg._id = message_id
+    msg._mid = message_id
     msg._topic = topic
     msg._redelivery_count = redelivery_count
     msg._schema = schema

@@ -20,7 +20,7 @@ import itertools
 import logging
 import re
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 
 from magnetar.client.config import ConsumerConfig
 from magnetar.client.consumer import Consumer
@@ -195,7 +195,7 @@ class MultiTopicsConsumer(ReceiverBase):
     def _on_messages(self, child: Consumer, messages: list[Message]) -> None:
         self._deliver(messages)
 
-    def _dequeued_many(self, messages: Iterable[Message]) -> None:
+    def _dequeued_many(self, messages: Sequence[Message]) -> None:
         batch: list[Message] = []
         owner = None
         for msg in messages:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from magnetar.client.config import DEFAULT_BATCH_RECEIVE_POLICY, ConsumerConfig, MessageListener
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, PulsarError, Timeout
@@ -54,9 +54,11 @@ class ReceiverBase:
         self._listener_task: asyncio.Task | None = None
         self._listener_wakeup = asyncio.Event()
         self._paused = False
+        #: told after each delivery to the queue, and when the receiver stops (the sync face's wait)
+        self.on_delivered: Callable[[], None] | None = None
 
     # what subclasses provide
-    def _dequeued_many(self, messages: Iterable[Message]) -> None:  # pragma: no cover - abstract
+    def _dequeued_many(self, messages: Sequence[Message]) -> None:  # pragma: no cover - abstract
         """Messages handed to the application: consumption accounting."""
         raise NotImplementedError
 
@@ -84,6 +86,8 @@ class ReceiverBase:
             self._arrived.set()
             if self._listener is not None:
                 self._listener_wakeup.set()
+            if self.on_delivered is not None:
+                self.on_delivered()
 
     def check_receive(self) -> None:
         """Raise when receiving is not allowed: the consumer is closed, or a listener is set."""
@@ -125,7 +129,11 @@ class ReceiverBase:
         reports them with :meth:`report_consumed` once the application has them."""
         queue = self._queue
         n = min(max_messages, len(queue))
-        out = [queue.popleft() for _ in range(n)]
+        if n == len(queue):
+            out = list(queue)
+            queue.clear()
+        else:
+            out = [queue.popleft() for _ in range(n)]
         if out:
             self._taken(out)
         return out
@@ -219,3 +227,5 @@ class ReceiverBase:
             fut = self._waiters.popleft()
             if not fut.done():
                 fut.set_exception(exc)
+        if self.on_delivered is not None:
+            self.on_delivered()

@@ -23,6 +23,7 @@ import asyncio
 import collections
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -42,6 +43,7 @@ from magnetar.client.multi_topic import MultiTopicsConsumer
 from magnetar.client.partitioned import PartitionedProducer
 from magnetar.client.producer import Producer as AsyncProducer
 from magnetar.client.reader import Reader as AsyncReader
+from magnetar.client.sync_delivery import DeliveryWait
 from magnetar.protocol.enums import SubType
 
 ConsumerType = SubType
@@ -373,6 +375,7 @@ class Consumer:
         #: one refill at a time (taken by application threads only, never on the loop thread)
         self._refill_lock = threading.Lock()
         self._refill_size = max(0, core.config.receiver_queue_size)
+        self._delivery = DeliveryWait(self._loop, core, lambda: self._buffer, self._refill_size)
         # told on the loop thread when a durable consumer registers again (the broker sends
         # again what is buffered here) or moves (a seek); a multi-topic consumer is to pass on
         # its children's notices with the child concerned
@@ -403,16 +406,19 @@ class Consumer:
             pass
         core = self._core
         core.check_receive()  # raises when a listener owns the messages, or when closed
+        deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000
         with self._refill_lock:
-            while True:
+            while self._refill_size:
                 try:
                     return self._buffer.popleft()
                 except IndexError:
                     pass
-                if not self._refill_size or not core.queued():
-                    break
-                if not self._client._run(self._refill()):
-                    break
+                if core.queued():
+                    self._client._run(self._refill())
+                    continue
+                if not self._delivery.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
+                    raise Timeout(f"no message received from {core.topic} within {timeout_millis} ms")
+                core.check_receive()
         wait = None if timeout_millis is None else timeout_millis / 1000 + 5
         return self._client._run(self._core.receive(timeout_millis), wait)
 
@@ -429,6 +435,7 @@ class Consumer:
         either taken by them (received before the drop) or dropped, never both."""
         old = self._buffer
         self._buffer = collections.deque()
+        self._delivery.reset()
         kept: list[Message] = []
         if of is not None and of is not self._core:
             while True:

@@ -10,9 +10,14 @@ moment before exec:
 - ``cpu_connected_s`` / ``cpu_http_ready_s``: the CPU time (user + system) the broker had used at
   those moments: on a machine shared with other work this varies far less than the wall time;
 - ``rss_3s_mb``: the broker process's resident memory 3 s after it is ready (both ports);
-- ``rss_idle_mb``: its resident memory after ``--idle`` seconds (default 30) without clients;
-- ``all_routes_s`` / ``cpu_all_routes_s`` / ``rss_all_routes_mb`` (systems with an HTTP port, after the
-  idle time): how long GET /openapi.json takes (it needs every admin route, so a broker that builds its
+- ``rss_idle_mb``: its resident memory after ``--idle`` seconds (default 30) without clients; for systems
+  with an HTTP port this comes from a second start of the broker, in the same round, that nobody calls
+  over HTTP (a broker that loads its HTTP stack with the first HTTP connection has not loaded it then);
+- ``first_request_s`` / ``cpu_first_request_s`` / ``rss_first_request_mb`` (that second start, after the
+  idle time): the latency of its first GET /admin/v2/clusters, the broker's CPU time for it, and its
+  memory afterwards;
+- ``all_routes_s`` / ``cpu_all_routes_s`` / ``rss_all_routes_mb`` (that second start, after the first
+  request): how long GET /openapi.json takes (it needs every admin route, so a broker that builds its
   route groups on first use builds all of them), the CPU time that cost, and the memory afterwards.
 
 Brokers run with their bytecode cached (PYTHONPYCACHEPREFIX, compiled before the first run), as an
@@ -112,10 +117,10 @@ def openapi_seconds(port: int, pid: int) -> tuple[float | None, float | None]:
     return elapsed, (cpu_after - cpu_before if cpu_after is not None and cpu_before is not None else None)
 
 
-def try_http(port: int) -> bool:
+def try_http(port: int, timeout: float = 2) -> bool:
     """True when GET /admin/v2/clusters answers 200."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/v2/clusters", timeout=2) as resp:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/v2/clusters", timeout=timeout) as resp:
             return resp.status == 200
     except OSError:
         return False
@@ -223,31 +228,39 @@ def pulsar_system(runs: int) -> System | None:
     return System("pulsar", True, runs, command, timeout=240.0)
 
 
-def run_once(system: System, idle: float) -> dict:
-    """Start one broker, measure it, stop it."""
+def run_once(system: System, idle: float, mode: str = "ready") -> dict:
+    """Start one broker, measure it, stop it.
+
+    ``ready`` polls both ports from the start (CONNECTED, HTTP ready, RSS 3 s after both answered);
+    ``idle`` (systems with HTTP) calls nothing over HTTP until the idle time is over (RSS then), then
+    makes the first HTTP request and GET /openapi.json (every route)."""
     port, http_port = free_port(), free_port()
     data = Path(tempfile.mkdtemp(prefix=f"startup-{system.name}-"))
     argv, env = system.command(port, http_port, data)  # type: ignore[operator]
     out: dict = {}
+    poll_http = system.has_http and mode == "ready"
     with open(data / "broker.log", "wb") as log:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, cwd=data, stdout=log, stderr=subprocess.STDOUT)
         deadline = started + system.timeout
         pollers = [threading.Thread(target=poll, args=(try_connect, port, 0.002, started, deadline, out, "connected_s", proc.pid))]
-        if system.has_http:
+        if poll_http:
             pollers.append(threading.Thread(target=poll, args=(try_http, http_port, 0.005, started, deadline, out, "http_ready_s", proc.pid)))
         for thread in pollers:
             thread.start()
         for thread in pollers:
             thread.join()
         try:
-            if proc.poll() is None and "connected_s" in out:
+            if proc.poll() is None and "connected_s" in out and (not poll_http or "http_ready_s" in out):
                 ready = max(out.get("connected_s", 0), out.get("http_ready_s", 0))
-                time.sleep(max(0.0, started + ready + 3 - time.perf_counter()))
-                out["rss_3s_mb"] = rss_mb(proc.pid)
-                time.sleep(max(0.0, started + ready + idle - time.perf_counter()))
-                out["rss_idle_mb"] = rss_mb(proc.pid)
-                if system.has_http and system.name != "pulsar":
+                if mode == "ready":
+                    time.sleep(max(0.0, started + ready + 3 - time.perf_counter()))
+                    out["rss_3s_mb"] = rss_mb(proc.pid)
+                if mode == "idle" or not system.has_http:
+                    time.sleep(max(0.0, started + ready + idle - time.perf_counter()))
+                    out["rss_idle_mb"] = rss_mb(proc.pid)
+                if mode == "idle" and system.has_http and system.name != "pulsar":
+                    out.update(first_request(http_port, proc.pid))
                     out["all_routes_s"], out["cpu_all_routes_s"] = openapi_seconds(http_port, proc.pid)
                     out["rss_all_routes_mb"] = rss_mb(proc.pid)
             else:
@@ -261,12 +274,29 @@ def run_once(system: System, idle: float) -> dict:
                 proc.wait()
     if "error" not in out:
         shutil.rmtree(data, ignore_errors=True)
+    if mode == "idle":
+        out["idle_run_connected_s"] = out.pop("connected_s", None)
+        out.pop("cpu_connected_s", None)
     return out
+
+
+def first_request(port: int, pid: int) -> dict:
+    """The first HTTP request to an idle broker (GET /admin/v2/clusters): its latency, the broker's CPU
+    seconds for it, its RSS afterwards."""
+    cpu_before = cpu_seconds(pid)
+    started = time.perf_counter()
+    if not try_http(port, timeout=30):
+        return {"first_request_error": True}
+    elapsed = time.perf_counter() - started
+    cpu_after = cpu_seconds(pid)
+    cpu = cpu_after - cpu_before if cpu_after is not None and cpu_before is not None else None
+    return {"first_request_s": elapsed, "cpu_first_request_s": cpu, "rss_first_request_mb": rss_mb(pid)}
 
 
 def summary(results: list[dict]) -> dict:
     """Median, min and max of each measured value."""
     keys = ("connected_s", "http_ready_s", "cpu_connected_s", "cpu_http_ready_s", "rss_3s_mb", "rss_idle_mb",
+            "first_request_s", "cpu_first_request_s", "rss_first_request_mb",
             "all_routes_s", "cpu_all_routes_s", "rss_all_routes_mb")
     out: dict = {}
     for key in keys:
@@ -313,6 +343,8 @@ def main() -> None:
         for system in systems:
             if round_no < system.runs:
                 result = run_once(system, args.idle)
+                if system.has_http and system.name != "pulsar":
+                    result.update(run_once(system, args.idle, "idle"))
                 system.results.append(result)
                 print(f"round {round_no + 1} {system.name}: {result}", file=sys.stderr, flush=True)
     summaries = {s.name: summary(s.results) for s in systems}
@@ -323,7 +355,7 @@ def main() -> None:
         "note": "systems alternated round by round in one run on a machine shared with other work",
         "runs": args.runs, "idle_s": args.idle,
         "summary": summaries,
-        "ratios": {key: value for base in ("magnetar", "magnetar-no-http") if base in summaries
+        "ratios": {key: value for base in ("magnetar", "magnetar-no-http", "before") if base in summaries
                    for key, value in ratios(summaries, base).items()},
         "results": {s.name: s.results for s in systems},
     }

@@ -192,12 +192,14 @@ class BrokerThread:
         return f"pulsar+ssl://localhost:{self.server.tls_port}"
 
     def start(self) -> BrokerThread:
-        """Start the loop thread and the broker on it."""
+        """Start the loop thread and the broker on it; returns once the broker and its HTTP app serve."""
         from magnetar.admin.standalone import StandaloneServer
 
         self._thread.start()
         self.server = StandaloneServer(self.config)
         asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(15)
+        # ready as before HTTP came with the first connection: the app is served when start() returns
+        asyncio.run_coroutine_threadsafe(self.server.serve_http(), self.loop).result(30)
         return self
 
     def call(self, fn, *args):  # noqa: ANN001, ANN201 - any callable on the broker loop

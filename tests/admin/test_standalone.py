@@ -1,17 +1,21 @@
-"""The standalone broker's start-up order: the binary port answers while the HTTP app is still being
-built, and nothing is served unauthenticated because of it."""
+"""The standalone broker's start-up order: the binary port answers at once, the HTTP stack loads with the
+first HTTP connection (which waits for it and is then served), nothing is served unauthenticated
+because of it, and /metrics then reports what the broker recorded since it started."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -22,6 +26,7 @@ from magnetar.admin.standalone import HOLD_HTTP_BUILD_ENV, StandaloneServer
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.security import SecuritySettings
 from magnetar.broker.security.tokens import generate_secret_key
+from magnetar.client import Client
 from magnetar.protocol import CommandType, decode_frame_body, encode_command
 from magnetar.protocol.schema import BaseCommand
 from magnetar.testing import BrokerProcess, free_port, wait_for_port
@@ -51,15 +56,27 @@ def first_answer(port: int, frame: bytes) -> BaseCommand | None:
     return decode_frame_body(memoryview(data)[4 : 4 + int.from_bytes(data[:4], "big")]).command
 
 
+def http_get(port: int, path: str) -> tuple[int | None, bytes]:
+    """GET ``path``: the status and body, (None, b"") when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+    except OSError:
+        return None, b""
+
+
 def http_status(port: int) -> int | None:
     """GET /admin/v2/clusters: the status, None when nothing answers."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/v2/clusters", timeout=10) as resp:
-            return resp.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return None
+    return http_get(port, "/admin/v2/clusters")[0]
+
+
+def in_background(call: Callable[[], object]) -> Future:
+    """``call()`` run in a daemon thread: the future of its result."""
+    future: Future = Future()
+    threading.Thread(target=lambda: future.set_result(call()), daemon=True).start()
+    return future
 
 
 class HeldStart:
@@ -67,9 +84,12 @@ class HeldStart:
 
     def __init__(self, config: BrokerConfig, monkeypatch: pytest.MonkeyPatch) -> None:
         self.gate = threading.Event()
+        #: set when the HTTP app's build begins
+        self.building = threading.Event()
         real_build = standalone_module.build_http_app
 
         def held_build(service):  # noqa: ANN001, ANN202 - the real signature
+            self.building.set()
             assert self.gate.wait(30)
             return real_build(service)
 
@@ -91,7 +111,7 @@ class HeldStart:
         raise TimeoutError(f"port {port} never opened")
 
     def release(self) -> None:
-        """Let the HTTP app build, and wait until start() returns."""
+        """Let the HTTP app build (once a connection asks for it), and wait until start() returns."""
         self.gate.set()
         self.started.result(60)
 
@@ -117,16 +137,54 @@ def test_binary_port_answers_before_the_http_app_is_built(held: tuple[HeldStart,
     start.wait_for_binary(config.port)
     answer = first_answer(config.port, connect_command())
     assert answer is not None and answer.type == CommandType.CONNECTED
+    start.started.result(30)  # both ports listen
+    threading.Event().wait(0.3)
+    assert not start.building.is_set(), "nobody called over HTTP: the app is not built"
     # a REST call made as soon as the binary port answers (as scripts written for Pulsar do) waits
     # in the listening socket's backlog while the app is built, and is then answered
-    early: Future = Future()
-    threading.Thread(target=lambda: early.set_result(http_status(config.http_port)), daemon=True).start()
+    early = in_background(lambda: http_status(config.http_port))
+    assert start.building.wait(10)
     threading.Event().wait(0.5)
     assert not early.done()
-    assert not start.started.done()
     start.release()
     assert early.result(30) == 200
     assert http_status(config.http_port) == 200
+
+
+def test_the_http_stack_loads_with_the_first_http_connection(tmp_path: Path) -> None:
+    script = f"""
+import asyncio, json, sys, urllib.request
+from pathlib import Path
+from magnetar.admin.standalone import StandaloneServer
+from magnetar.broker.config import BrokerConfig
+from magnetar.testing import free_port
+
+STACK = ("fastapi", "starlette", "pydantic", "uvicorn", "prometheus_client")
+
+def get(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{{port}}/admin/v2/clusters", timeout=30) as resp:
+        return resp.status, resp.read().decode()
+
+async def main():
+    config = BrokerConfig(data_dir=Path({str(tmp_path / "data")!r}), port=free_port(), http_port=free_port(),
+                          fsync="never")
+    server = StandaloneServer(config)
+    await server.start()
+    await asyncio.sleep(0.3)
+    idle = [name for name in STACK if name in sys.modules]
+    answer = await asyncio.get_running_loop().run_in_executor(None, get, config.http_port)
+    served = [name for name in STACK if name in sys.modules]
+    await server.stop()
+    print(json.dumps({{"idle": idle, "answer": answer, "served": served}}))
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert outcome["idle"] == []
+    assert outcome["answer"] == [200, '["standalone"]']
+    assert outcome["served"] == ["fastapi", "starlette", "pydantic", "uvicorn", "prometheus_client"]
 
 
 def test_authentication_is_enforced_before_the_http_app_is_built(
@@ -146,9 +204,49 @@ def test_authentication_is_enforced_before_the_http_app_is_built(
         for frame in (connect_command(), connect_command(b"not-a-token")):
             answer = first_answer(config.port, frame)
             assert answer is None or answer.type == CommandType.ERROR
-        assert not start.started.done()
+        early = in_background(lambda: http_status(config.http_port))
+        assert start.building.wait(10)
+        assert not early.done()
         start.release()
+        assert early.result(30) == 401
         assert http_status(config.http_port) == 401
+    finally:
+        start.stop()
+
+
+def test_metrics_count_what_happened_before_the_first_http_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port(), fsync="always")
+    start = HeldStart(config, monkeypatch)
+    start.gate.set()
+    try:
+        start.started.result(30)
+        client = Client(f"pulsar://127.0.0.1:{config.port}", operation_timeout_seconds=10)
+        try:
+            producer = client.create_producer("persistent://public/default/before-http")
+            for number in range(20):
+                producer.send(f"m{number}".encode())
+            producer.close()
+        finally:
+            client.close()
+        assert not start.building.is_set()
+        status, body = http_get(config.http_port, "/metrics")
+        assert status == 200
+        text = body.decode()
+
+        def value(pattern: str) -> float:
+            found = re.search(pattern + r" ([0-9.e+]+)$", text, re.M)
+            assert found, pattern
+            return float(found.group(1))
+
+        rounds = value(r"^magnetar_fsync_rounds_total")
+        assert rounds >= 1
+        assert value(r"^magnetar_fsync_round_seconds_count") == rounds
+        assert value(r'^magnetar_fsync_round_seconds_bucket\{le="\+Inf"\}') == rounds
+        assert value(r"^magnetar_append_latency_seconds_count") >= 1
+        assert value(r'^pulsar_in_messages_total\{cluster="standalone",namespace="public/default",'
+                     r'topic="persistent://public/default/before-http"\}') == 20
     finally:
         start.stop()
 
@@ -184,11 +282,15 @@ def test_sigterm_while_the_http_app_is_built_stops_the_broker_cleanly(tmp_path: 
             wait_for_port(broker.port, 30)
             answer = first_answer(broker.port, connect_command())
             assert answer is not None and answer.type == CommandType.CONNECTED
+            # the first HTTP connection starts the app's build, which the gate holds
+            early = socket.create_connection(("127.0.0.1", broker.http_port), timeout=10)
+            threading.Event().wait(0.3)
             proc.send_signal(signal.SIGTERM)
             threading.Event().wait(0.3)
             assert proc.poll() is None, "the signal waits for the start-up to finish instead of killing the broker"
             gate.touch()
             assert proc.wait(30) == 0
+            early.close()
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -15,10 +15,13 @@ import os
 import resource
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 from magnetar.admin.access import AccessGuard
+from magnetar.admin.commit_latencies import CommitLatencies, LatencyBuckets, record_commit_latencies
 from magnetar.broker.resources.admin import BrokerAdmin
 from magnetar.storage.health import storage_health
 
@@ -162,27 +165,42 @@ class SecurityCollector:
         yield refusals
 
 
+class CommitLatencyCollector:
+    """The group committer's histograms, from the buckets recorded since the broker started."""
+
+    def __init__(self, latencies: CommitLatencies) -> None:
+        self.latencies = latencies
+
+    def collect(self) -> Iterator[Metric]:
+        """``magnetar_fsync_round_seconds`` and ``magnetar_append_latency_seconds``, read now."""
+        yield _histogram(
+            "magnetar_fsync_round_seconds",
+            "Duration of one group-commit sync round (fsync of every topic appended to)",
+            self.latencies.rounds,
+        )
+        yield _histogram(
+            "magnetar_append_latency_seconds",
+            "Per group-commit round, the wait of its oldest append until durable (the worst append-to-receipt latency)",
+            self.latencies.append_waits,
+        )
+
+
+def _histogram(name: str, documentation: str, buckets: LatencyBuckets) -> Metric:
+    """One histogram family as prometheus_client's ``Histogram`` writes it (``_created`` included)."""
+    cumulative, total = buckets.snapshot()
+    family = HistogramMetricFamily(name, documentation)
+    family.add_metric([], [(floatToGoString(bound), float(count)) for bound, count in cumulative], total)
+    family.samples.append(Sample(name + "_created", {}, buckets.created))
+    return family
+
+
 def build_registry(admin: BrokerAdmin, access: AccessGuard | None = None) -> CollectorRegistry:
-    """A registry with the broker and security collectors and the fsync-round and append latency histograms."""
+    """A registry with the broker and security collectors and the fsync-round and append latency histograms
+    (what the committer recorded since the broker started, see :mod:`magnetar.admin.commit_latencies`)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(admin))
     registry.register(SecurityCollector(admin, access))
-    histogram = Histogram(
-        "magnetar_fsync_round_seconds",
-        "Duration of one group-commit sync round (fsync of every topic appended to)",
-        registry=registry,
-        buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
-    )
-    append_latency = Histogram(
-        "magnetar_append_latency_seconds",
-        "Per group-commit round, the wait of its oldest append until durable (the worst append-to-receipt latency)",
-        registry=registry,
-        buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
-    )
-    committer = getattr(admin.service, "committer", None)
-    if committer is not None and committer.on_round is None:
-        committer.on_round = histogram.observe
-        committer.on_append_latency = append_latency.observe
+    registry.register(CommitLatencyCollector(record_commit_latencies(getattr(admin.service, "committer", None))))
     return registry
 
 

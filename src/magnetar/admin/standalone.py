@@ -1,10 +1,11 @@
 """A standalone broker: the binary-protocol broker and the admin HTTP app composed on one loop.
 
 Used by the ``magnetar standalone`` command and by :mod:`magnetar.testing`. The broker knows
-nothing of HTTP; this is where the two meet. The binary listeners open first and answer while the
-HTTP stack (FastAPI, uvicorn, pydantic) is imported and the app's core built in a worker thread: the
-broker's loop must not wait for it. The admin routes (about 190) are built a group at a time, on the
-first request under each group's paths (:mod:`magnetar.admin.route_groups`). The app is served on
+nothing of HTTP; this is where the two meet. The HTTP ports and the binary listeners open at start;
+the HTTP stack (FastAPI, uvicorn, pydantic: over 20 MB) is imported and the app's core built only when
+the first HTTP connection arrives, in a worker thread (the broker's loop must not wait for it), while
+that connection waits in the socket's backlog. The admin routes (about 190) are built a group at a time,
+on the first request under each group's paths (:mod:`magnetar.admin.route_groups`). The app is served on
 plain HTTP (``http_port``, unless 0) and on HTTPS (``webServicePortTls``, when set) with the broker's
 server TLS context.
 """
@@ -12,9 +13,12 @@ server TLS context.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from magnetar.broker.config import BrokerConfig
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
     import ssl
 
     from magnetar.admin.http_server import ASGIApp, HttpServer
+
+log = logging.getLogger("magnetar.admin")
 
 
 def bind_socket(bind: str, port: int) -> socket.socket:
@@ -42,6 +48,9 @@ def bind_socket(bind: str, port: int) -> socket.socket:
         raise
     return sock
 
+
+#: seconds from start to the statistics sampling's start (rates are over 10 s windows)
+SAMPLING_DELAY = 1.0
 
 #: tests only: a file path; the HTTP app's build waits (at most 60 s) until that file exists, so that a
 #: test can signal a broker whose binary port answers while its HTTP app is still being built
@@ -62,7 +71,13 @@ def build_http_app(service: BrokerService) -> ASGIApp:
 
 
 class StandaloneServer:
-    """A running broker with its HTTP servers (plain when ``http_port`` is not 0, HTTPS when configured)."""
+    """A running broker with its HTTP servers (plain when ``http_port`` is not 0, HTTPS when configured).
+
+    The HTTP ports listen from :meth:`start` on, but the HTTP stack is imported and the app built only
+    when the first connection arrives on one of them (or :meth:`serve_http` asks): a broker nobody
+    calls over HTTP never loads it. That first connection waits in the listening socket's backlog
+    meanwhile, and is served like every later one.
+    """
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -71,6 +86,16 @@ class StandaloneServer:
         self.https: HttpServer | None = None
         self.http_port = config.http_port
         self.https_port = config.https_port
+        #: called on the loop once the HTTP app is built and served (the standalone command freezes the
+        #: garbage collector's view of start-up objects then)
+        self.on_http_serving: Callable[[], None] | None = None
+        #: why the HTTP app could not be built (its ports are closed then), None while all is well
+        self.http_error: BaseException | None = None
+        self._sockets: list[tuple[socket.socket, ssl.SSLContext | None]] = []
+        self._watched: list[int] = []
+        self._http_task: asyncio.Task[None] | None = None
+        self._sampling_task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def service(self) -> BrokerService:
@@ -87,10 +112,15 @@ class StandaloneServer:
         """The pulsar+ssl:// port (the bound one once started), None when it is off."""
         return self.broker.tls_port
 
+    @property
+    def http_listening(self) -> bool:
+        """Whether HTTP ports listen (served now, or as soon as a connection comes)."""
+        return bool(self._sockets) or self.http is not None or self.https is not None
+
     async def start(self) -> None:
-        """Open the service, bind the HTTP ports, open the binary listeners, then serve HTTP; returns once
-        all accept connections. A port in use fails before anything listens, and the bound HTTP ports are
-        in the config before the first client can ask for them."""
+        """Open the service, bind the HTTP ports, open the binary listeners; returns once all accept
+        connections (the HTTP ones are served from their first connection on). A port in use fails before
+        anything listens, and the bound HTTP ports are in the config before the first client can ask."""
         config = self.config
         https_context = server_context(config.security) if config.https_port is not None else None
         await self.broker.service.start()
@@ -110,27 +140,98 @@ class StandaloneServer:
                 sock.close()
             raise
         if sockets:
-            await self._serve_http(sockets)
+            self._sockets = sockets
+            self._start_recording()
+            loop = asyncio.get_running_loop()
+            for sock, _context in sockets:
+                loop.add_reader(sock.fileno(), self._on_first_connection)
+                self._watched.append(sock.fileno())
 
-    async def _serve_http(self, sockets: list[tuple[socket.socket, ssl.SSLContext | None]]) -> None:
-        """Build the app off the loop, start the service's statistics sampling, serve the bound sockets."""
-        app = await asyncio.get_running_loop().run_in_executor(None, build_http_app, self.service)
-        # both modules are loaded by now (build_http_app imported them in its thread)
-        from magnetar.admin.http_server import HttpServer
+    def _start_recording(self) -> None:
+        """What /metrics reports from the broker's start: the commit latency histograms, and the statistics
+        sampling behind the rates (light: no HTTP stack)."""
+        from magnetar.admin.commit_latencies import record_commit_latencies
+
+        record_commit_latencies(getattr(self.service, "committer", None))
+        self._sampling_task = asyncio.get_running_loop().create_task(self._start_sampling(), name="admin-sampling")
+
+    async def _start_sampling(self) -> None:
+        """Start the statistics sampling once start-up's first clients are served: its modules load then,
+        off the loop (the sampler takes its first sample a second later in any case)."""
+        await asyncio.sleep(SAMPLING_DELAY)
+        await asyncio.get_running_loop().run_in_executor(None, importlib.import_module, "magnetar.broker.resources.admin")
         from magnetar.broker.resources.admin import admin_for
 
-        admin_for(self.service).start()
+        if not self._stopping:
+            admin_for(self.service).start()
+
+    def _on_first_connection(self) -> None:
+        """A connection waits on an HTTP port: build the app and serve (the connection stays in the backlog)."""
+        self._begin_http()
+
+    def _unwatch(self) -> None:
+        loop = asyncio.get_running_loop()
+        for fd in self._watched:
+            loop.remove_reader(fd)
+        self._watched.clear()
+
+    def _begin_http(self) -> asyncio.Task[None]:
+        """The task that builds and serves the HTTP app, started now unless it was."""
+        if self._http_task is None:
+            self._unwatch()
+            self._http_task = asyncio.get_running_loop().create_task(self._serve_http(), name="http-build")
+        return self._http_task
+
+    async def serve_http(self) -> None:
+        """Build and serve the HTTP app now (unless it is), and return once it is served; raises when it
+        could not be built."""
+        if not self._sockets and self._http_task is None:
+            return
+        await asyncio.shield(self._begin_http())
+        if self.http_error is not None:
+            raise RuntimeError("the HTTP app could not be built") from self.http_error
+
+    async def _serve_http(self) -> None:
+        """Build the app off the loop, then serve the bound sockets (unless the server stops meanwhile)."""
+        try:
+            app = await asyncio.get_running_loop().run_in_executor(None, build_http_app, self.service)
+        except Exception as exc:
+            log.exception("the HTTP app could not be built: HTTP ports closed")
+            self.http_error = exc
+            self._close_sockets()
+            return
+        if self._stopping:
+            return
+        # loaded by now (build_http_app imported it in its thread)
+        from magnetar.admin.http_server import HttpServer
+
+        sockets, self._sockets = self._sockets, []
         for sock, context in sockets:
             server = HttpServer(app, self.config.bind, 0, context, sock=sock)
-            await server.start()
             if context is None:
                 self.http = server
             else:
                 self.https = server
+            await server.start()
+        if self.on_http_serving is not None:
+            self.on_http_serving()
+
+    def _close_sockets(self) -> None:
+        for sock, _context in self._sockets:
+            sock.close()
+        self._sockets = []
 
     async def stop(self) -> None:
-        """Stop accepting, close client connections, stop HTTP, flush and close storage."""
+        """Stop accepting, close client connections, stop HTTP (after a build under way: a worker thread
+        cannot be interrupted), flush and close storage."""
+        self._stopping = True
         self.broker.stop_accepting()
+        self._unwatch()
+        if self._sampling_task is not None:
+            self._sampling_task.cancel()
+        if self._http_task is not None:
+            await asyncio.wait({self._http_task})
+        self._close_sockets()
         for server in (self.http, self.https):
             if server is not None:
                 await server.stop()

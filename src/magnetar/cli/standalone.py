@@ -51,11 +51,15 @@ async def run_standalone(config: BrokerConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     server = StandaloneServer(config)
+    # the HTTP app is built with the first HTTP connection: its objects leave the collector's
+    # generations then, as start-up's do below
+    server.on_http_serving = gc.freeze
     await server.start()
+    http = server.http_listening
     listeners = [f"pulsar://{config.bind}:{server.port}" if server.port is not None else "",
                  f"pulsar+ssl://{config.bind}:{server.tls_port}" if server.tls_port is not None else "",
-                 f"http://{config.bind}:{server.http_port}" if server.http else "",
-                 f"https://{config.bind}:{server.https_port}" if server.https else ""]
+                 f"http://{config.bind}:{server.http_port}" if http and config.http_port else "",
+                 f"https://{config.bind}:{server.https_port}" if http and config.https_port is not None else ""]
     security = config.security
     log.info(
         "magnetar standalone ready in %.0f ms: %s, data in %s, fsync %s, authentication %s, authorization %s",
@@ -66,7 +70,7 @@ async def run_standalone(config: BrokerConfig) -> None:
         ", ".join(security.provider_methods) if security.authentication_enabled else "off",
         "on" if security.authorization_enabled else "off",
     )
-    # start-up's objects (modules, the HTTP app) leave the collector's generations, so the
+    # start-up's objects (modules) leave the collector's generations, so the
     # collections traffic causes walk only what traffic allocates: shorter pauses in the tail
     gc.collect()
     gc.freeze()

@@ -12,28 +12,54 @@ from magnetar.cli.perf.options import ConsumerSettings, ProducerSettings
 from magnetar.cli.perf.produce import ProducerLoad
 
 
-class FakeProducer:
-    """Completes each send on the next loop iteration, after ``delay_s``."""
+class FakeId:
+    """The parts of a message id that tell where in its batch a message is."""
 
-    def __init__(self, name: str, delay_s: float = 0.0) -> None:
+    def __init__(self, batch_index: int, batch_size: int) -> None:
+        self.batch_index, self.batch_size = batch_index, batch_size
+
+
+class FakeProducer:
+    """Completes each send on the next loop iteration, after ``delay_s``; with ``batch`` > 1 it
+    collects messages in batches of that many (sent when full, or at the next loop iteration) and
+    answers each batch's waiters as the client does: skipping None, ids with batch positions."""
+
+    def __init__(self, name: str, delay_s: float = 0.0, batch: int = 1) -> None:
         self.name = name
         self.delay_s = delay_s
+        self.batch = batch
         self.sent: list[tuple[bytes, int, str | None]] = []
         self.most_pending = 0
+        self.batches: list[int] = []
         self._pending = 0
+        self._open: list[Any] = []
 
-    def send_nowait(self, payload: bytes, callback: Any, *, sequence_id: int, partition_key: str | None) -> None:
+    def send_nowait(self, payload: bytes, callback: Any, *, sequence_id: int, partition_key: str | None = None) -> None:
         self.sent.append((payload, sequence_id, partition_key))
         self._pending += 1
         self.most_pending = max(self.most_pending, self._pending)
+        self._open.append(callback)
+        if len(self._open) == 1:
+            asyncio.get_running_loop().call_soon(self._cut)
+        if len(self._open) >= self.batch:
+            self._cut()
+
+    def _cut(self) -> None:
+        waiters, self._open = self._open, []
+        if not waiters:
+            return
+        self.batches.append(len(waiters))
 
         def done() -> None:
-            self._pending -= 1
-            callback(None, None)
+            self._pending -= len(waiters)
+            for i, waiter in enumerate(waiters):
+                if waiter is not None:
+                    waiter(None, FakeId(i if self.batch > 1 else -1, len(waiters) if self.batch > 1 else 0))
 
         asyncio.get_running_loop().call_later(self.delay_s, done)
 
     async def flush(self) -> None:
+        self._cut()
         while self._pending:
             await asyncio.sleep(0.001)
 
@@ -44,15 +70,16 @@ class FakeProducer:
 class FakeClient:
     """Producers that answer by themselves; topics ``p*`` have two partitions."""
 
-    def __init__(self, delay_s: float = 0.0) -> None:
+    def __init__(self, delay_s: float = 0.0, batch: int = 1) -> None:
         self.delay_s = delay_s
+        self.batch = batch
         self.producers: list[FakeProducer] = []
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         return [f"{topic}-partition-0", f"{topic}-partition-1"] if topic.startswith("p") else [topic]
 
     async def create_producer(self, topic: str, producer_name: str | None = None, **_: Any) -> FakeProducer:
-        producer = FakeProducer(producer_name or f"{topic}-{len(self.producers)}", self.delay_s)
+        producer = FakeProducer(producer_name or f"{topic}-{len(self.producers)}", self.delay_s, self.batch)
         self.producers.append(producer)
         return producer
 
@@ -186,6 +213,24 @@ def test_consumers_pace_count_acknowledge_and_time_from_the_publish_time() -> No
     latency = load.latency.total()
     # published 50 ms before the run, received over 0.2 s: 50 to 250 ms and then some
     assert latency.count == 200 and 100 <= latency.p50 < 1000 and latency.max < 1600
+
+
+def test_consumers_time_every_message_from_its_own_publish_time() -> None:
+    now_ms = time.time_ns() // 1_000_000
+    ages_ms = [1000] * 10 + [2000] * 80 + [3000] * 10  # three batches of different ages
+    consumer = FakeConsumer([FakeMessage(b"ab", publish_ms=now_ms - age) for age in ages_ms])
+
+    async def scenario() -> ConsumerLoad:
+        load = ConsumerLoad(ConsumerSettings(["t"], ["s"], max_messages=100))
+        load.consumers = [consumer]
+        await load.run(asyncio.Event())
+        return load
+
+    load = asyncio.run(scenario())
+    latency = load.latency.total()
+    assert load.received == latency.count == 100 and load.received_bytes == 200
+    assert 2000 <= latency.p50 < 2500 and 3000 <= latency.max < 3500
+    assert 1900 <= latency.mean < 2500  # 0.1 * 1 s + 0.8 * 2 s + 0.1 * 3 s, and the run's own time
 
 
 def test_end_to_end_matches_messages_to_their_send_time_and_counts_the_rest() -> None:

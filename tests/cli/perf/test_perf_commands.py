@@ -63,6 +63,19 @@ def test_produce_then_consume_the_backlog_report_rates(broker: BrokerProcess) ->
     assert doc["latency_ms"]["end_to_end"]["count"] == 20000
 
 
+def test_produce_at_full_speed_times_every_acknowledged_message_once(broker: BrokerProcess) -> None:
+    # 1,000 B payloads: 131 to a 128 KiB batch, so the groups of a chunk straddle batches
+    out = magnetar("perf", "produce", topic_name("full"), "-r", "0", "-m", "30001", "-s", "1000", "-n", "2",
+                   "-bm", "1000", "-b", "10", "--json", "-u", broker.service_url)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["sent"]["messages"] == doc["produced"]["messages"] == 30001
+    assert doc["produced"]["bytes"] == 30001 * 1000 and doc["errors"] == 0 and doc["pending"] == 0
+    assert doc["latency_ms"]["publish"]["count"] == 30001
+    assert sum(interval["latency_ms"]["publish"]["count"] for interval in doc["intervals"]) <= 30001
+    assert 0 < doc["latency_ms"]["publish"]["p50"] <= doc["latency_ms"]["publish"]["max"]
+
+
 def test_end_to_end_receives_every_message_and_times_it(broker: BrokerProcess) -> None:
     out = magnetar("perf", "end-to-end", topic_name("e2e"), "-r", "1000", "-m", "2000", "-s", "64",
                    "-n", "2", "--consumers", "2", "-st", "Shared", "--json", "-u", broker.service_url)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -93,16 +94,17 @@ class ConsumerLoad:
     def _took(self, messages: list[Any]) -> None:
         now = time.perf_counter_ns()
         self.received += len(messages)
-        self.received_bytes += sum(len(m.data()) for m in messages)
+        self.received_bytes += sum([len(m.data()) for m in messages])
         self.end_ns = now
         if self.on_receive is not None:
             self.on_receive(messages, now)
             return
         wall_micros = time.time_ns() // 1000
         counts = self.latency.counts
-        for message in messages:
-            micros = wall_micros - message.publish_timestamp() * 1000
-            counts[micros] = counts.get(micros, 0) + 1
+        # the messages of a batch share their publish time: one update per distinct time
+        for published_ms, count in Counter([m.publish_timestamp() for m in messages]).items():
+            micros = wall_micros - published_ms * 1000
+            counts[micros] = counts.get(micros, 0) + count
 
     def interval_rate(self, seconds: float) -> Rate:
         """Messages and bytes received since the previous call."""

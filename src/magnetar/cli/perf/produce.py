@@ -1,9 +1,10 @@
 """The producing side of ``magnetar perf``: producers sending on a schedule, receipts timed.
 
 Every topic is resolved to its partitions and each partition gets its own producers, which take
-the messages in turn. Each message carries its intended send time (its slot in the rate schedule,
-or the moment it was handed to the client without a rate) to its receipt callback; the publish
-latency is the receipt time minus that, so a broker that makes the sender wait shows as latency.
+the messages in turn. Each message has an intended send time: its slot in the rate schedule, or,
+without a rate, the moment its chunk of messages was handed to the client. The publish latency is
+the receipt time minus that, so a broker that makes the sender wait shows as latency. Without a
+rate, a producer's messages of one chunk share two receipt callbacks (:mod:`.send_groups`).
 Sequence ids are set here, 0, 1, 2... per producer, so that an end-to-end run can tell by
 (producer name, sequence id) when a received message was meant to be sent.
 """
@@ -22,6 +23,7 @@ from magnetar.cli.perf.rate_limiter import NANOS, RateSchedule, wait_until_due
 from magnetar.cli.perf.recorder import LatencyRecorder
 from magnetar.cli.perf.report import Rate, Snapshot
 from magnetar.cli.perf.runner import Output, drive, open_client
+from magnetar.cli.perf.send_groups import SendGroup, group_limit
 
 if TYPE_CHECKING:
     from magnetar.cli.messaging import Connection
@@ -59,6 +61,13 @@ class ProducerLoad:
         self._space: asyncio.Future[None] | None = None
         self._tick_handle: asyncio.TimerHandle | None = None
         self._reported = (0, 0)
+        payloads = settings.payloads
+        #: the size of every payload, when they all have one
+        self._payload_size = len(payloads[0]) if len({len(p) for p in payloads}) == 1 else None
+        #: most messages of a producer in one send group (1: every message has its own callback)
+        self._group_limit = group_limit(settings.batching, settings.rate > 0, settings.batch_max_messages,
+                                        settings.batch_max_bytes, max(len(p) for p in payloads), UNLIMITED_CHUNK)
+        self._key_of = self._key_function()
 
     @property
     def settled(self) -> int:
@@ -141,29 +150,80 @@ class ProducerLoad:
 
     def _send(self, first: int, end: int, schedule: RateSchedule) -> None:
         """Hand messages ``first`` .. ``end - 1`` to the producers, in turn."""
+        if self._group_limit > 1:
+            self._send_grouped(first, end)
+        else:
+            self._send_each(first, end, schedule)
+        self.sent = end
+        size = self._payload_size
+        if size is not None:
+            self.sent_bytes += (end - first) * size
+        else:
+            payloads = self.settings.payloads
+            self.sent_bytes += sum(len(payloads[i % len(payloads)]) for i in range(first, end))
+
+    def _send_each(self, first: int, end: int, schedule: RateSchedule) -> None:
+        """Each message with its own intended send time and receipt callback."""
         producers, sequences, on_send = self.producers, self._sequences, self.on_send
         payloads = self.settings.payloads
         n_producers, n_payloads = len(producers), len(payloads)
-        settled = self._settled
+        settled = self._settled_one
         clock = time.perf_counter_ns
         start_ns = schedule.start_ns
         step = NANOS / schedule.rate if schedule.limited else 0.0
-        key_of = self._key_function()
+        key_of = self._key_of
         for i in range(first, end):
             k = i % n_producers
-            payload = payloads[i % n_payloads]
             intended = start_ns + int(i * step) if step else clock()
             seq = sequences[k]
             sequences[k] = seq + 1
             if on_send is not None:
                 on_send(k, seq, intended)
-            size = len(payload)
             producers[k].send_nowait(
-                payload, partial(settled, intended, size), sequence_id=seq,
+                payloads[i % n_payloads], partial(settled, intended, i), sequence_id=seq,
                 partition_key=None if key_of is None else key_of(i),
             )
-            self.sent = i + 1
-            self.sent_bytes += size
+
+    def _send_grouped(self, first: int, end: int) -> None:
+        """Without a rate: each producer's messages of the chunk in groups, one intended time for all."""
+        intended = time.perf_counter_ns()
+        n_producers, limit = len(self.producers), self._group_limit
+        for k in range(n_producers):
+            index = first + (k - first) % n_producers
+            remaining = (end - 1 - index) // n_producers + 1 if index < end else 0
+            while remaining > 0:
+                n = min(limit, remaining)
+                self._send_group(k, index, n, intended)
+                index += n * n_producers
+                remaining -= n
+
+    def _send_group(self, k: int, index: int, n: int, intended: int) -> None:
+        """Messages ``index``, ``index + producers``... (``n`` of them) to producer ``k``."""
+        send = self.producers[k].send_nowait
+        seq = self._sequences[k]
+        self._sequences[k] = seq + n
+        if n == 1:
+            first_callback: Any = partial(self._settled_one, intended, index)
+            last_callback: Any = None
+        else:
+            group = SendGroup(self, intended, index, len(self.producers), n)
+            first_callback, last_callback = group.first_settled, group.last_settled
+        payloads, on_send, key_of = self.settings.payloads, self.on_send, self._key_of
+        if on_send is None and key_of is None and len(payloads) == 1:
+            payload = payloads[0]
+            send(payload, first_callback, sequence_id=seq)
+            if n > 1:
+                for s in range(seq + 1, seq + n - 1):
+                    send(payload, None, sequence_id=s)
+                send(payload, last_callback, sequence_id=seq + n - 1)
+            return
+        n_payloads, stride, last = len(payloads), len(self.producers), n - 1
+        for j in range(n):
+            i = index + j * stride
+            if on_send is not None:
+                on_send(k, seq + j, intended)
+            send(payloads[i % n_payloads], first_callback if j == 0 else last_callback if j == last else None,
+                 sequence_id=seq + j, partition_key=None if key_of is None else key_of(i))
 
     def _key_function(self) -> Callable[[int], str] | None:
         mode = self.settings.key_mode
@@ -174,23 +234,34 @@ class ProducerLoad:
             return lambda _i: str(rng.getrandbits(31))
         return None
 
-    def _settled(self, intended_ns: int, size: int, error: Exception | None, _message_id: Any) -> None:
-        """Receipt callback of one message: count it and time it from its intended send time."""
-        now = time.perf_counter_ns()
+    def _settled_one(self, intended_ns: int, index: int, error: Exception | None, _message_id: Any) -> None:
+        """Receipt callback of a message sent on its own (with a rate, or not batched)."""
+        self.settle_part(intended_ns, index, 1, error, time.perf_counter_ns())
+
+    def settle_part(self, intended_ns: int, index: int, count: int, error: Exception | None, now_ns: int) -> None:
+        """``count`` messages of one producer, from message ``index`` of the run on, got their receipt
+        (or ``error``) at ``now_ns``: count them, and time them from their intended send time."""
         if error is None:
-            self.acked += 1
-            self.acked_bytes += size
-            micros = (now - intended_ns) // 1000
+            self.acked += count
+            size = self._payload_size
+            self.acked_bytes += count * size if size is not None else self._bytes_of(index, count)
+            micros = (now_ns - intended_ns) // 1000
             counts = self.latency.counts
-            counts[micros] = counts.get(micros, 0) + 1
+            counts[micros] = counts.get(micros, 0) + count
         else:
-            self.errors += 1
+            self.errors += count
             if self.first_error is None:
                 self.first_error = f"{type(error).__name__}: {error}"
-        self.end_ns = now
+        if now_ns > self.end_ns:
+            self.end_ns = now_ns
         space = self._space
         if space is not None and not space.done() and self.pending < self.settings.max_outstanding:
             space.set_result(None)
+
+    def _bytes_of(self, index: int, count: int) -> int:
+        """Payload bytes of messages ``index``, ``index + producers``... (``count`` of them)."""
+        payloads, stride = self.settings.payloads, len(self.producers)
+        return sum(len(payloads[(index + j * stride) % len(payloads)]) for j in range(count))
 
     async def drain(self, timeout_s: float) -> None:
         """Send the open batches and wait (at most ``timeout_s``) until every receipt is in."""

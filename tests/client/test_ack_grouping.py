@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from magnetar.client.acks import AckGroupingTracker
 from magnetar.client.message import MessageId
 from magnetar.protocol.enums import AckType
+from magnetar.protocol.framing import FrameDecoder
 from magnetar.protocol.schema import BaseCommand
 
 from .conftest import run
 
 
 class Recorder:
-    """The tracker's callbacks, recorded."""
+    """The tracker's callbacks, recorded (ACKs as commands, or as frames written by hand when
+    ``encoded``, as the consumer has them sent)."""
+
+    encoded = False
 
     def __init__(self) -> None:
         self.sent: list[tuple[AckType, list[tuple[int, int, list[int]]]]] = []
@@ -25,10 +31,21 @@ class Recorder:
         ack = command.ack
         self.sent.append((AckType(ack.ack_type), [(m.ledger_id, m.entry_id, list(m.ack_set)) for m in ack.message_id]))
 
+    def send_frame(self, frame: bytes) -> None:
+        (decoded,) = FrameDecoder(1 << 20).feed(frame)
+        self.send(decoded.command)
+
     def tracker(self, group_ms: int = 0, batch_index_acks: bool = False) -> AckGroupingTracker:
         return AckGroupingTracker(
-            group_ms, batch_index_acks, self.send, lambda: self.connected, self.acked.append, self.through.append
+            group_ms, batch_index_acks, self.send, lambda: self.connected, self.acked.append, self.through.append,
+            send_frame=self.send_frame if self.encoded else None,
         )
+
+
+@pytest.fixture(autouse=True, params=["commands", "frames"])
+def _ack_encoding(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs with the ACKs sent as commands and as frames written by hand."""
+    monkeypatch.setattr(Recorder, "encoded", request.param == "frames")
 
 
 def test_a_batch_entry_is_acknowledged_once_all_its_messages_are() -> None:

@@ -130,3 +130,70 @@ def test_truncated_or_corrupted_message_frames_never_decode_differently(cut: int
             m = expected.message
             assert (frame.consumer_id, frame.ledger_id, frame.entry_id, frame.redelivery_count) == (
                 m.consumer_id, m.message_id.ledger_id, m.message_id.entry_id, m.redelivery_count)
+
+
+def _similar_command(rng: random.Random, base_entry: int) -> BaseCommand:
+    """A MESSAGE command as a broker sends them in a run: mostly one consumer and ledger, entry ids
+    close together (across varint lengths), now and then another redelivery count or epoch."""
+    cmd = BaseCommand(type=CommandType.MESSAGE)
+    m = cmd.message
+    m.consumer_id = 3 if rng.random() < 0.9 else rng.choice(VALUES)
+    m.message_id.ledger_id = 77 if rng.random() < 0.9 else rng.choice(VALUES)
+    m.message_id.entry_id = max(0, base_entry + rng.randint(-3, 3))
+    if rng.random() < 0.05:
+        m.message_id.batch_index = 0
+    if rng.random() < 0.2:
+        m.redelivery_count = rng.choice([0, 1, 2, 200])
+    if rng.random() < 0.2:
+        m.consumer_epoch = rng.choice([0, 1, 5])
+    return cmd
+
+
+def _alone(wire: bytes) -> list[tuple]:
+    """The frame decoded by a fresh decoder (nothing remembered from earlier frames)."""
+    return [(type(f), _fields(f), getattr(f, "entry_id", None), getattr(f, "redelivery_count", None))
+            for f in FrameDecoder(1 << 20).feed(wire)]
+
+
+def test_runs_of_similar_frames_decode_as_each_frame_alone() -> None:
+    rng = random.Random(21)
+    wires = []
+    for i in range(3000):
+        base = rng.choice([5, 126, 16380, 2**21 - 2, 2**28 - 2, 2**35])
+        entry = encode_entry(MessageMetadata(producer_name="p", sequence_id=i, publish_time=i), rng.randbytes(rng.randint(0, 50)))
+        wires.append(encode_payload_command(_similar_command(rng, base), entry))
+    stream = b"".join(wires)
+    expected = [frame for wire in wires for frame in _alone(wire)]
+    assert sum(t is MessageFrame for t, *_ in expected) > 2500
+    for _ in range(5):
+        decoder = FrameDecoder(1 << 20)
+        got = []
+        pos = 0
+        while pos < len(stream):
+            step = rng.randint(1, 5000)
+            got += [(type(f), _fields(f), getattr(f, "entry_id", None), getattr(f, "redelivery_count", None))
+                    for f in decoder.frames(stream[pos : pos + step])]
+            pos += step
+        assert got == expected
+
+
+def test_a_corrupted_frame_after_a_good_one_decodes_as_alone() -> None:
+    rng = random.Random(5)
+    for i in range(3000):
+        good = encode_payload_command(_similar_command(rng, 300), encode_entry(
+            MessageMetadata(producer_name="p", sequence_id=i, publish_time=1), b"payload"))
+        broken = bytearray(encode_payload_command(_similar_command(rng, 300), encode_entry(
+            MessageMetadata(producer_name="p", sequence_id=i, publish_time=1), b"payload")))
+        at = 4 + rng.randrange(min(40, len(broken) - 4))
+        broken[at] = rng.randrange(256)
+        decoder = FrameDecoder(1 << 20)
+        list(decoder.frames(good))
+        try:
+            alone = _alone(bytes(broken))
+        except ProtocolError:
+            with pytest.raises(ProtocolError):
+                list(decoder.frames(bytes(broken)))
+            continue
+        got = [(type(f), _fields(f), getattr(f, "entry_id", None), getattr(f, "redelivery_count", None))
+               for f in decoder.frames(bytes(broken))]
+        assert got == alone

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from magnetar.client.message import Message, MessageId, _signed
+from magnetar.protocol.ack_frame import encode_ack_frame
 from magnetar.protocol.enums import AckType, CommandType
 from magnetar.protocol.schema import BaseCommand, MessageIdData
 
@@ -44,7 +45,8 @@ _RESEND_MAX_IDS = 20_000
 class AckGroupingTracker:
     """Pending acknowledgements of one consumer, flushed on a timer.
 
-    ``send(command)`` writes one ACK command (built here for ``consumer_id``); ``connected()``
+    ``send(command)`` writes one ACK command (built here for ``consumer_id``), or, when given,
+    ``send_frame(frame)`` its encoded frame (written by hand: the hot path); ``connected()``
     says whether it can;
     ``acked(key)`` is told of every entry acknowledged individually, ``acked_through(key)`` of
     every cumulative position, so that redelivery trackers forget them.
@@ -60,11 +62,13 @@ class AckGroupingTracker:
         acked_through: Callable[[EntryKey], None],
         *,
         consumer_id: int = 0,
+        send_frame: Callable[[bytes], None] | None = None,
     ) -> None:
         self.group_time = group_time_ms / 1000.0
         self.consumer_id = consumer_id
         self.batch_index_acks = batch_index_acks
         self._send = send
+        self._send_encoded = send_frame
         self._connected = connected
         self._acked = acked
         self._acked_through = acked_through
@@ -77,9 +81,10 @@ class AckGroupingTracker:
         #: the highest entry acknowledged cumulatively (sent or not), until a seek
         self._last_cumulative: EntryKey | None = None
         self._timer: asyncio.TimerHandle | None = None
-        #: ACK commands sent lately, (monotonic time, command), oldest first (the commands, not
-        #: their ids: thousands of small objects kept for seconds would wake the full GC often)
-        self._recent: deque[tuple[float, BaseCommand]] = deque()
+        #: ACKs sent lately, (monotonic time, number of ids, the command or its encoded frame),
+        #: oldest first (not their ids: thousands of small objects kept for seconds would wake the
+        #: GC often)
+        self._recent: deque[tuple[float, int, BaseCommand | bytes]] = deque()
         self._recent_ids = 0
         #: when the connection was lost (None while connected)
         self._lost_at: float | None = None
@@ -143,11 +148,11 @@ class AckGroupingTracker:
         return last is not None and key <= last
 
     def not_acknowledged(self, key: EntryKey, messages: list[Message]) -> list[Message]:
-        """The messages of a batch entry to hand out: with batch index acks, those whose index
+        """The messages of a batch entry (as split: ``_index`` set) to hand out: with batch index acks, those whose index
         acknowledgement is not pending; without, all of them, as the Java client (the batch is
         tracked from its first arrival: the entry is acknowledged once each index was)."""
         if not self.batch_index_acks:
-            self.batch_remaining.setdefault(key, {m._id.batch_index for m in messages})
+            self.batch_remaining.setdefault(key, {m._index for m in messages})
             return messages
         data = self._individual.get(key, _ABSENT)
         if data is _ABSENT:
@@ -155,7 +160,7 @@ class AckGroupingTracker:
         if data is None:
             return []
         unacked = _words_to_mask(data.ack_set)
-        return [m for m in messages if unacked >> m._id.batch_index & 1]
+        return [m for m in messages if unacked >> m._index & 1]
 
     # -- acknowledging ---------------------------------------------------------------------------
     def acknowledge(self, mid: MessageId) -> None:
@@ -268,14 +273,19 @@ class AckGroupingTracker:
                 self._send_frame(dict(items[i : i + _IDS_PER_FRAME]), AckType.Individual)
 
     def _send_frame(self, acks: PendingAcks, ack_type: AckType) -> None:
-        command = ack_command(self.consumer_id, ack_type, acks)
-        self._send(command)
+        sent: BaseCommand | bytes
+        if self._send_encoded is not None:
+            sent = encode_ack_frame(self.consumer_id, ack_type, acks)
+            self._send_encoded(sent)
+        else:
+            sent = ack_command(self.consumer_id, ack_type, acks)
+            self._send(sent)
         now = time.monotonic()
         recent = self._recent
-        recent.append((now, command))
+        recent.append((now, len(acks), sent))
         self._recent_ids += len(acks)
         while recent and (recent[0][0] < now - RESEND_WINDOW or self._recent_ids > _RESEND_MAX_IDS):
-            self._recent_ids -= len(recent.popleft()[1].ack.message_id)
+            self._recent_ids -= recent.popleft()[1]
 
     def _requeue_recent(self) -> None:
         """Make the acknowledgements sent within RESEND_WINDOW before the connection loss pending
@@ -283,10 +293,11 @@ class AckGroupingTracker:
         assert self._lost_at is not None
         since = self._lost_at - RESEND_WINDOW
         self._lost_at = None
-        for sent_at, command in self._recent:
+        for sent_at, _, sent in self._recent:
             if sent_at < since:
                 continue
-            ack = command.ack
+            # an encoded frame: its size fields (8 bytes), then the command
+            ack = (BaseCommand.FromString(sent[8:]) if isinstance(sent, bytes) else sent).ack
             if ack.ack_type == AckType.Cumulative:
                 current = self._cumulative
                 data = ack.message_id[0]

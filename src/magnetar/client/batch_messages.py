@@ -2,12 +2,13 @@
 
 The batch is split here rather than with :func:`magnetar.protocol.batch.decode_batch`: this runs
 once per message received, so it is kept to the bare minimum (sizes are still checked), and a
-SingleMessageMetadata holding nothing but the payload size, the usual case, is read without the
-protobuf parser.
+SingleMessageMetadata holding nothing but the payload size, or the payload size and the sequence
+id (as the official producer writes them), the usual cases, is read without the protobuf parser.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from typing import Any
 
@@ -22,6 +23,9 @@ _U32 = struct.Struct(">I")
 #: the metadata of a batched message that has nothing but a payload size (shared, never modified)
 _NO_SINGLE_FIELDS = SingleMessageMetadata()
 _new_message_id = object.__new__
+#: a SingleMessageMetadata of payload_size (field 3, < 16384) and sequence_id (field 8, a varint
+#: of up to 9 bytes), in that order: kept serialized in the message, parsed if asked for
+_SIZE_AND_SEQUENCE = re.compile(rb"\x18(?:[\x00-\x7f]|[\x80-\xff][\x00-\x7f])\x40[\x80-\xff]{0,8}[\x00-\x7f]").fullmatch
 _new_message = object.__new__
 
 
@@ -72,14 +76,8 @@ def ack_set_mask(ack_set: Any) -> int | None:
 
 
 def split_batch(
-    payload: bytes,
-    meta: MessageMetadata,
-    mask: int | None,
-    entry: tuple[int, int],
-    redelivery: int,
-    consumer: Any,
-    start: MessageId | None,
-    inclusive: bool,
+    payload: bytes, meta: MessageMetadata, mask: int | None, entry: tuple[int, int], redelivery: int, consumer: Any,
+    start: MessageId | None, inclusive: bool,
 ) -> list[Message]:
     """The messages of a batch entry that are still to deliver, in order, owned by ``consumer``.
 
@@ -92,10 +90,8 @@ def split_batch(
     topic, partition, schema = consumer.topic, id_part(consumer.partition), consumer.config.schema
     # only messages of the start entry itself (or before it) can precede the start position
     check_start = start is not None and entry <= (start.ledger_id, start.entry_id)
-    parse = SingleMessageMetadata.FromString
-    unpack = _U32.unpack_from
-    new_id = _new_message_id
-    new_message = _new_message
+    parse, size_and_sequence, unpack = SingleMessageMetadata.FromString, _SIZE_AND_SEQUENCE, _U32.unpack_from
+    new_id, new_message = _new_message_id, _new_message
     indexes = BATCH_INDEXES if count <= len(BATCH_INDEXES) else [id_part(i) for i in range(count)]
     out = []
     end = len(payload)
@@ -112,6 +108,11 @@ def split_batch(
             elif n == 3 and b0 == 0x18 and payload[pos + 2] < 0x80:
                 single = _NO_SINGLE_FIELDS
                 size = (payload[pos + 1] & 0x7F) | (payload[pos + 2] << 7)
+            elif b0 == 0x18 and size_and_sequence(payload, pos, pos + n):
+                single = payload[pos : pos + n]
+                size = payload[pos + 1]
+                if size >= 0x80:
+                    size = (size & 0x7F) | (payload[pos + 2] << 7)
             else:
                 single = parse(payload[pos : pos + n])
                 size = single.payload_size
@@ -120,23 +121,23 @@ def split_batch(
             pos += size
             if pos > end or size < 0:
                 raise ProtocolError(f"message {index} of a batch of {count} overruns its {end} bytes")
-            if (mask is not None and not (mask >> index) & 1) or single.compacted_out:
+            if (mask is not None and not (mask >> index) & 1) or (single.__class__ is not bytes and single.compacted_out):
                 continue
-            msg_id = new_id(MessageId)
-            msg_id.ledger_id = ledger_id
-            msg_id.entry_id = entry_id
-            msg_id.batch_index = indexes[index]
-            msg_id.partition = partition
-            msg_id.batch_size = count
-            msg_id.topic = topic
-            msg_id._chunk_ids = None
-            if check_start and before_start(msg_id, start, inclusive):  # type: ignore[arg-type]
-                continue
+            msg_id = None  # (made on first use: see Message._id)
+            if check_start:
+                msg_id = new_id(MessageId)
+                msg_id.ledger_id, msg_id.entry_id, msg_id.batch_index = ledger_id, entry_id, indexes[index]
+                msg_id.partition, msg_id.batch_size, msg_id.topic, msg_id._chunk_ids = partition, count, topic, None
+                if before_start(msg_id, start, inclusive):  # type: ignore[arg-type]
+                    continue
             msg = new_message(Message)
             msg._payload = body
             msg._meta = meta
             msg._single = single
             msg._mid = msg_id
+            msg._ledger = ledger_id
+            msg._entry = entry_id
+            msg._index = indexes[index]
             msg._topic = topic
             msg._redelivery_count = redelivery
             msg._schema = schema

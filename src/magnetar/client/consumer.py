@@ -86,7 +86,7 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         self._unacked = self._timers.unacked
         self._acks = AckGroupingTracker(
             config.ack_group_time_ms, config.batch_index_ack_enabled, self._send_command, self._can_send, self._untrack,
-            self._timers.forget_through, consumer_id=self.consumer_id,
+            self._timers.forget_through, consumer_id=self.consumer_id, send_frame=self._write_frame,
         )
         self._partition_part = id_part(partition)
         #: the last ledger id a message came from, and it as a signed IdPart (made once per ledger)
@@ -305,13 +305,23 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         if message.__class__ is Message:
             mid = message._mid
             if mid is None:
-                # the hot path: a message of its own entry whose id was never made (see Message._id);
-                # plain ints (IdPart + 0 is an int): a tuple of them leaves the GC's watch
-                key = (message._ledger + 0, message._entry)  # type: ignore[union-attr]
-                if self._timers.tracking or self._possible_dlq:
-                    self._untrack(key)
-                self._acks.ack_plain(key)
-                return DONE
+                index = message._index
+                if index is None:
+                    # the hot path: a message of its own entry whose id was never made (see Message._id);
+                    # plain ints (IdPart + 0 is an int): a tuple of them leaves the GC's watch
+                    key = (message._ledger + 0, message._entry)  # type: ignore[union-attr]
+                    if self._timers.tracking or self._possible_dlq:
+                        self._untrack(key)
+                    self._acks.ack_plain(key)
+                    return DONE
+                if not self._batch_index_acks:
+                    # a batched message whose id was never made, not the last of its batch acknowledged
+                    remaining = self._batch_acks.get((message._ledger, message._entry))
+                    if remaining is not None:
+                        remaining.discard(index)
+                        if remaining:
+                            return DONE
+                mid = message._id
         else:
             mid = message.message_id() if isinstance(message, Message) else message
         if mid._chunk_ids is None and mid.batch_index < 0:
@@ -357,6 +367,12 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         conn = self.conn
         if conn is not None and not conn.closed:
             conn.send_command(command)
+
+    def _write_frame(self, frame: bytes) -> None:
+        """Queue an encoded frame on the connection (when there is one)."""
+        conn = self.conn
+        if conn is not None and not conn.closed:
+            conn.write(frame)
 
     # -- negative acks, ack timeout, dead letters ----------------------------------------
     def negative_acknowledge(self, message: Message | MessageId) -> Completed:

@@ -169,19 +169,20 @@ class Message:
     """A received message: payload, metadata accessors and its id.
 
     The entry's metadata may be kept serialized (``_meta`` as bytes) and parsed on first use:
-    an application that reads none of it spares the parse and the object.
+    an application that reads none of it spares the parse and the object. So may a batched
+    message's SingleMessageMetadata (``_single``).
     """
 
     __slots__ = (
-        "_payload", "_meta", "_single", "_mid", "_ledger", "_entry", "_topic", "_redelivery_count", "_value", "_schema",
-        "_props", "_consumer",
+        "_payload", "_meta", "_single", "_mid", "_ledger", "_entry", "_index", "_topic", "_redelivery_count", "_value",
+        "_schema", "_props", "_consumer",
     )
 
     def __init__(
         self,
         payload: bytes,
         meta: MessageMetadata | bytes,
-        single: SingleMessageMetadata | None,
+        single: SingleMessageMetadata | bytes | None,
         message_id: MessageId,
         topic: str,
         redelivery_count: int = 0,
@@ -201,14 +202,23 @@ class Message:
 
     @property
     def _id(self) -> MessageId:
-        """This message's id. A message of its own entry may come without one (``_mid`` None):
-        ``_ledger`` (an IdPart) and ``_entry`` (an int), both signed, say where it is, and the id
-        is made on first use (an application that only acknowledges never needs it)."""
+        """This message's id. A message may come without one (``_mid`` None): ``_ledger`` (an
+        IdPart) and ``_entry`` (an int), both signed, say where it is, ``_index`` its batch index
+        (an IdPart; None for a message of its own entry), and the id is made on first use (an
+        application that only acknowledges never needs it)."""
         mid = self._mid
         if mid is None:
-            mid = self._mid = fast_message_id(
-                self._ledger, IdPart(self._entry), _NO_BATCH_INDEX, self._consumer._partition_part, 0, self._topic
-            )
+            index = self._index
+            if index is None:
+                mid = fast_message_id(
+                    self._ledger, IdPart(self._entry), _NO_BATCH_INDEX, self._consumer._partition_part, 0, self._topic
+                )
+            else:  # (a batch's MessageMetadata is kept parsed)
+                mid = fast_message_id(
+                    self._ledger, IdPart(self._entry), index, id_part(self._consumer.partition),
+                    self._meta.num_messages_in_batch, self._topic,
+                )
+            self._mid = mid
         return mid
 
     def _metadata(self) -> MessageMetadata:
@@ -217,6 +227,14 @@ class Message:
         if meta.__class__ is bytes:
             meta = self._meta = MessageMetadata.FromString(meta)
         return meta
+
+    def _single_metadata(self) -> SingleMessageMetadata | None:
+        """A batched message's SingleMessageMetadata (kept serialized until first asked for);
+        None for a message of its own entry."""
+        single = self._single
+        if single.__class__ is bytes:
+            single = self._single = SingleMessageMetadata.FromString(single)
+        return single
 
     def data(self) -> bytes:
         """The raw payload."""
@@ -231,25 +249,29 @@ class Message:
     def properties(self) -> dict[str, str]:
         """Application properties."""
         if self._props is None:
-            source = self._single.properties if self._single is not None else self._metadata().properties
+            single = self._single_metadata()
+            source = single.properties if single is not None else self._metadata().properties
             self._props = {kv.key: kv.value for kv in source} if source else {}
         return self._props
 
     def partition_key(self) -> str:
         """The message key ('' when none)."""
-        if self._single is not None:
-            return self._single.partition_key
+        single = self._single_metadata()
+        if single is not None:
+            return single.partition_key
         return self._metadata().partition_key
 
     def has_key(self) -> bool:
         """Whether the message has a key."""
-        src = self._single if self._single is not None else self._metadata()
+        single = self._single_metadata()
+        src = single if single is not None else self._metadata()
         return src.HasField("partition_key")
 
     def ordering_key(self) -> bytes:
         """The ordering key (b'' when none)."""
-        if self._single is not None and self._single.HasField("ordering_key"):
-            return self._single.ordering_key
+        single = self._single_metadata()
+        if single is not None and single.HasField("ordering_key"):
+            return single.ordering_key
         return self._metadata().ordering_key
 
     def publish_timestamp(self) -> int:
@@ -258,8 +280,9 @@ class Message:
 
     def event_timestamp(self) -> int:
         """Event time in milliseconds (0 when not set)."""
-        if self._single is not None and self._single.event_time:
-            return self._single.event_time
+        single = self._single_metadata()
+        if single is not None and single.event_time:
+            return single.event_time
         return self._metadata().event_time
 
     def message_id(self) -> MessageId:
@@ -284,14 +307,18 @@ class Message:
 
     def sequence_id(self) -> int:
         """Producer sequence id of the message."""
-        if self._single is not None and self._single.HasField("sequence_id"):
-            return self._single.sequence_id
+        single = self._single_metadata()
+        if single is not None and single.HasField("sequence_id"):
+            return single.sequence_id
         base = self._metadata().sequence_id
-        return base + self._id.batch_index if self._id.batch_index > 0 else base
+        mid = self._mid
+        index = mid.batch_index if mid is not None else self._index  # (None: a message of its own entry)
+        return base + index if index is not None and index > 0 else base
 
     def is_null_value(self) -> bool:
         """Whether this is a tombstone (null value)."""
-        return (self._single.null_value if self._single is not None else False) or self._metadata().null_value
+        single = self._single_metadata()
+        return (single.null_value if single is not None else False) or self._metadata().null_value
 
     def has_null_value(self) -> bool:
         """Same as :meth:`is_null_value` (the official client's name)."""

@@ -12,6 +12,7 @@ messages, ids and payload bytes.
 from __future__ import annotations
 
 import logging
+import re
 import struct
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,13 @@ _I64_MAX = (1 << 63) - 1
 _U32 = struct.Struct(">I")
 _NO_BATCH_INDEX = id_part(-1)
 _new = object.__new__
+#: what may follow the producer name in a MessageMetadata known to be plain without parsing it:
+#: sequence_id, publish_time, then optionally uncompressed_size and event_time, each a varint of
+#: up to 9 bytes (the protobuf parser takes all of these)
+_PLAIN_AFTER_NAME = re.compile(
+    rb"\x10[\x80-\xff]{0,8}[\x00-\x7f]\x18[\x80-\xff]{0,8}[\x00-\x7f]"
+    rb"(?:\x48[\x80-\xff]{0,8}[\x00-\x7f])?(?:\x60[\x80-\xff]{0,8}[\x00-\x7f])?"
+).fullmatch
 
 
 class EntryOpening:
@@ -54,6 +62,10 @@ class EntryOpening:
     _ledger_seen: tuple[int, Any]
     _possible_dlq: dict[tuple[int, int], list[Message]]
     consumer_id: int
+    #: the producer_name field (tag, length, name) of the last plain entry's metadata, which
+    #: parsed: a metadata of the same producer with nothing but _PLAIN_AFTER_NAME after it is
+    #: plain (no batch, compression nor chunks) and parses, without parsing it
+    _meta_head: bytes = b""
 
     def _consumed(self, n: int) -> None: ...  # noqa: D102
     def _deliver(self, messages: list[Message]) -> None: ...  # noqa: D102
@@ -83,21 +95,31 @@ class EntryOpening:
         acks = self._acks
         topic, schema = self.topic, self.config.schema
         parse = MessageMetadata.FromString
+        plain_after_name = _PLAIN_AFTER_NAME
         pending, cumulative = acks.pending_entries, acks.last_cumulative
+        seen = self._ledger_seen
+        head = self._meta_head
         for frame in frames:
             entry = frame.entry_view
             ledger_id, entry_id = frame.ledger_id, frame.entry_id
             if not general and crc32c(entry) == frame.checksum:
                 meta_size = _U32.unpack_from(entry, 0)[0]
-                try:
-                    meta = parse(entry[4 : 4 + meta_size])
-                except Exception:  # noqa: BLE001 - the general path reports it
-                    meta = None
-                if (
-                    meta is not None and not meta.HasField("num_messages_in_batch") and meta.num_chunks_from_msg <= 1
-                    and not meta.compression
-                ):
-                    seen = self._ledger_seen
+                # kept serialized, parsed again if asked for: fewer long-lived objects for the GC
+                meta_bytes = bytes(entry[4 : 4 + meta_size])
+                if meta_bytes.startswith(head) and plain_after_name(meta_bytes, len(head)):
+                    plain = True
+                else:
+                    try:
+                        meta = parse(meta_bytes)
+                    except Exception:  # noqa: BLE001 - the general path reports it
+                        meta = None
+                    plain = (
+                        meta is not None and not meta.HasField("num_messages_in_batch")
+                        and meta.num_chunks_from_msg <= 1 and not meta.compression
+                    )
+                    if plain and meta_size > 2 and meta_bytes[0] == 0x0A and meta_bytes[1] < 0x80:
+                        head = self._meta_head = meta_bytes[: 2 + meta_bytes[1]]
+                if plain:
                     if seen[0] != ledger_id:
                         seen = self._ledger_seen = (ledger_id, IdPart(ledger_id if ledger_id <= _I64_MAX else ledger_id - (1 << 64)))
                     signed_entry_id = entry_id if entry_id <= _I64_MAX else entry_id - (1 << 64)
@@ -106,12 +128,12 @@ class EntryOpening:
                     if key not in pending and (cumulative is None or key > cumulative):
                         msg = _new(Message)
                         msg._payload = bytes(entry[4 + meta_size :])  # the one copy of the payload
-                        # kept serialized, parsed again if asked for: fewer long-lived objects for the GC
-                        msg._meta = bytes(entry[4 : 4 + meta_size])
+                        msg._meta = meta_bytes
                         msg._single = None
                         msg._mid = None  # (made from these on first use: see Message._id)
                         msg._ledger = seen[1]
                         msg._entry = signed_entry_id
+                        msg._index = None
                         msg._topic = topic
                         msg._redelivery_count = frame.redelivery_count
                         msg._schema = schema
@@ -125,6 +147,7 @@ class EntryOpening:
             except Exception:  # one bad entry must not lose the others of the read
                 log.exception("consumer %s: error opening entry %d:%d of %s", self.name, ledger_id, entry_id, self.topic)
             pending, cumulative = acks.pending_entries, acks.last_cumulative  # (what it did may have flushed)
+            seen = self._ledger_seen
         if out:
             if self.sink is not None:
                 self.sink(self, out)

@@ -136,10 +136,30 @@ _MESSAGE_PREFIX: Final = b"\x08\x09\x4a"
 _U64_LIMIT: Final = 1 << 64
 
 
-def _message_frame(s: bytes, view: memoryview, pos: int, end: int) -> MessageFrame | None:
+class _FrameShape:
+    """What the next MESSAGE frames of a stream probably repeat of the last one read by hand: its
+    bytes from the command size to the entry id's tag (``head``: command size, consumer id,
+    ledger id), the entry id's varint length, and the command's bytes after the message id
+    (``tail``: redelivery count, epoch)."""
+
+    __slots__ = ("head", "entry_at", "entry_len", "tail", "consumer_id", "ledger_id", "redelivery_count", "cmd_size")
+
+    def __init__(self) -> None:
+        self.head = b""
+        self.entry_at = 0
+        self.entry_len = 0
+        self.tail = b""
+        self.consumer_id = 0
+        self.ledger_id = 0
+        self.redelivery_count = 0
+        self.cmd_size = 0
+
+
+def _message_frame(s: bytes, view: memoryview, pos: int, end: int, shape: _FrameShape | None = None) -> MessageFrame | None:
     """The frame body ``s[pos:end]`` (after its total size; ``view`` is ``memoryview(s)``) as a
     :class:`MessageFrame` when it has the usual shape (the caller saw ``_MESSAGE_PREFIX`` at
-    ``s[pos + 4]``), else None (decode it in full).
+    ``s[pos + 4]``), else None (decode it in full). ``shape``, when given, is set to this
+    frame's (see :func:`_repeated_message_frame`).
 
     A None answer says nothing about validity: the protobuf decoder then judges the frame.
     """
@@ -166,7 +186,8 @@ def _message_frame(s: bytes, view: memoryview, pos: int, end: int) -> MessageFra
             ledger_id, p = _varint(s, p + 3)
         if s[p] != 0x10:
             return None
-        entry_id, p = _varint(s, p + 1)
+        entry_at = p + 1
+        entry_id, p = _varint(s, entry_at)
         if p != id_end:
             return None  # a partition, batch index, ack set ... in the id: the general decoder
         redelivery_count = 0
@@ -185,11 +206,73 @@ def _message_frame(s: bytes, view: memoryview, pos: int, end: int) -> MessageFra
         return None
     if magic != MAGIC_CHECKSUM or meta_size > end - cmd_end - 10:
         return None
+    if shape is not None and id_end - entry_at <= 4:
+        shape.head = s[pos:entry_at]
+        shape.entry_at = entry_at - pos
+        shape.entry_len = id_end - entry_at
+        shape.tail = s[id_end:cmd_end]
+        shape.consumer_id = consumer_id
+        shape.ledger_id = ledger_id
+        shape.redelivery_count = redelivery_count
+        shape.cmd_size = cmd_end - pos - 4
     frame = _new_frame(MessageFrame)
     frame.consumer_id = consumer_id
     frame.ledger_id = ledger_id
     frame.entry_id = entry_id
     frame.redelivery_count = redelivery_count
+    frame.entry_view = view[cmd_end + 6 : end]
+    frame._entry = None
+    frame.checksum = checksum
+    frame.broker_entry_metadata = None
+    frame._source = s
+    frame._command_start = pos + 4
+    frame._command_end = cmd_end
+    frame._parsed = None
+    return frame
+
+
+def _repeated_message_frame(s: bytes, view: memoryview, pos: int, end: int, shape: _FrameShape) -> MessageFrame | None:
+    """As :func:`_message_frame`, for a frame whose bytes from ``pos`` start with ``shape.head``:
+    when its entry id is a varint of the same length followed by the same tail, all but the
+    entry id and the checksum section are known already (the same bytes read the same). Else None."""
+    p = pos + shape.entry_at
+    n = shape.entry_len
+    b = s[p]
+    # the entry id: n bytes, every one but the last with its continuation bit
+    if n == 1:
+        if b >= 0x80:
+            return None
+        entry_id = b
+    elif n == 2:
+        b1 = s[p + 1]
+        if b < 0x80 or b1 >= 0x80:
+            return None
+        entry_id = (b & 0x7F) | (b1 << 7)
+    elif n == 3:
+        b1 = s[p + 1]
+        b2 = s[p + 2]
+        if b < 0x80 or b1 < 0x80 or b2 >= 0x80:
+            return None
+        entry_id = (b & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14)
+    else:
+        b1 = s[p + 1]
+        b2 = s[p + 2]
+        b3 = s[p + 3]
+        if b < 0x80 or b1 < 0x80 or b2 < 0x80 or b3 >= 0x80:
+            return None
+        entry_id = (b & 0x7F) | ((b1 & 0x7F) << 7) | ((b2 & 0x7F) << 14) | (b3 << 21)
+    cmd_end = pos + 4 + shape.cmd_size
+    tail = shape.tail
+    if (tail and not s.startswith(tail, p + n)) or cmd_end + 10 > end:
+        return None
+    magic, checksum, meta_size = _CHECKSUM_AND_META_SIZE.unpack_from(s, cmd_end)
+    if magic != MAGIC_CHECKSUM or meta_size > end - cmd_end - 10:
+        return None
+    frame = _new_frame(MessageFrame)
+    frame.consumer_id = shape.consumer_id
+    frame.ledger_id = shape.ledger_id
+    frame.entry_id = entry_id
+    frame.redelivery_count = shape.redelivery_count
     frame.entry_view = view[cmd_end + 6 : end]
     frame._entry = None
     frame.checksum = checksum
@@ -230,6 +313,8 @@ class FrameDecoder:
         self.max_frame_size = max_frame_size
         self._buffer = bytearray()
         self._failed: str | None = None
+        #: the shape of the last MESSAGE frame read by hand (empty head: none yet)
+        self._shape = _FrameShape()
 
     @property
     def buffered(self) -> int:
@@ -269,6 +354,7 @@ class FrameDecoder:
                 yield from completed
             end = len(source)
             view = memoryview(source)
+            shape = self._shape
             while end - pos >= 4:
                 (total,) = _U32.unpack_from(source, pos)
                 if total > self.max_frame_size:
@@ -277,7 +363,10 @@ class FrameDecoder:
                     break
                 frame = None
                 if source.startswith(_MESSAGE_PREFIX, pos + 8):
-                    frame = _message_frame(source, view, pos + 4, pos + 4 + total)
+                    if shape.head and source.startswith(shape.head, pos + 4):
+                        frame = _repeated_message_frame(source, view, pos + 4, pos + 4 + total, shape)
+                    if frame is None:
+                        frame = _message_frame(source, view, pos + 4, pos + 4 + total, shape)
                 yield frame or decode_frame_body(view[pos + 4 : pos + 4 + total])
                 pos += 4 + total
             if pos < end:

@@ -12,14 +12,19 @@ Each round runs, one after the other on the same disk (the brokers' data directo
 With ``--baseline-src DIR`` a second broker runs from that tree (the committed one, say) next to the
 broker of this tree, and every sender runs against both in each round, alternating which goes
 first. The senders run from ``--client-src`` (default: this tree) against both, so only the
-brokers differ. ``--fsync never`` measures what a send costs without the disk.
+brokers differ. With ``--baseline-client-src DIR`` instead, one broker (this tree's) serves every
+sender run twice per round, from that tree ("before") and from ``--client-src`` ("after"),
+alternating which goes first, so only the clients differ (the official client's two runs, with the
+same code, show the noise). ``--fsync never`` measures what a send costs without the disk.
 
 The ratio send rate / fsync rate (goal >= 0.8) is taken per round and its median reported, so
 the disk's mood, which changes from second to second on a shared machine, affects both sides of
-one ratio alike. The CPU seconds of each broker process over the run are reported too. Written to
+one ratio alike. The CPU seconds of each broker process over the run, and the sender process's
+own CPU per send (its timed loop only), are reported too. Written to
 benchmarks/results/durable_sends.json (``--label``: added as a labelled block, keeping the rest).
 
-usage: python benchmarks/durable_sends.py [--seconds T] [--rounds R] [--baseline-src DIR] [--label L]
+usage: python benchmarks/durable_sends.py [--seconds T] [--rounds R] [--baseline-src DIR | --baseline-client-src DIR]
+       [--fsync always|never] [--label L]
 """
 
 from __future__ import annotations
@@ -65,13 +70,15 @@ def send_magnetar(url: str, topic: str, seconds: float) -> dict:
     producer = client.create_producer(topic, batching_enabled=False)
     producer.send(b"w" * 100)  # warm-up: topic loaded, connection ready
     count = 0
+    cpu = time.process_time()
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
         producer.send(b"x" * 100)
         count += 1
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     client.close()
-    return {"sent": count, "seconds": elapsed}
+    return {"sent": count, "seconds": elapsed, "cpu": cpu}
 
 
 def send_magnetar_asyncio(url: str, topic: str, seconds: float) -> dict:
@@ -85,13 +92,15 @@ def send_magnetar_asyncio(url: str, topic: str, seconds: float) -> dict:
         producer = await client.create_producer(topic, batching_enabled=False)
         await producer.send(b"w" * 100)
         count = 0
+        cpu = time.process_time()
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
             await producer.send(b"x" * 100)
             count += 1
         elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu
         await client.close()
-        return {"sent": count, "seconds": elapsed}
+        return {"sent": count, "seconds": elapsed, "cpu": cpu}
 
     try:
         import uvloop
@@ -109,13 +118,15 @@ def send_official(url: str, topic: str, seconds: float) -> dict:
     producer = client.create_producer(topic, batching_enabled=False)
     producer.send(b"w" * 100)
     count = 0
+    cpu = time.process_time()
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
         producer.send(b"x" * 100)
         count += 1
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     client.close()
-    return {"sent": count, "seconds": elapsed}
+    return {"sent": count, "seconds": elapsed, "cpu": cpu}
 
 
 WORKERS = {"magnetar": send_magnetar, "magnetar-asyncio": send_magnetar_asyncio, "official": send_official}
@@ -147,6 +158,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--baseline-src", type=Path, help="also run a broker from this tree (e.g. HEAD's src)")
     parser.add_argument("--client-src", type=Path, default=HERE.parent / "src", help="the magnetar.client senders use")
+    parser.add_argument("--baseline-client-src", type=Path,
+                        help="also run every sender from this tree (e.g. HEAD's src), against one broker of this tree")
     parser.add_argument("--senders", default=",".join(WORKERS), help="comma-separated: " + ", ".join(WORKERS))
     parser.add_argument("--fsync", default="always", choices=("always", "never"))
     parser.add_argument("--label", help="write the results as this labelled block of the results file")
@@ -155,51 +168,81 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def measure(args: argparse.Namespace, data: Path) -> dict:
-    """Run the rounds; per-second rates, per-round ratios and broker CPU."""
-    trees = {"broker": HERE.parent / "src"}
+def plan(args: argparse.Namespace) -> tuple[dict[str, Path], dict[str, Path]]:
+    """The brokers to start (name -> src) and the client trees to send from (name -> src)."""
+    if args.baseline_src is not None and args.baseline_client_src is not None:
+        raise SystemExit("--baseline-src and --baseline-client-src compare different things: give one")
     if args.baseline_src is not None:
-        trees = {"before": args.baseline_src, "after": HERE.parent / "src"}
+        return {"before": args.baseline_src, "after": HERE.parent / "src"}, {"": args.client_src}
+    if args.baseline_client_src is not None:
+        return {"broker": HERE.parent / "src"}, {"before": args.baseline_client_src, "after": args.client_src}
+    return {"broker": HERE.parent / "src"}, {"": args.client_src}
+
+
+def measure(args: argparse.Namespace, data: Path) -> dict:
+    """Run the rounds; per-second rates, per-round ratios, broker CPU and sender CPU."""
+    trees, clients = plan(args)
     senders = args.senders.split(",")
     brokers = {
         name: BrokerProcess(data / name, args=("--fsync", args.fsync, "--log-level", "WARNING"),
                             env={"PYTHONPATH": str(src)})
         for name, src in trees.items()
     }
+    # (label, broker name, client src) per sender; one side of the comparison varies
+    if len(brokers) > 1:
+        sides = [(name, name, args.client_src) for name in brokers]
+    else:
+        sides = [(name or "broker", next(iter(brokers)), src) for name, src in clients.items()]
     rates: dict[str, list[float]] = {}
     ratios: dict[str, list[float]] = {}
     cpu: dict[str, float] = dict.fromkeys(brokers, 0.0)
     sent: dict[str, int] = dict.fromkeys(brokers, 0)
+    client_cpu: dict[str, list[float]] = {}
     try:
         for broker in brokers.values():
             broker.start()
         for r in range(args.rounds):
-            order = list(brokers.items()) if r % 2 == 0 else list(reversed(brokers.items()))
+            order = sides if r % 2 == 0 else list(reversed(sides))
             for kind in senders:
-                for name, broker in order:
+                for label, name, client_src in order:
+                    broker = brokers[name]
                     disk = fsync_loop(data, args.seconds)
                     rates.setdefault("fsync", []).append(disk)
                     cpu0 = broker_cpu_seconds(broker)
-                    report = run_worker(kind, broker.service_url, f"durable-{kind}-{r}", args.seconds, args.client_src)
+                    report = run_worker(kind, broker.service_url, f"durable-{kind}-{label}-{r}", args.seconds, client_src)
                     cpu[name] += broker_cpu_seconds(broker) - cpu0
                     sent[name] += report["sent"]
                     rate = report["sent"] / report["seconds"]
-                    rates.setdefault(f"{name}/{kind}", []).append(rate)
-                    ratios.setdefault(f"{name}/{kind}", []).append(rate / disk)
+                    rates.setdefault(f"{label}/{kind}", []).append(rate)
+                    ratios.setdefault(f"{label}/{kind}", []).append(rate / disk)
+                    client_cpu.setdefault(f"{label}/{kind}", []).append(1e6 * report["cpu"] / max(report["sent"], 1))
             print(f"round {r}: " + ", ".join(f"{k} {v[-1]:,.0f}/s" for k, v in rates.items()), flush=True)
     finally:
         for broker in brokers.values():
             broker.stop()
+    return summarize(rates, ratios, cpu, sent, client_cpu, senders, [label for label, _, _ in sides])
+
+
+def summarize(
+    rates: dict[str, list[float]], ratios: dict[str, list[float]], cpu: dict[str, float], sent: dict[str, int],
+    client_cpu: dict[str, list[float]], senders: list[str], sides: list[str],
+) -> dict:
+    """Medians and ratios of what :func:`measure` collected."""
     medians = {k: statistics.median(v) for k, v in rates.items()}
     out = {
         "per_second": {k: [round(x) for x in v] for k, v in rates.items()},
         "ratio_per_round": {k: [round(x, 3) for x in v] for k, v in ratios.items()},
         "ratio_median": {k: round(statistics.median(v), 3) for k, v in ratios.items()},
-        "broker_cpu_us_per_send": {k: round(1e6 * cpu[k] / max(sent[k], 1), 1) for k in brokers},
+        "broker_cpu_us_per_send": {k: round(1e6 * cpu[k] / max(sent[k], 1), 1) for k in cpu},
+        "sender_cpu_us_per_send_median": {k: round(statistics.median(v), 1) for k, v in client_cpu.items()},
     }
-    if "before" in brokers:
+    if "before" in sides:
         out["after_vs_before_median_rate"] = {
             kind: round(medians[f"after/{kind}"] / medians[f"before/{kind}"], 3) for kind in senders
+        }
+        out["after_vs_before_per_round_rate"] = {
+            kind: [round(a / b, 3) for a, b in zip(rates[f"after/{kind}"], rates[f"before/{kind}"], strict=True)]
+            for kind in senders
         }
     return out
 
@@ -223,8 +266,9 @@ def main() -> None:
         "broker": f"magnetar standalone, fsync {args.fsync} (with always: a receipt only after the fsync covering the entry)",
         "seconds_per_run": args.seconds,
         "rounds": args.rounds,
-        "alternated": "each run is preceded by its own fsync loop; brokers alternate which goes first per round",
-        "trees": {"baseline": str(args.baseline_src), "client": str(args.client_src)},
+        "alternated": "each run is preceded by its own fsync loop; brokers (or client trees) alternate which goes first per round",
+        "trees": {"baseline": str(args.baseline_src), "baseline_client": str(args.baseline_client_src),
+                  "client": str(args.client_src)},
         **results,
         "goal": "ratio >= 0.8",
     }

@@ -5,7 +5,8 @@ hands its coroutine to that loop and waits for the result. The hot paths avoid a
 per message:
 
 - ``Producer.send_async`` queues messages for the loop in bulk (one wake-up of the loop per
-  burst, not per message);
+  burst, not per message), and ``Producer.send`` waits for its receipt on a bare lock
+  (:mod:`.sync_producer`);
 - ``Consumer.receive`` serves messages from a local buffer refilled in one round trip with
   what the receiver queue holds (up to its size); they count as consumed when they are taken,
   so the broker gets its permits back at once, in one FLOW (the buffer is at most one receiver
@@ -33,17 +34,14 @@ from magnetar.client.consumer import Consumer as AsyncConsumer
 from magnetar.client.errors import (
     AlreadyClosed,
     CumulativeAcknowledgementNotAllowedError,
-    ProducerQueueIsFull,
-    PulsarError,
     Timeout,
 )
 from magnetar.client.loop_thread import CallBatcher, LoopThread
 from magnetar.client.message import Message, MessageId
 from magnetar.client.multi_topic import MultiTopicsConsumer
-from magnetar.client.partitioned import PartitionedProducer
-from magnetar.client.producer import Producer as AsyncProducer
 from magnetar.client.reader import Reader as AsyncReader
 from magnetar.client.sync_delivery import DeliveryWait
+from magnetar.client.sync_producer import Producer
 from magnetar.protocol.enums import SubType
 
 ConsumerType = SubType
@@ -107,7 +105,7 @@ class Client:
 
         wait = options.get("access_mode") == ProducerAccessMode.WaitForExclusive
         core = self._client.create_producer(topic, producer_name, schema, **options)
-        return Producer(self, self._run(core, 1e9 if wait else None))
+        return Producer(self._thread, self._run(core, 1e9 if wait else None), self._run)
 
     def subscribe(
         self,
@@ -168,188 +166,6 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class Producer:
-    """Synchronous producer.
-
-    ``max_pending_messages`` is enforced here, before messages cross to the loop thread: a
-    counter under a plain lock, decremented once per send settled (a batch of receipts costs
-    one update, not one per message), waited on only when ``block_if_queue_full`` and full.
-    """
-
-    def __init__(self, client: Client, core: AsyncProducer | PartitionedProducer) -> None:
-        self._client = client
-        self._core = core
-        self._loop = client.loop
-        self._queue: collections.deque = collections.deque()
-        self._scheduled = False
-        self._limit = core.config.max_pending_messages
-        self._block = core.config.block_if_queue_full
-        self._pending = 0
-        self._blocked = 0
-        self._lock = threading.Lock()
-        self._room = threading.Condition(self._lock)
-        core.settled_hook = self._settled
-
-    @property
-    def core(self) -> AsyncProducer | PartitionedProducer:
-        """The asyncio producer."""
-        return self._core
-
-    def producer_name(self) -> str:
-        """The producer's name."""
-        return self._core.name
-
-    def topic(self) -> str:
-        """The topic."""
-        return self._core.topic
-
-    def last_sequence_id(self) -> int:
-        """Highest sequence id published."""
-        return self._core.last_sequence_id_published
-
-    def send(
-        self,
-        content: Any,
-        properties: dict[str, str] | None = None,
-        partition_key: str | None = None,
-        ordering_key: bytes | None = None,
-        sequence_id: int | None = None,
-        replication_clusters: Any = None,
-        disable_replication: bool = False,
-        event_timestamp: int | None = None,
-        deliver_at: int | None = None,
-        deliver_after: Any = None,
-    ) -> MessageId:
-        """Publish and wait for the receipt; returns the message id."""
-        done = threading.Event()
-        box: list[Any] = []
-
-        def callback(error: PulsarError | None, msg_id: MessageId | None) -> None:
-            box.append((error, msg_id))
-            done.set()
-
-        self.send_async(
-            content, callback, properties, partition_key, ordering_key, sequence_id, replication_clusters,
-            disable_replication, event_timestamp, deliver_at, deliver_after,
-        )
-        timeout_ms = self._core.config.send_timeout_millis
-        if not done.wait(timeout_ms / 1000.0 + 5 if timeout_ms > 0 else None):
-            raise Timeout(f"producer {self._core.name}: send to {self._core.topic} did not complete")
-        error, msg_id = box[0]
-        if error is not None:
-            raise error
-        return msg_id
-
-    def send_async(
-        self,
-        content: Any,
-        callback: Callable[[PulsarError | None, MessageId | None], None] | None,
-        properties: dict[str, str] | None = None,
-        partition_key: str | None = None,
-        ordering_key: bytes | None = None,
-        sequence_id: int | None = None,
-        replication_clusters: Any = None,
-        disable_replication: bool = False,
-        event_timestamp: int | None = None,
-        deliver_at: int | None = None,
-        deliver_after: Any = None,
-    ) -> None:
-        """Queue a message; ``callback(error, message_id)`` runs on the client's thread when it
-        completes (``error`` is None on success)."""
-        limit = self._limit
-        if limit:
-            with self._lock:
-                if self._pending >= limit:
-                    if not self._block or threading.current_thread() is self._client._thread.thread:
-                        # (blocking the client's own loop thread, in a callback, would never end)
-                        error = ProducerQueueIsFull(
-                            f"producer {self._core.name} on {self._core.topic}: max_pending_messages ({limit}) reached"
-                        )
-                        if callback is None:
-                            raise error
-                        callback(error, None)
-                        return
-                    self._blocked += 1
-                    try:
-                        while self._pending >= limit:
-                            self._room.wait(1.0)
-                    finally:
-                        self._blocked -= 1
-                self._pending += 1
-        if (properties is None and partition_key is None and ordering_key is None and sequence_id is None
-                and event_timestamp is None and deliver_at is None and deliver_after is None
-                and not replication_clusters and not disable_replication):
-            item: tuple = (content, callback)
-        else:
-            options = {
-                "properties": properties, "partition_key": partition_key, "ordering_key": ordering_key,
-                "sequence_id": sequence_id, "replication_clusters": replication_clusters,
-                "disable_replication": disable_replication, "event_timestamp": event_timestamp,
-                "deliver_at": deliver_at, "deliver_after": deliver_after,
-            }
-            item = (content, callback, options)
-        self._queue.append(item)
-        if not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon_threadsafe(self._drain)
-
-    def _settled(self, n: int) -> None:
-        """(loop thread) ``n`` messages got their receipt or failed."""
-        if not self._limit:
-            return
-        with self._lock:
-            self._pending -= n
-            if self._blocked:
-                self._room.notify_all()
-
-    def _drain(self) -> None:
-        self._scheduled = False
-        queue = self._queue
-        send = self._core.send_nowait
-        while queue:
-            try:
-                item = queue.popleft()
-            except IndexError:
-                break
-            try:
-                if len(item) == 2:
-                    send(item[0], item[1])
-                else:
-                    send(item[0], item[1], **item[2])
-            except Exception as exc:  # refused before it was queued: the core never counted it
-                self._settled(1)
-                error = exc if isinstance(exc, PulsarError) else PulsarError(f"cannot send: {exc!r}")
-                if item[1] is not None:
-                    try:
-                        item[1](error, None)
-                    except Exception:
-                        import logging
-
-                        logging.getLogger("magnetar.client").exception("send callback failed")
-
-    def flush(self) -> None:
-        """Wait until everything queued so far has its receipt."""
-
-        async def flush() -> None:
-            self._drain()
-            await self._core.flush()
-
-        self._client._run(flush())
-
-    def close(self) -> None:
-        """Flush and close."""
-
-        async def close() -> None:
-            self._drain()
-            await self._core.close()
-
-        self._client._run(close())
-
-    def is_connected(self) -> bool:
-        """Whether the producer is connected."""
-        return self._core.is_connected()
 
 
 class Consumer:

@@ -7,8 +7,9 @@ also records, in the broker process:
   the loop (long callbacks, garbage collections, blocking calls);
 - garbage collections (``gc.callbacks``): per generation, how many and how long;
 - every ``os.fdatasync`` the broker makes (the commit thread's fsyncs), timed;
-- every ``os.writev`` (the appends to segment files, made on the loop), timed: a write to the page
-  cache can wait for the file system's journal while an fsync commits it.
+- every ``os.writev`` (the appends to segment files), timed, those made on the loop (main) thread
+  apart: a write to the page cache can wait for the file system's journal while an fsync commits
+  it, and on the loop that wait holds every connection.
 
 ``MAGNETAR_PROBE_SWITCH_INTERVAL_MS`` sets the interpreter's switch interval (how long a thread that
 wants the GIL waits before it forces the holder to drop it; Python's default is 5 ms).
@@ -53,7 +54,9 @@ class Probe:
         self.gc: dict[int, list[float]] = {0: [], 1: [], 2: []}
         self.fsyncs: list[float] = []
         self.writes: list[float] = []
+        self.loop_writes: list[float] = []
         self._gc_started = 0.0
+        self._cpu_started = time.process_time()
         self._lock = threading.Lock()
 
     def on_gc(self, phase: str, info: dict[str, int]) -> None:
@@ -81,7 +84,12 @@ class Probe:
         def writev(fd: int, buffers: Any) -> int:
             started = time.perf_counter()
             written = real(fd, buffers)
-            self.writes.append((time.perf_counter() - started) * 1000)
+            elapsed = (time.perf_counter() - started) * 1000
+            if threading.current_thread() is threading.main_thread():
+                self.loop_writes.append(elapsed)
+            else:
+                with self._lock:
+                    self.writes.append(elapsed)
             return written
 
         return writev
@@ -96,17 +104,22 @@ class Probe:
     def dump(self) -> None:
         """Append what was seen since the last dump to the output file, and start afresh."""
         lags, self.lags = self.lags, []
-        writes, self.writes = self.writes, []
+        loop_writes, self.loop_writes = self.loop_writes, []
         with self._lock:
             fsyncs, self.fsyncs = self.fsyncs, []
+            writes, self.writes = self.writes, []
         gcs, self.gc = self.gc, {0: [], 1: [], 2: []}
+        cpu, self._cpu_started = time.process_time() - self._cpu_started, time.process_time()
         record = {
+            "cpu_s": round(cpu, 3),
             "loop_lag_ms": {**percentiles(lags), "over_2ms": sum(1 for x in lags if x > 2),
                             "over_5ms": sum(1 for x in lags if x > 5)},
             "gc_ms": {str(gen): {"count": len(v), "total": round(sum(v), 2), "max": round(max(v, default=0), 2),
                                  "over_2ms": sum(1 for x in v if x > 2)} for gen, v in gcs.items()},
             "broker_fdatasync_ms": percentiles(fsyncs),
             "broker_writev_ms": {**percentiles(writes), "over_2ms": sum(1 for x in writes if x > 2)},
+            "loop_writev_ms": {**percentiles(loop_writes),
+                               "over_2ms": sum(1 for x in loop_writes if x > 2)},
         }
         with open(self.out, "a") as f:
             f.write(json.dumps(record) + "\n")

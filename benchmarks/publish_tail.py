@@ -152,6 +152,11 @@ def main() -> None:
                                     for k in ("p50", "p99", "p99.9", "max")},
             "loop_lag_ms": {k: statistics.median(i["broker"]["loop_lag_ms"].get(k, 0) for i in items)
                             for k in ("p99", "p99.9", "max", "over_2ms", "over_5ms")},
+            "broker_cpu_s": statistics.median(i["broker"].get("cpu_s", 0) for i in items),
+            "loop_writev_ms": {k: statistics.median(i["broker"].get("loop_writev_ms", {}).get(k, 0) for i in items)
+                               for k in ("count", "p99", "max", "over_2ms")},
+            "thread_writev_ms": {k: statistics.median(i["broker"].get("broker_writev_ms", {}).get(k, 0)
+                                                      for i in items) for k in ("count", "p99", "max")},
         }
     result["medians"] = medians
     print(json.dumps(medians, indent=2))

@@ -14,6 +14,8 @@ class FakeLedger:
     def __init__(self) -> None:
         self.last_entry_id = -1
         self.syncs = 0
+        self.flushes = 0
+        self.flush_threads: list[str] = []
         self.gate = threading.Event()
         self.gate.set()
 
@@ -22,6 +24,11 @@ class FakeLedger:
         self.gate.wait(5)
         self.syncs += 1
         return covered
+
+    def flush(self) -> int:
+        self.flushes += 1
+        self.flush_threads.append(threading.current_thread().name)
+        return self.last_entry_id
 
 
 class FakeTopic:
@@ -68,7 +75,7 @@ def test_appends_during_a_round_are_covered_by_the_next_single_round() -> None:
     asyncio.run(run())
 
 
-def test_without_fsync_entries_are_durable_at_the_end_of_the_loop_iteration() -> None:
+def test_without_fsync_entries_are_durable_once_the_commit_thread_wrote_them() -> None:
     async def run() -> None:
         committer = GroupCommitter(asyncio.get_running_loop(), fsync=False)
         latencies: list[float] = []
@@ -80,6 +87,8 @@ def test_without_fsync_entries_are_durable_at_the_end_of_the_loop_iteration() ->
         assert t.durable == []
         await asyncio.wait_for(committer.drain(), 5)
         assert t.durable == [2] and t.ledger.syncs == 0 and len(latencies) == 1
+        assert t.ledger.flushes == 1 and t.ledger.flush_threads == ["magnetar-commit"]
+        committer.close()
 
     asyncio.run(run())
 
@@ -172,5 +181,49 @@ def test_rounds_run_on_one_commit_thread_that_close_stops() -> None:
         assert commit_threads() == before + 1
         committer.close()
         assert commit_threads() == before
+
+    asyncio.run(run())
+
+
+def test_receipts_wait_for_the_commit_thread_to_write_and_sync(tmp_path: Path) -> None:
+    """The loop only queues an append: the commit thread writes the record, then fdatasyncs, and only
+    then does the publish get its receipt."""
+    from magnetar.storage import ManagedLedger
+    from magnetar.storage.files import FaultyFileLayer
+    from magnetar.storage.segment import segment_file_name
+    from tests.broker.topics.topic_harness import TopicHarness
+
+    gate = threading.Event()
+    threads: dict[str, str] = {}
+
+    class GatedLayer(FaultyFileLayer):
+        def writev(self, fd: int, buffers: list) -> int:  # type: ignore[override]
+            threads["write"] = threading.current_thread().name
+            return super().writev(fd, buffers)
+
+        def datasync(self, fd: int) -> None:
+            gate.wait(5)
+            super().datasync(fd)
+
+    async def run() -> None:
+        harness = TopicHarness(tmp_path)
+        harness.ledger.close()
+        ledger = ManagedLedger.open(tmp_path / "gated", 12, files=GatedLayer())
+        topic = harness.topic
+        topic.ledger = ledger
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
+        topic._committer = committer
+        producer = harness.producer("p")
+        harness.publish(producer, 0)
+        segment = tmp_path / "gated" / segment_file_name(0)
+        assert segment.stat().st_size == 0  # queued on the loop, not written
+        await asyncio.sleep(0.2)
+        assert segment.stat().st_size > 0 and threads["write"] == "magnetar-commit"
+        assert harness.log == [] and topic.last_readable_id == -1  # written, not yet synced
+        gate.set()
+        await asyncio.wait_for(committer.drain(), 5)
+        assert harness.log == [("receipt", 0, 11, 0)] and topic.last_readable_id == 0  # (ledger id: the topic's)
+        committer.close()
+        ledger.close()
 
     asyncio.run(run())

@@ -258,6 +258,7 @@ def _ledger(tmp_path: Path, count: int) -> ManagedLedger:
     ledger = ManagedLedger.open(tmp_path / "ledger", 1, segment_max_bytes=256)
     for i in range(count):
         assert ledger.append(b"m%03d" % i + bytes(40)) == i
+    ledger.flush()
     return ledger
 
 

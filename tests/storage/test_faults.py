@@ -40,22 +40,28 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_enospc_on_append_leaves_the_segment_clean_and_appends_resume(tmp_path: Path) -> None:
+def test_enospc_on_write_leaves_the_segment_clean_and_appends_resume(tmp_path: Path) -> None:
+    """The write happens in the sync (the commit thread): ENOSPC fences the ledger like a failed
+    fsync; the recovery cuts back to what is durable and appends go on once space is back."""
     files = FaultyFileLayer()
     ledger = _open(tmp_path / "l", files)
     ledger.append(b"first")
+    assert ledger.sync() == 0
     size = ledger.size_bytes
     files.inject("write", errno.ENOSPC, times=-1)
+    assert ledger.append(b"second") == 1  # queued
     with pytest.raises(StorageError, match="No space left"):
-        ledger.append(b"second")
+        ledger.sync()
+    assert ledger.fenced and ledger.last_durable_entry_id == 0
     assert storage_health.disk_full and storage_health.write_errors == 1
     assert "disk full" in storage_health.problems()[0]
-    assert ledger.size_bytes == size and ledger.last_entry_id == 0
     assert os.path.getsize(tmp_path / "l" / segment_file_name(0)) == size
     files.clear()
+    assert ledger.recover() == 0
+    assert ledger.size_bytes == size and ledger.last_entry_id == 0
     assert ledger.append(b"third") == 1
+    assert ledger.sync() == 1
     assert not storage_health.disk_full
-    ledger.sync()
     ledger.close()
     assert _on_disk(tmp_path / "l") == [b"first", b"third"]
 
@@ -65,6 +71,7 @@ def test_short_writes_are_completed(tmp_path: Path) -> None:
     ledger = _open(tmp_path / "l", files)
     files.inject("write", short=3)  # the first writev writes 3 bytes; the rest follows with write()
     assert ledger.append(b"a record written in pieces") == 0
+    assert ledger.flush() == 0
     ledger.close()
     assert _on_disk(tmp_path / "l") == [b"a record written in pieces"]
 
@@ -73,13 +80,16 @@ def test_a_short_write_then_enospc_rolls_the_partial_record_back(tmp_path: Path)
     files = FaultyFileLayer()
     ledger = _open(tmp_path / "l", files)
     ledger.append(b"kept")
+    ledger.sync()
     size = ledger.size_bytes
     files.inject("write", short=5)
     files.inject("write", errno.ENOSPC, after=1)
+    ledger.append(b"x" * 100)
     with pytest.raises(StorageError):
-        ledger.append(b"x" * 100)
+        ledger.flush()
     assert os.path.getsize(tmp_path / "l" / segment_file_name(0)) == size
     files.clear()
+    ledger.recover()
     ledger.append(b"after")
     ledger.close()
     assert _on_disk(tmp_path / "l") == [b"kept", b"after"]
@@ -199,8 +209,9 @@ def test_the_default_layer_is_used_by_ledgers_opened_without_one(tmp_path: Path)
     with use_file_layer(files):
         ledger = ManagedLedger.open(tmp_path / "l", 1)
     files.inject("write", errno.ENOSPC)
+    ledger.append(b"x")
     with pytest.raises(StorageError):
-        ledger.append(b"x")
+        ledger.flush()
     ledger.close()
 
 

@@ -60,18 +60,22 @@ def test_roll_over_and_reads_across_segments(tmp_path: Path, cache_max_bytes: in
     bases = _segment_files(directory)
     assert len(bases) > 5
     assert bases[0] == 0
+    size = ledger.size_bytes
+    assert all(path.stat().st_size == 0 for path in directory.iterdir())  # queued, not written yet
+    for _ in ("queued", "written"):
+        for i in range(60):
+            entry = ledger.read(i)
+            assert (entry.entry_id, entry.data, entry.crc) == (i, _payload(i), crc32c(_payload(i)))
+        entries = ledger.read_range(0, 59)
+        assert [e.entry_id for e in entries] == list(range(60))
+        assert [e.data for e in entries] == [_payload(i) for i in range(60)]
+        assert all(e.crc == crc32c(e.data) for e in entries)
+        middle = ledger.read_range(bases[2] - 1, bases[3] + 1)
+        assert [e.entry_id for e in middle] == list(range(bases[2] - 1, bases[3] + 2))
+        assert ledger.flush() == 59
     for path in directory.iterdir():
         assert path.stat().st_size <= 120
-    assert ledger.size_bytes == sum(p.stat().st_size for p in directory.iterdir())
-    for i in range(60):
-        entry = ledger.read(i)
-        assert (entry.entry_id, entry.data, entry.crc) == (i, _payload(i), crc32c(_payload(i)))
-    entries = ledger.read_range(0, 59)
-    assert [e.entry_id for e in entries] == list(range(60))
-    assert [e.data for e in entries] == [_payload(i) for i in range(60)]
-    assert all(e.crc == crc32c(e.data) for e in entries)
-    middle = ledger.read_range(bases[2] - 1, bases[3] + 1)
-    assert [e.entry_id for e in middle] == list(range(bases[2] - 1, bases[3] + 2))
+    assert ledger.size_bytes == size == sum(p.stat().st_size for p in directory.iterdir())
     ledger.close()
 
 
@@ -148,6 +152,7 @@ def test_trim_before(tmp_path: Path) -> None:
     bases = _segment_files(directory)
     assert len(bases) >= 4
     size_before = ledger.size_bytes
+    assert ledger.flush() == 39
 
     assert ledger.trim_before(bases[1] - 1) == 0
     assert ledger.first_entry_id == 0
@@ -179,6 +184,7 @@ def test_trim_before(tmp_path: Path) -> None:
 def test_trim_drops_cached_entries(tmp_path: Path) -> None:
     ledger = ManagedLedger.open(tmp_path / "l", 1, segment_max_bytes=100, cache_max_bytes=1 << 20)
     _fill(ledger, 30)
+    ledger.flush()
     ledger.trim_before(29)
     first = ledger.first_entry_id
     assert first > 0
@@ -265,13 +271,13 @@ def test_shared_cache_budget_bounds_the_total_over_many_ledgers(tmp_path: Path) 
         for _ in range(20):
             ledger.append(b"x" * 500)
     assert budget.used <= 10_000
-    assert budget.used == sum(led._cache_bytes for led in ledgers)  # noqa: SLF001 - white-box accounting check
+    assert budget.used == sum(led._cache.bytes for led in ledgers)  # noqa: SLF001 - white-box accounting check
     for ledger in ledgers:  # everything still readable, from cache or disk
         assert [e.data for e in ledger.read_range(0, 19)] == [b"x" * 500] * 20
     ledgers[0].trim_before(10)
     ledgers[1].close()
     ledgers[2].delete()
-    assert budget.used == sum(led._cache_bytes for led in ledgers)  # noqa: SLF001
+    assert budget.used == sum(led._cache.bytes for led in ledgers)  # noqa: SLF001
     for ledger in (ledgers[0], ledgers[3], ledgers[4]):
         ledger.close()
     assert budget.used == 0

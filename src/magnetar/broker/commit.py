@@ -1,11 +1,12 @@
 """Group commit: one fsync round covers every entry appended since the previous one.
 
-Topics report appends with :meth:`GroupCommitter.appended`. With fsync "always", the committer
-runs one sync round at a time on its own commit thread over every topic appended to since the
-last round began; when it completes, each topic learns how far its ledger is durable and sends the
-receipts that covers. Appends keep flowing into the page cache while a round runs, and the
-next round starts as soon as the previous one ends. With fsync "never", entries count as
-durable once written, and receipts go out at the end of the current loop iteration.
+Topics report appends with :meth:`GroupCommitter.appended`. The committer runs one round at a
+time on its own commit thread over every topic appended to since the last round began: the round
+writes what each ledger queued (the event loop never writes a segment file: a write can wait for
+the file system's journal for milliseconds) and, with fsync "always", fdatasyncs it; when it
+completes, each topic learns how far its ledger is durable and sends the receipts that covers.
+Appends keep being queued while a round runs, and the next round starts as soon as the previous
+one ends. With fsync "never", entries count as durable once written.
 
 A round costs two thread hops besides the fsync: the loop hands the round to the commit thread
 through a :class:`queue.SimpleQueue` (a lock release in C: the cheapest wake-up Python has), and
@@ -40,6 +41,9 @@ class SyncedLedger(Protocol):
     def sync(self) -> int:
         """Make every entry appended so far durable; returns the last entry id it covers."""
 
+    def flush(self) -> int:
+        """Write every entry appended so far (no fdatasync); returns the last entry id written."""
+
 
 class CommittedTopic(Protocol):
     """What the committer needs of a topic that appends entries (a persistent topic)."""
@@ -71,7 +75,6 @@ class GroupCommitter:
         self._fsync = fsync
         self._dirty: dict[int, CommittedTopic] = {}
         self._running = False
-        self._scheduled = False
         self.rounds = 0
         self.sync_seconds_total = 0.0
         self._idle: asyncio.Event = asyncio.Event()
@@ -94,21 +97,8 @@ class GroupCommitter:
         if self._oldest_append is None:
             self._oldest_append = time.monotonic()
         self._idle.clear()
-        if self._fsync:
-            if not self._running:
-                self._start_round()
-        elif not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon(self._complete_without_sync)
-
-    def _complete_without_sync(self) -> None:
-        self._scheduled = False
-        topics, self._dirty = list(self._dirty.values()), {}
-        self._report_append_latency(self._take_oldest_append())
-        for topic in topics:
-            if not topic.closed:
-                topic.on_durable(topic.ledger.last_entry_id)
-        self._idle.set()
+        if not self._running:
+            self._start_round()
 
     def _start_round(self) -> None:
         topics, self._dirty = list(self._dirty.values()), {}
@@ -124,7 +114,7 @@ class GroupCommitter:
         """(commit thread) Run each round handed over, and hand its outcome back to the loop."""
         while (job := self._rounds.get()) is not None:
             topics, oldest = job
-            results, elapsed = _sync_all(topics, self._sync_pool)
+            results, elapsed = _sync_all(topics, self._sync_pool, self._fsync)
             try:
                 self._loop.call_soon_threadsafe(self._round_done, topics, results, elapsed, oldest)
             except RuntimeError:  # the loop is closed: nobody waits for the outcome any more
@@ -187,13 +177,22 @@ def _sync_one(topic: CommittedTopic) -> int | BaseException:
         return exc
 
 
+def _flush_one(topic: CommittedTopic) -> int | BaseException:
+    try:
+        return topic.ledger.flush()
+    except BaseException as exc:  # reported on the loop, per topic
+        return exc
+
+
 def _sync_all(
-    topics: list[CommittedTopic], pool: ThreadPoolExecutor | None
+    topics: list[CommittedTopic], pool: ThreadPoolExecutor | None, fsync: bool = True
 ) -> tuple[list[int | BaseException], float]:
-    """Sync every topic of a round (through ``pool`` when there are several); the outcomes in order."""
+    """Write and (with ``fsync``) sync every topic of a round (through ``pool`` when there are
+    several); the outcomes in order."""
     start = time.perf_counter()
+    one = _sync_one if fsync else _flush_one
     if len(topics) == 1 or pool is None:
-        results = [_sync_one(topic) for topic in topics]
+        results = [one(topic) for topic in topics]
     else:
-        results = list(pool.map(_sync_one, topics))
+        results = list(pool.map(one, topics))
     return results, time.perf_counter() - start

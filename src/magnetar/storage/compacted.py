@@ -119,7 +119,9 @@ class CompactedWriter:
         """Start an empty compacted ledger in ``directory`` (whatever was there is removed)."""
         shutil.rmtree(directory, ignore_errors=True)
         self.directory = directory
-        self.ledger = ManagedLedger.open(directory, ledger_id, segment_max_bytes=segment_max_bytes, cache_max_bytes=0)
+        self.ledger = ManagedLedger.open(
+            directory, ledger_id, segment_max_bytes=segment_max_bytes, cache_max_bytes=0, write_behind=False
+        )
         self.records: list[IndexRecord] = []
 
     def add(self, entry_id: int, data: bytes, ack_set: list[int] | None) -> None:

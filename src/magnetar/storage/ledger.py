@@ -19,16 +19,19 @@ from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo
 from magnetar.storage.files import FileLayer, default_file_layer
 from magnetar.storage.health import storage_health
 from magnetar.storage.segment import (
+    MAX_RECORD_BYTES,
     RECORD_OVERHEAD,
     CorruptEntryError,
     EntryNotFoundError,
     Segment,
     StorageError,
     delete_segment_files,
-    parse_segment_file_name,
+    open_ledger_segments,
     remove_segment_directory,
     segment_file_name,
 )
+from magnetar.storage.tail_cache import TailCache
+from magnetar.storage.write_queue import WriteQueue
 
 __all__ = [
     "CacheBudget",
@@ -48,8 +51,6 @@ class LedgerFencedError(StorageError):
     """A sync of the ledger failed: it accepts no appends until :meth:`ManagedLedger.recover`."""
 
 DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
-#: a file in a ledger directory naming what the ledger belongs to (rebuilds lost metadata)
-LABEL_FILE = "LABEL"
 DEFAULT_CACHE_MAX_BYTES = 32 * 1024 * 1024
 
 
@@ -61,9 +62,10 @@ class ManagedLedger:
     """Append-only log of entries with consecutive ids, stored as segment files in a directory.
 
     Threading: ``append``, the reads, ``trim_before``, ``close`` and ``delete`` must be called from a
-    single thread (the event loop). ``sync`` may run concurrently in a worker thread, and the
-    reaper's jobs (deleting the files ``trim_before`` and ``delete`` let go, the final sync and close
-    of ``close``) in another.
+    single thread (the event loop). ``sync`` and ``flush`` may run concurrently in a worker thread
+    (they write what ``append`` queued, see :mod:`magnetar.storage.write_queue`), and the reaper's
+    jobs (deleting the files ``trim_before`` and ``delete`` let go, the final sync and close of
+    ``close``) in another.
     """
 
     def __init__(
@@ -76,32 +78,34 @@ class ManagedLedger:
         cache_budget: CacheBudget | None = None,
         files: FileLayer | None = None,
         reaper: Reaper | None = None,
+        write_behind: bool = True,
     ) -> None:
         """Wrap opened segments (the last one writable); use :meth:`ManagedLedger.open`."""
         self._files = files if files is not None else default_file_layer()
         self._reaper: Reaper = reaper if reaper is not None else _run_at_once
         #: the failed sync that fenced the ledger (None: appends are accepted)
         self._fenced: BaseException | None = None
-        self._cache_budget = cache_budget
         self._directory = directory
         self._ledger_id = ledger_id
         self._segment_max_bytes = segment_max_bytes
-        self._cache_max_bytes = cache_max_bytes
         self._segments = segments
         self._bases = [s.base_entry_id for s in segments]
         self._active = segments[-1]
         self._last_entry_id = self._active.next_entry_id - 1
         self._durable = self._last_entry_id
-        # Guards the state shared with sync(): _segments/_bases, _unsynced, _dir_dirty,
-        # _last_entry_id, _durable. Never held across I/O that can block for long.
+        #: the highest entry id written to its segment file (the rest waits in _queue)
+        self._written = self._last_entry_id
+        self._queue = WriteQueue()
+        self._write_behind = write_behind
+        # size and entry count of the active segment, queued records included (the loop's view)
+        self._active_bytes, self._active_count = self._active.size_bytes, self._active.entry_count
+        # Guards the state shared with sync(): _segments/_bases, _unsynced, _dir_dirty, _queue,
+        # _written, _last_entry_id, _durable. Never held across I/O that can block for long.
         self._lock = threading.Lock()
         self._sync_mutex = threading.Lock()
         self._unsynced: dict[int, Segment] = {}
         self._dir_dirty = False
-        # Tail cache of the most recent entries: contiguous ids [_cache_first, last].
-        self._cache: dict[int, tuple[bytes, int]] = {}
-        self._cache_first = self._last_entry_id + 1
-        self._cache_bytes = 0
+        self._cache = TailCache(cache_max_bytes, cache_budget, self._last_entry_id + 1)
         self._closed = False
 
     @classmethod
@@ -116,6 +120,7 @@ class ManagedLedger:
         files: FileLayer | None = None,
         label: str | None = None,
         reaper: Reaper | None = None,
+        write_behind: bool = True,
     ) -> ManagedLedger:
         """Open (creating if needed) the ledger stored in ``directory``.
 
@@ -125,7 +130,7 @@ class ManagedLedger:
         written next to the segments once, so that ``magnetar repair`` can rebuild lost metadata.
         ``reaper`` deletes the files of trimmed segments and of the deleted ledger, and runs the final
         sync and close of :meth:`close`, off this thread; an open waits for such a close of the same
-        directory.
+        directory. ``write_behind=False``: :meth:`append` writes at once (not only queues).
         """
         files = files if files is not None else default_file_layer()
         if segment_max_bytes <= 0:
@@ -134,29 +139,10 @@ class ManagedLedger:
             raise ValueError("cache_max_bytes must not be negative")
         directory = Path(directory)
         wait_for_pending_close(directory)  # what a closing ledger appended counts as durable once synced
-        directory.mkdir(parents=True, exist_ok=True)
-        bases = sorted(
-            base for name in os.listdir(directory) if (base := parse_segment_file_name(name)) is not None
+        segments = open_ledger_segments(directory, files, label)
+        return cls(
+            directory, ledger_id, segments, segment_max_bytes, cache_max_bytes, cache_budget, files, reaper, write_behind
         )
-        created = not bases
-        if created:
-            bases = [0]
-        segments: list[Segment] = []
-        try:
-            for base in bases[:-1]:
-                segments.append(Segment.open(directory / segment_file_name(base), base, writable=False, files=files))
-            last = bases[-1]
-            segments.append(Segment.open(directory / segment_file_name(last), last, writable=True, files=files))
-            if label is not None and not (directory / LABEL_FILE).exists():
-                (directory / LABEL_FILE).write_text(label)
-                created = True
-            if created:
-                files.sync_directory(directory)
-        except BaseException:
-            for segment in segments:
-                segment.close()
-            raise
-        return cls(directory, ledger_id, segments, segment_max_bytes, cache_max_bytes, cache_budget, files, reaper)
 
     @property
     def ledger_id(self) -> int:
@@ -191,8 +177,13 @@ class ManagedLedger:
 
     @property
     def size_bytes(self) -> int:
-        """Total size of the segment files."""
-        return sum(s.size_bytes for s in self._segments)
+        """Total size of the segment files, records not written yet included."""
+        with self._lock:
+            return sum(s.size_bytes for s in self._segments) + self._queue.bytes
+
+    def _size_of(self, segment: Segment) -> int:
+        """(holding _lock) The size of a segment's file once its queued records are written."""
+        return segment.size_bytes + self._queue.segment_bytes.get(segment.base_entry_id, 0)
 
     @property
     def entry_count(self) -> int:
@@ -215,36 +206,83 @@ class ManagedLedger:
         return self._fenced is not None
 
     def append(self, data: bytes | bytearray | memoryview, crc: int | None = None) -> int:
-        """Write one entry (not yet durable, see :meth:`sync`) and return its entry id.
+        """Queue one entry and return its entry id: the next :meth:`sync` (or :meth:`flush`) writes
+        it (a failure fences the ledger), the next :meth:`sync` makes it durable.
 
         ``crc`` is the CRC32C of ``data`` when the caller already knows it (it is
         trusted, not verified); it is computed otherwise.
         """
         self._check_open()
-        if self._fenced is not None:
-            raise LedgerFencedError(f"ledger {self._ledger_id} is fenced after a failed sync: {self._fenced}")
+        self._check_not_fenced()
         if crc is None:
             crc = crc32c(data)
-        size = memoryview(data).nbytes
+        elif not 0 <= crc <= 0xFFFFFFFF:
+            raise ValueError(f"crc {crc} is not an unsigned 32-bit value")
+        record = bytes(data)
+        size = len(record)
+        if size > MAX_RECORD_BYTES:
+            raise ValueError(f"entry of {size} bytes exceeds the {MAX_RECORD_BYTES} byte maximum")
         try:
             active = self._active
-            if active.entry_count > 0 and active.size_bytes + RECORD_OVERHEAD + size > self._segment_max_bytes:
+            if self._active_count > 0 and self._active_bytes + RECORD_OVERHEAD + size > self._segment_max_bytes:
                 active = self._roll()
-            entry_id = active.append(data, crc)
         except (OSError, StorageError) as exc:
             storage_health.write_failed(f"append to ledger {self._ledger_id}", exc)
             if isinstance(exc, StorageError):
                 raise
             raise StorageError(f"append to ledger {self._ledger_id} failed: {exc}") from exc
-        storage_health.write_succeeded()
+        entry_id = self._last_entry_id + 1
         with self._lock:
+            self._queue.add(active, entry_id, record, crc)
             self._last_entry_id = entry_id
-            self._unsynced[active.base_entry_id] = active
-        if self._cache_max_bytes > 0:
-            self._cache_put(entry_id, bytes(data), crc)
-        else:
-            self._cache_first = entry_id + 1
+        self._active_bytes += RECORD_OVERHEAD + size
+        self._active_count += 1
+        self._cache.put(entry_id, record, crc)
+        if not self._write_behind:
+            self.flush()
         return entry_id
+
+    def flush(self) -> int:
+        """Write every entry appended so far to its segment file, without fdatasync (fsync "never");
+        returns the last entry id written. A failed write fences the ledger, as a failed sync does."""
+        with self._sync_mutex:
+            self._check_not_fenced()
+            return self._write_queued()
+
+    def _write_queued(self) -> int:
+        """(holding _sync_mutex) Write the queued records, one writev per segment; the last entry id
+        written. A failure fences the ledger (LedgerFencedError) and cuts the file back."""
+        fds: list[int | None] = []
+        try:
+            with self._lock:
+                batches = self._queue.take()
+                # Duplicated descriptors stay valid even if delete/close closes the originals.
+                for segment, _, _ in batches:
+                    fds.append(None if segment.closed else self._files.dup(segment.fileno()))
+            for (segment, first, records), fd in zip(batches, fds, strict=True):
+                if fd is None:  # the ledger was deleted meanwhile
+                    continue
+                positions, end = segment.write_records(fd, records)
+                with self._lock:  # readers look at the index, then _written, then the queue
+                    segment.index_written(positions, end)
+                    self._written = max(self._written, first + len(records) - 1)
+                    self._queue.written(segment, first, records)
+                    if segment.base_entry_id >= self._bases[0]:  # not trimmed meanwhile
+                        self._unsynced[segment.base_entry_id] = segment
+        except (OSError, StorageError) as exc:
+            with self._lock:
+                self._fenced = exc
+            storage_health.write_failed(f"write to ledger {self._ledger_id}", exc)
+            storage_health.ledger_fenced()
+            raise LedgerFencedError(f"write to ledger {self._ledger_id} failed: {exc}") from exc
+        finally:
+            for fd in fds:
+                if fd is not None:
+                    self._files.close(fd)
+        if fds:
+            storage_health.write_succeeded()
+        with self._lock:
+            return self._written
 
     def sync(self) -> int:
         """Make every appended entry durable and return the last durable entry id.
@@ -257,10 +295,9 @@ class ManagedLedger:
         raises LedgerFencedError until :meth:`recover` cut it back to what is known durable.
         """
         with self._sync_mutex:
+            self._check_not_fenced()
+            target = self._write_queued()
             with self._lock:
-                if self._fenced is not None:
-                    raise LedgerFencedError(f"ledger {self._ledger_id} is fenced after a failed sync: {self._fenced}")
-                target = self._last_entry_id
                 pending = list(self._unsynced.values())
                 self._unsynced.clear()
                 dir_dirty, self._dir_dirty = self._dir_dirty, False
@@ -305,20 +342,18 @@ class ManagedLedger:
                 raise StorageError(f"ledger {self._ledger_id} cannot be recovered: {exc}") from exc
             with self._lock:
                 self._last_entry_id = keep - 1
+                self._written = min(self._written, keep - 1)
                 self._unsynced.clear()
                 self._fenced = None
             log.warning("ledger %d recovered: entries from %d on were not durable and were dropped", self._ledger_id, keep)
             return keep - 1
 
     def _cut_from(self, keep: int) -> None:
-        """Remove entries ``>= keep`` from the files (and the cache), syncing the result."""
-        while self._cache and self._cache_first + len(self._cache) - 1 >= keep:
-            last = self._cache_first + len(self._cache) - 1
-            data, _ = self._cache.pop(last)
-            self._cache_bytes -= len(data)
-            if self._cache_budget is not None:
-                self._cache_budget.used -= len(data)
-        self._cache_first = min(self._cache_first, keep)
+        """Remove entries ``>= keep`` from the files (and the cache and the write queue), syncing the
+        result."""
+        with self._lock:
+            self._queue.clear()
+        self._cache.cut_from(keep)
         removed = False
         while len(self._segments) > 1 and self._bases[-1] >= keep:
             with self._lock:
@@ -334,6 +369,7 @@ class ManagedLedger:
                 self._segments[-1] = last
         last.truncate(keep)
         self._active = last
+        self._active_bytes, self._active_count = last.size_bytes, last.entry_count
         if removed:
             self._files.sync_directory(self._directory)
 
@@ -341,7 +377,9 @@ class ManagedLedger:
         """Return one entry, from the tail cache when possible."""
         self._check_open()
         self._check_range(entry_id, entry_id)
-        cached = self._cache.get(entry_id)
+        cached = self._cache.entries.get(entry_id)
+        if cached is None and entry_id > self._written:
+            cached = self._queue.entries.get(entry_id)  # else written meanwhile
         if cached is not None:
             return Entry(entry_id, cached[0], cached[1])
         try:
@@ -363,9 +401,16 @@ class ManagedLedger:
         out: list[Entry] = []
         budget = max_bytes
         entry_id = first
+        written = self._written
         while entry_id <= last:
-            if entry_id >= self._cache_first:
-                data, crc = self._cache[entry_id]
+            if entry_id >= self._cache.first or entry_id > written:
+                record = self._cache.entries.get(entry_id) or self._queue.entries.get(entry_id)
+                if record is None:  # written meanwhile (it leaves the queue once indexed)
+                    if self._written < entry_id:
+                        raise self._lost(entry_id, entry_id)
+                    written = self._written
+                    continue
+                data, crc = record
                 if budget is not None:
                     if out and len(data) > budget:
                         break
@@ -375,7 +420,7 @@ class ManagedLedger:
                 continue
             index = bisect_right(self._bases, entry_id) - 1
             segment = self._segments[index]
-            chunk_last = min(last, self._cache_first - 1)
+            chunk_last = min(last, self._cache.first - 1, written)
             if index + 1 < len(self._bases):
                 chunk_last = min(chunk_last, self._bases[index + 1] - 1)
             try:
@@ -415,7 +460,9 @@ class ManagedLedger:
                 modified = os.stat(segment.path).st_mtime
             except OSError:
                 modified = time.time()
-            out.append(SegmentInfo(segment.base_entry_id, bases[i + 1] - 1, segment.size_bytes, modified))
+            with self._lock:
+                size = self._size_of(segment)
+            out.append(SegmentInfo(segment.base_entry_id, bases[i + 1] - 1, size, modified))
         return out
 
     def bytes_from(self, entry_id: int) -> int:
@@ -430,10 +477,12 @@ class ManagedLedger:
             if end <= entry_id:
                 continue
             start = bases[i]
+            with self._lock:
+                size = self._size_of(segment)
             if start >= entry_id:
-                total += segment.size_bytes
+                total += size
             elif end > start:
-                total += segment.size_bytes * (end - entry_id) // (end - start)
+                total += size * (end - entry_id) // (end - start)
         return total
 
     def trim_before(self, entry_id: int) -> int:
@@ -455,11 +504,14 @@ class ManagedLedger:
             del self._bases[:count]
             for segment in doomed:
                 self._unsynced.pop(segment.base_entry_id, None)
+            # records still queued for them go with them (a batch the commit thread took already is
+            # written through its own descriptor into the unlinked file)
+            dropped = dict(self._queue.segment_bytes)
+            self._queue.drop(doomed)
+            self._written = max(self._written, self._bases[0] - 1)
         new_first = self._bases[0]
-        while self._cache_first < new_first and self._cache_first in self._cache:
-            self._cache_evict_oldest()
-        self._cache_first = max(self._cache_first, new_first)
-        freed = sum(segment.size_bytes for segment in doomed)
+        self._cache.trim_before(new_first)
+        freed = sum(segment.size_bytes + dropped.get(segment.base_entry_id, 0) for segment in doomed)
         self._reaper(partial(delete_segment_files, doomed))
         return freed
 
@@ -471,7 +523,7 @@ class ManagedLedger:
         self._closed = True
         with self._lock:
             segments = list(self._segments)
-        self._cache_clear()
+        self._cache.clear()
         close_off_thread(self._directory, partial(self._sync_and_close, segments), self._reaper)
 
     def _sync_and_close(self, segments: list[Segment]) -> None:
@@ -488,9 +540,10 @@ class ManagedLedger:
         with self._lock:
             segments = list(self._segments)
             self._unsynced.clear()
+            self._queue.clear()
         if not self._closed:
             self._closed = True
-            self._cache_clear()
+            self._cache.clear()
         self._reaper(partial(remove_segment_directory, self._directory, segments))
 
     def __enter__(self) -> ManagedLedger:
@@ -521,6 +574,10 @@ class ManagedLedger:
                 f"{self.first_entry_id}..{self._last_entry_id}"
             )
 
+    def _check_not_fenced(self) -> None:
+        if self._fenced is not None:
+            raise LedgerFencedError(f"ledger {self._ledger_id} is fenced after a failed sync: {self._fenced}")
+
     def _lost(self, first: int, last: int) -> CorruptEntryError:
         """The error for entries in the stored range that their segment cannot index (damage)."""
         return CorruptEntryError(f"ledger {self._ledger_id}: entries {first}..{last} are lost to a damaged segment")
@@ -538,37 +595,5 @@ class ManagedLedger:
             self._bases.append(base)
             self._dir_dirty = True
         self._active = segment
+        self._active_bytes = self._active_count = 0
         return segment
-
-    def _cache_put(self, entry_id: int, data: bytes, crc: int) -> None:
-        self._cache[entry_id] = (data, crc)
-        self._cache_bytes += len(data)
-        budget = self._cache_budget
-        if budget is not None:
-            budget.used += len(data)
-            while (self._cache_bytes > self._cache_max_bytes or budget.used > budget.limit) and self._cache:
-                self._cache_evict_oldest()
-        else:
-            while self._cache_bytes > self._cache_max_bytes and self._cache:
-                self._cache_evict_oldest()
-
-    def _cache_evict_oldest(self) -> None:
-        data, _ = self._cache.pop(self._cache_first)
-        self._cache_bytes -= len(data)
-        if self._cache_budget is not None:
-            self._cache_budget.used -= len(data)
-        self._cache_first += 1
-
-    def _cache_clear(self) -> None:
-        if self._cache_budget is not None:
-            self._cache_budget.used -= self._cache_bytes
-        self._cache.clear()
-        self._cache_bytes = 0
-
-
-def read_ledger_label(directory: Path) -> str | None:
-    """The label a ledger was opened with (its topic name), or None."""
-    try:
-        return (Path(directory) / LABEL_FILE).read_text().strip() or None
-    except OSError:
-        return None

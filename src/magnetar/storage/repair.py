@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from magnetar.storage.ledger import ManagedLedger, read_ledger_label
+from magnetar.storage.ledger import ManagedLedger
 from magnetar.storage.metadata import DB_FILE_NAME, MetadataStore
-from magnetar.storage.segment import _scan, parse_segment_file_name
+from magnetar.storage.segment import _scan, parse_segment_file_name, read_ledger_label
 
 log = logging.getLogger("magnetar.storage.repair")
 

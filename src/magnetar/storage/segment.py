@@ -110,6 +110,25 @@ def _write_all(files: FileLayer, fd: int, header: bytes, data: bytes | bytearray
             written += n
 
 
+#: buffers per writev (the kernel's IOV_MAX)
+_IOV_MAX = 1024
+
+
+def _write_buffers(files: FileLayer, fd: int, buffers: list[bytes | memoryview]) -> None:
+    """Write ``buffers`` at the current file position, IOV_MAX at a time, retrying short writes."""
+    for i in range(0, len(buffers), _IOV_MAX):
+        chunk = buffers[i : i + _IOV_MAX]
+        total = sum(len(b) for b in chunk)
+        written = files.writev(fd, chunk)
+        if written < total:
+            rest = memoryview(b"".join(chunk))
+            while written < total:
+                n = files.write(fd, rest[written:])
+                if n <= 0:
+                    raise OSError(f"write made no progress ({written} of {total} bytes)")
+                written += n
+
+
 class Segment:
     """An append-only file of consecutive entries with an in-memory offset index.
 
@@ -249,6 +268,43 @@ class Segment:
         self._end = start + total
         self._file_size = self._end
         return self._base + len(offsets) - 1
+
+    def write_records(self, fd: int, records: list[tuple[bytes, int]]) -> tuple[list[int], int]:
+        """Write queued records at the end of the file through ``fd`` (a duplicate of its descriptor,
+        so that a close elsewhere cannot hand the number to another file: a segment trimmed or deleted
+        meanwhile takes them in its unlinked file); returns (their offsets, the new end) for
+        :meth:`index_written`. Sealed segments take the records queued before the seal.
+
+        On failure the file is cut back to where it ended and StorageError is raised.
+        """
+        start = pos = self._end
+        buffers: list[bytes | memoryview] = []
+        positions: list[int] = []
+        pack = RECORD_HEADER.pack
+        for data, crc in records:
+            size = len(data)
+            if size > MAX_RECORD_BYTES:
+                raise ValueError(f"entry of {size} bytes exceeds the {MAX_RECORD_BYTES} byte maximum")
+            buffers.append(pack(size, crc))
+            buffers.append(data)
+            positions.append(pos)
+            pos += RECORD_OVERHEAD + size
+        try:
+            _write_buffers(self._files, fd, buffers)
+        except OSError as exc:
+            try:
+                self._files.truncate(fd, start)
+                self._files.seek(fd, start)
+            except OSError:
+                logger.exception("segment %s: cannot roll back a failed write", self._path)
+            raise StorageError(f"write to {self._path} failed: {exc}") from exc
+        return positions, pos
+
+    def index_written(self, positions: list[int], end: int) -> None:
+        """Make the records :meth:`write_records` wrote readable (offsets first, then the end)."""
+        self._index().extend(positions)
+        self._end = end
+        self._file_size = end
 
     def sync(self) -> None:
         """Flush written data to stable storage (fdatasync)."""
@@ -409,3 +465,42 @@ def remove_segment_directory(directory: Path, segments: Sequence[Segment]) -> No
         except OSError as exc:
             logger.error("cannot close segment file %s: %s", segment.path, exc)
     shutil.rmtree(directory, ignore_errors=True)
+
+
+#: a file in a ledger directory naming what the ledger belongs to (rebuilds lost metadata)
+LABEL_FILE = "LABEL"
+
+
+def open_ledger_segments(directory: Path, files: FileLayer, label: str | None) -> list[Segment]:
+    """Open the segments of the ledger in ``directory`` (creating it, and a first empty segment, when
+    needed): the older ones read-only, the last one writable and recovered. ``label`` is written once
+    next to them (see :func:`read_ledger_label`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    bases = sorted(base for name in os.listdir(directory) if (base := parse_segment_file_name(name)) is not None)
+    created = not bases
+    if created:
+        bases = [0]
+    segments: list[Segment] = []
+    try:
+        for base in bases[:-1]:
+            segments.append(Segment.open(directory / segment_file_name(base), base, writable=False, files=files))
+        last = bases[-1]
+        segments.append(Segment.open(directory / segment_file_name(last), last, writable=True, files=files))
+        if label is not None and not (directory / LABEL_FILE).exists():
+            (directory / LABEL_FILE).write_text(label)
+            created = True
+        if created:
+            files.sync_directory(directory)
+    except BaseException:
+        for segment in segments:
+            segment.close()
+        raise
+    return segments
+
+
+def read_ledger_label(directory: Path) -> str | None:
+    """The label a ledger was opened with (its topic name), or None."""
+    try:
+        return (Path(directory) / LABEL_FILE).read_text().strip() or None
+    except OSError:
+        return None

@@ -1,0 +1,67 @@
+"""The tail cache of a managed ledger: its most recent entries, kept in memory for the readers."""
+
+from __future__ import annotations
+
+from magnetar.storage.entries import CacheBudget
+
+
+class TailCache:
+    """The entries with contiguous ids ``[first, last appended]``, bounded by a byte size of its own
+    and by a budget shared with other ledgers (oldest evicted first). Used on one thread."""
+
+    def __init__(self, max_bytes: int, budget: CacheBudget | None, first: int) -> None:
+        """An empty cache whose next entry will be ``first``."""
+        self.max_bytes = max_bytes
+        self.budget = budget
+        #: entry id -> (data, crc)
+        self.entries: dict[int, tuple[bytes, int]] = {}
+        #: the oldest entry id cached (the next one appended when empty)
+        self.first = first
+        #: data bytes cached
+        self.bytes = 0
+
+    def put(self, entry_id: int, data: bytes, crc: int) -> None:
+        """Add the entry appended after the last one cached (or skip it with a zero size)."""
+        if self.max_bytes <= 0:
+            self.first = entry_id + 1
+            return
+        self.entries[entry_id] = (data, crc)
+        self.bytes += len(data)
+        budget = self.budget
+        if budget is not None:
+            budget.used += len(data)
+            while (self.bytes > self.max_bytes or budget.used > budget.limit) and self.entries:
+                self.evict_oldest()
+        else:
+            while self.bytes > self.max_bytes and self.entries:
+                self.evict_oldest()
+
+    def evict_oldest(self) -> None:
+        """Drop the oldest entry cached."""
+        data, _ = self.entries.pop(self.first)
+        self._release(len(data))
+        self.first += 1
+
+    def cut_from(self, keep: int) -> None:
+        """Drop the entries ``>= keep`` (the ledger was cut back)."""
+        entries = self.entries
+        while entries and self.first + len(entries) - 1 >= keep:
+            data, _ = entries.pop(self.first + len(entries) - 1)
+            self._release(len(data))
+        self.first = min(self.first, keep)
+
+    def trim_before(self, new_first: int) -> None:
+        """Drop the entries ``< new_first`` (their segments were trimmed)."""
+        while self.first < new_first and self.first in self.entries:
+            self.evict_oldest()
+        self.first = max(self.first, new_first)
+
+    def clear(self) -> None:
+        """Drop everything (the ledger is closed)."""
+        self._release(self.bytes)
+        self.entries.clear()
+
+    def _release(self, size: int) -> None:
+        self.bytes -= size
+        if self.budget is not None:
+            self.budget.used -= size

@@ -132,10 +132,11 @@ class GroupCommitter:
         self, topics: list[CommittedTopic], results: list[int | BaseException], elapsed: float, oldest: float | None
     ) -> None:
         self._running = False
-        self.rounds += 1
-        self.sync_seconds_total += elapsed
-        if callable(self.on_round):
-            self.on_round(elapsed)
+        if self._fsync:  # with fsync never a round only writes: it is not a sync round
+            self.rounds += 1
+            self.sync_seconds_total += elapsed
+            if callable(self.on_round):
+                self.on_round(elapsed)
         self._report_append_latency(oldest)
         dirty = self._dirty
         for topic, outcome in zip(topics, results, strict=True):

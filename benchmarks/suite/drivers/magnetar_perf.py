@@ -98,6 +98,9 @@ def fanout(p: Params) -> dict[str, Any]:
     # perf's own clock (subscribed -> last message): the other drivers subscribe before their clock too,
     # and timing this process from outside would count an interpreter's start-up
     consumed = doc.get("consumed", {})
+    expected = p.count * p.subscriptions
+    if consumed.get("messages", 0) < expected:  # perf stopped early (e.g. a stalled run ended by the timeout)
+        raise RuntimeError(f"fan-out consumed {consumed.get('messages', 0)} of {expected} messages")
     return throughput(consumed.get("messages", 0), consumed.get("messages", 0) / consumed["msg_per_s"]
                       if consumed.get("msg_per_s") else 0.0,
                       produce_msg_per_s=fill.get("produced", {}).get("msg_per_s", 0.0),

@@ -10,8 +10,9 @@ Names load on first use (PEP 562): importing one submodule does not load its sib
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from magnetar.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from magnetar.broker.schemas.compatibility import (
@@ -74,16 +75,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import the module defining ``name`` on first use, and keep the name here."""
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The package's names, loaded or not."""
-    return sorted({*globals(), *_MODULES})
+__getattr__, __dir__ = lazy_names(__name__, _MODULES)

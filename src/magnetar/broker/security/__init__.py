@@ -14,8 +14,9 @@ topics, subscriptions or the admin layer.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from magnetar.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from magnetar.broker.security.authentication import (
@@ -84,10 +85,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _MODULES)

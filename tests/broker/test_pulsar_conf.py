@@ -153,6 +153,8 @@ def test_the_real_file_from_the_official_client_when_available() -> None:
          {"max_unacked_messages_per_subscription": 0, "subscription_expiration_minutes": 5}),
         ("managedLedgerMaxSizePerLedgerMbytes=2\ndispatcherMaxReadBatchSize=50\n",
          {"segment_max_bytes": 2 * 1024 * 1024, "dispatch_batch_entries": 50}),
+        ("managedLedgerMinLedgerRolloverTimeMinutes=0\nmanagedLedgerMaxLedgerRolloverTimeMinutes=60\n",
+         {"segment_min_rollover_minutes": 0, "segment_max_rollover_minutes": 60}),
     ],
 )
 def test_keys_map_to_magnetar_settings(text: str, expected: dict[str, object]) -> None:

@@ -22,6 +22,7 @@ T = TypeVar("T")
 #: settings of the lifecycle brokers: tiny segments, frequent checks, fast cursor persistence
 FAST_LIFECYCLE = {
     "MAGNETAR_SEGMENT_MAX_BYTES": "4096",
+    "MAGNETAR_SEGMENT_MIN_ROLLOVER_MINUTES": "0",
     "MAGNETAR_LIFECYCLE_CHECK_INTERVAL_SECONDS": "1",
     "MAGNETAR_CURSOR_PERSIST_DELAY_SECONDS": "0.2",
 }

@@ -289,7 +289,7 @@ def test_individual_and_batch_index_acks_survive_kill_9(
 def test_many_segments_across_restart_and_trimming(
     dedicated_broker: Callable[..., BrokerProcess], client_factory: Callable[[str], pulsar.Client]
 ) -> None:
-    env = {"MAGNETAR_SEGMENT_MAX_BYTES": "4096"}
+    env = {"MAGNETAR_SEGMENT_MAX_BYTES": "4096", "MAGNETAR_SEGMENT_MIN_ROLLOVER_MINUTES": "0"}
     broker = dedicated_broker(env=env)
     topic = "persistent://public/default/segments"
     client = client_factory(broker.service_url)

@@ -25,7 +25,8 @@ def lossy_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPro
     proc = BrokerProcess(
         tmp_path_factory.mktemp("lossy-broker") / "data",
         args=("--fsync", "never"),
-        env={"MAGNETAR_SEGMENT_MAX_BYTES": "4096", "MAGNETAR_LIFECYCLE_CHECK_INTERVAL_SECONDS": "1",
+        env={"MAGNETAR_SEGMENT_MAX_BYTES": "4096", "MAGNETAR_SEGMENT_MIN_ROLLOVER_MINUTES": "0",
+             "MAGNETAR_LIFECYCLE_CHECK_INTERVAL_SECONDS": "1",
              "MAGNETAR_CURSOR_PERSIST_DELAY_SECONDS": "0.1"},
     ).start()
     yield proc

@@ -66,8 +66,13 @@ class BrokerConfig:
     cursor_persist: Literal["commit", "delay"] = "commit"
     #: with ``cursor_persist = "delay"``, longest delay before an acknowledgement is persisted
     cursor_persist_delay_seconds: float = 1.0
-    #: a segment file rolls over past this size
+    #: a segment file rolls over past this size (Pulsar's managedLedgerMaxSizePerLedgerMbytes) ...
     segment_max_bytes: int = 64 * MiB
+    #: ... or once this old (managedLedgerMaxLedgerRolloverTimeMinutes; 0: no age limit) ...
+    segment_max_rollover_minutes: float = 240.0
+    #: ... but never sooner than this after it was started or its topic loaded
+    #: (managedLedgerMinLedgerRolloverTimeMinutes): a topic without subscriptions keeps that long
+    segment_min_rollover_minutes: float = 10.0
     #: recent entries kept in memory per topic for dispatch
     entry_cache_max_bytes: int = 16 * MiB
     #: all topics' entry caches together (a topic over the shared budget evicts its own oldest)
@@ -268,6 +273,9 @@ class BrokerConfig:
                 raise ConfigError(f"{name} must be positive")
         if self.segment_max_bytes < 4096:
             raise ConfigError("segment_max_bytes must be at least 4096")
+        for name in ("segment_min_rollover_minutes", "segment_max_rollover_minutes"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must not be negative")
         from magnetar.broker.schemas.compatibility import parse_strategy
 
         if parse_strategy(self.schema_compatibility_strategy) is None:

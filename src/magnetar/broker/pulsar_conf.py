@@ -220,6 +220,8 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "isSchemaValidationEnforced": ("schema_validation_enforced", _bool),
     "managedLedgerCacheSizeMB": ("entry_cache_total_bytes", _mebibytes),
     "managedLedgerMaxSizePerLedgerMbytes": ("segment_max_bytes", _mebibytes),
+    "managedLedgerMinLedgerRolloverTimeMinutes": ("segment_min_rollover_minutes", _non_negative),
+    "managedLedgerMaxLedgerRolloverTimeMinutes": ("segment_max_rollover_minutes", _non_negative),
     "dispatcherMaxReadBatchSize": ("dispatch_batch_entries", _positive),
     "brokerServiceCompactionThresholdInBytes": ("compaction_threshold_bytes", _non_negative),
 }

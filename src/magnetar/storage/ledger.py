@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
-import time
-from bisect import bisect_right
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -16,20 +13,20 @@ from crc32c import crc32c
 
 from magnetar.storage.closing import Reaper, close_off_thread, wait_for_pending_close
 from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo
+from magnetar.storage.entry_reader import EntryReader
 from magnetar.storage.files import FileLayer, default_file_layer
 from magnetar.storage.health import storage_health
 from magnetar.storage.segment import (
     MAX_RECORD_BYTES,
     RECORD_OVERHEAD,
-    CorruptEntryError,
     EntryNotFoundError,
     Segment,
     StorageError,
     delete_segment_files,
     open_ledger_segments,
     remove_segment_directory,
-    segment_file_name,
 )
+from magnetar.storage.segment_chain import DEFAULT_SEGMENT_MAX_BYTES, RolloverPolicy, SegmentChain
 from magnetar.storage.tail_cache import TailCache
 from magnetar.storage.write_queue import WriteQueue
 
@@ -40,6 +37,7 @@ __all__ = [
     "LedgerFencedError",
     "ManagedLedger",
     "Reaper",
+    "RolloverPolicy",
     "SegmentInfo",
     "StorageError",
 ]
@@ -50,7 +48,7 @@ log = logging.getLogger("magnetar.storage.ledger")
 class LedgerFencedError(StorageError):
     """A sync of the ledger failed: it accepts no appends until :meth:`ManagedLedger.recover`."""
 
-DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
+
 DEFAULT_CACHE_MAX_BYTES = 32 * 1024 * 1024
 
 
@@ -73,7 +71,7 @@ class ManagedLedger:
         directory: Path,
         ledger_id: int,
         segments: list[Segment],
-        segment_max_bytes: int,
+        rollover: RolloverPolicy,
         cache_max_bytes: int,
         cache_budget: CacheBudget | None = None,
         files: FileLayer | None = None,
@@ -87,25 +85,18 @@ class ManagedLedger:
         self._fenced: BaseException | None = None
         self._directory = directory
         self._ledger_id = ledger_id
-        self._segment_max_bytes = segment_max_bytes
-        self._segments = segments
-        self._bases = [s.base_entry_id for s in segments]
-        self._active = segments[-1]
-        self._last_entry_id = self._active.next_entry_id - 1
+        # Guards the state shared with sync(): the chain's segments, bases and written, _unsynced, the
+        # queue, _last_entry_id, _durable. Never held across I/O that can block for long.
+        self._lock = threading.Lock()
+        self._chain = SegmentChain(directory, segments, rollover, self._files, self._lock)
+        self._last_entry_id = segments[-1].next_entry_id - 1
         self._durable = self._last_entry_id
-        #: the highest entry id written to its segment file (the rest waits in _queue)
-        self._written = self._last_entry_id
         self._queue = WriteQueue()
         self._write_behind = write_behind
-        # size and entry count of the active segment, queued records included (the loop's view)
-        self._active_bytes, self._active_count = self._active.size_bytes, self._active.entry_count
-        # Guards the state shared with sync(): _segments/_bases, _unsynced, _dir_dirty, _queue,
-        # _written, _last_entry_id, _durable. Never held across I/O that can block for long.
-        self._lock = threading.Lock()
         self._sync_mutex = threading.Lock()
         self._unsynced: dict[int, Segment] = {}
-        self._dir_dirty = False
         self._cache = TailCache(cache_max_bytes, cache_budget, self._last_entry_id + 1)
+        self._reader = EntryReader(ledger_id, self._chain, self._cache, self._queue)
         self._closed = False
 
     @classmethod
@@ -115,6 +106,8 @@ class ManagedLedger:
         ledger_id: int,
         *,
         segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
+        min_rollover_seconds: float = 0.0,
+        max_rollover_seconds: float = 0.0,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
         cache_budget: CacheBudget | None = None,
         files: FileLayer | None = None,
@@ -131,18 +124,20 @@ class ManagedLedger:
         ``reaper`` deletes the files of trimmed segments and of the deleted ledger, and runs the final
         sync and close of :meth:`close`, off this thread; an open waits for such a close of the same
         directory. ``write_behind=False``: :meth:`append` writes at once (not only queues).
+
+        The active segment rolls over when the next entry would take it past ``segment_max_bytes``, or
+        at a :meth:`roll_if_due` once full or ``max_rollover_seconds`` old (0: no age limit), but never
+        sooner than ``min_rollover_seconds`` after it was started (or the ledger opened): Pulsar's
+        ledger roll-over, see :mod:`magnetar.storage.segment_chain`.
         """
         files = files if files is not None else default_file_layer()
-        if segment_max_bytes <= 0:
-            raise ValueError("segment_max_bytes must be positive")
+        rollover = RolloverPolicy(segment_max_bytes, max_rollover_seconds, min_rollover_seconds)
         if cache_max_bytes < 0:
             raise ValueError("cache_max_bytes must not be negative")
         directory = Path(directory)
         wait_for_pending_close(directory)  # what a closing ledger appended counts as durable once synced
         segments = open_ledger_segments(directory, files, label)
-        return cls(
-            directory, ledger_id, segments, segment_max_bytes, cache_max_bytes, cache_budget, files, reaper, write_behind
-        )
+        return cls(directory, ledger_id, segments, rollover, cache_max_bytes, cache_budget, files, reaper, write_behind)
 
     @property
     def ledger_id(self) -> int:
@@ -157,7 +152,7 @@ class ManagedLedger:
     @property
     def first_entry_id(self) -> int:
         """Oldest entry id still stored; equals ``next_entry_id`` when the ledger is empty."""
-        return self._bases[0]
+        return self._chain.bases[0]
 
     @property
     def last_entry_id(self) -> int:
@@ -179,7 +174,7 @@ class ManagedLedger:
     def size_bytes(self) -> int:
         """Total size of the segment files, records not written yet included."""
         with self._lock:
-            return sum(s.size_bytes for s in self._segments) + self._queue.bytes
+            return sum(s.size_bytes for s in self._chain.segments) + self._queue.bytes
 
     def _size_of(self, segment: Segment) -> int:
         """(holding _lock) The size of a segment's file once its queued records are written."""
@@ -193,7 +188,7 @@ class ManagedLedger:
     @property
     def segment_count(self) -> int:
         """Number of segment files."""
-        return len(self._segments)
+        return len(self._chain.segments)
 
     @property
     def closed(self) -> bool:
@@ -222,25 +217,39 @@ class ManagedLedger:
         size = len(record)
         if size > MAX_RECORD_BYTES:
             raise ValueError(f"entry of {size} bytes exceeds the {MAX_RECORD_BYTES} byte maximum")
-        try:
-            active = self._active
-            if self._active_count > 0 and self._active_bytes + RECORD_OVERHEAD + size > self._segment_max_bytes:
-                active = self._roll()
-        except (OSError, StorageError) as exc:
-            storage_health.write_failed(f"append to ledger {self._ledger_id}", exc)
-            if isinstance(exc, StorageError):
-                raise
-            raise StorageError(f"append to ledger {self._ledger_id} failed: {exc}") from exc
+        chain = self._chain
+        if chain.active_bytes + RECORD_OVERHEAD + size > chain.max_bytes and chain.roll_due(RECORD_OVERHEAD + size):
+            self._roll()
         entry_id = self._last_entry_id + 1
         with self._lock:
-            self._queue.add(active, entry_id, record, crc)
+            self._queue.add(chain.active, entry_id, record, crc)
             self._last_entry_id = entry_id
-        self._active_bytes += RECORD_OVERHEAD + size
-        self._active_count += 1
+        chain.active_bytes += RECORD_OVERHEAD + size
+        chain.active_count += 1
         self._cache.put(entry_id, record, crc)
         if not self._write_behind:
             self.flush()
         return entry_id
+
+    def roll_if_due(self) -> bool:
+        """Roll the active segment over if it holds entries, is full or past its maximum age, and is
+        past its minimum age (Pulsar's periodic roll-over check); returns whether it rolled. A fenced
+        ledger does not roll (it takes no appends either)."""
+        self._check_open()
+        if self._fenced is not None or not self._chain.roll_due(0):
+            return False
+        self._roll()
+        return True
+
+    def _roll(self) -> None:
+        """Seal the active segment and start a new one at the next entry id."""
+        try:
+            self._chain.roll(self._last_entry_id + 1)
+        except (OSError, StorageError) as exc:
+            storage_health.write_failed(f"roll-over of ledger {self._ledger_id}", exc)
+            if isinstance(exc, StorageError):
+                raise
+            raise StorageError(f"roll-over of ledger {self._ledger_id} failed: {exc}") from exc
 
     def flush(self) -> int:
         """Write every entry appended so far to its segment file, without fdatasync (fsync "never");
@@ -253,6 +262,7 @@ class ManagedLedger:
         """(holding _sync_mutex) Write the queued records, one writev per segment; the last entry id
         written. A failure fences the ledger (LedgerFencedError) and cuts the file back."""
         fds: list[int | None] = []
+        chain = self._chain
         try:
             with self._lock:
                 batches = self._queue.take()
@@ -263,11 +273,11 @@ class ManagedLedger:
                 if fd is None:  # the ledger was deleted meanwhile
                     continue
                 positions, end = segment.write_records(fd, records)
-                with self._lock:  # readers look at the index, then _written, then the queue
+                with self._lock:  # readers look at the index, then chain.written, then the queue
                     segment.index_written(positions, end)
-                    self._written = max(self._written, first + len(records) - 1)
+                    chain.written = max(chain.written, first + len(records) - 1)
                     self._queue.written(segment, first, records)
-                    if segment.base_entry_id >= self._bases[0]:  # not trimmed meanwhile
+                    if segment.base_entry_id >= chain.bases[0]:  # not trimmed meanwhile
                         self._unsynced[segment.base_entry_id] = segment
         except (OSError, StorageError) as exc:
             with self._lock:
@@ -282,7 +292,7 @@ class ManagedLedger:
         if fds:
             storage_health.write_succeeded()
         with self._lock:
-            return self._written
+            return self._chain.written
 
     def sync(self) -> int:
         """Make every appended entry durable and return the last durable entry id.
@@ -300,7 +310,7 @@ class ManagedLedger:
             with self._lock:
                 pending = list(self._unsynced.values())
                 self._unsynced.clear()
-                dir_dirty, self._dir_dirty = self._dir_dirty, False
+                dir_dirty, self._chain.dir_dirty = self._chain.dir_dirty, False
                 # Duplicated descriptors stay valid even if trim/close closes the originals.
                 fds = [self._files.dup(s.fileno()) for s in pending if not s.closed]
             try:
@@ -342,7 +352,7 @@ class ManagedLedger:
                 raise StorageError(f"ledger {self._ledger_id} cannot be recovered: {exc}") from exc
             with self._lock:
                 self._last_entry_id = keep - 1
-                self._written = min(self._written, keep - 1)
+                self._chain.written = min(self._chain.written, keep - 1)
                 self._unsynced.clear()
                 self._fenced = None
             log.warning("ledger %d recovered: entries from %d on were not durable and were dropped", self._ledger_id, keep)
@@ -354,39 +364,13 @@ class ManagedLedger:
         with self._lock:
             self._queue.clear()
         self._cache.cut_from(keep)
-        removed = False
-        while len(self._segments) > 1 and self._bases[-1] >= keep:
-            with self._lock:
-                segment = self._segments.pop()
-                self._bases.pop()
-            segment.delete()
-            removed = True
-        last = self._segments[-1]
-        if not last.writable:
-            last.close()
-            last = Segment.open(last.path, last.base_entry_id, writable=True, files=self._files)
-            with self._lock:
-                self._segments[-1] = last
-        last.truncate(keep)
-        self._active = last
-        self._active_bytes, self._active_count = last.size_bytes, last.entry_count
-        if removed:
-            self._files.sync_directory(self._directory)
+        self._chain.cut_from(keep)
 
     def read(self, entry_id: int) -> Entry:
         """Return one entry, from the tail cache when possible."""
         self._check_open()
         self._check_range(entry_id, entry_id)
-        cached = self._cache.entries.get(entry_id)
-        if cached is None and entry_id > self._written:
-            cached = self._queue.entries.get(entry_id)  # else written meanwhile
-        if cached is not None:
-            return Entry(entry_id, cached[0], cached[1])
-        try:
-            data, crc = self._segment_for(entry_id).read(entry_id)
-        except EntryNotFoundError as exc:
-            raise self._lost(entry_id, entry_id) from exc
-        return Entry(entry_id, data, crc)
+        return self._reader.read(entry_id)
 
     def read_range(self, first: int, last: int, max_bytes: int | None = None) -> list[Entry]:
         """Return entries ``first..last`` inclusive (empty when ``last < first``).
@@ -398,92 +382,27 @@ class ManagedLedger:
         if last < first:
             return []
         self._check_range(first, last)
-        out: list[Entry] = []
-        budget = max_bytes
-        entry_id = first
-        written = self._written
-        while entry_id <= last:
-            if entry_id >= self._cache.first or entry_id > written:
-                record = self._cache.entries.get(entry_id) or self._queue.entries.get(entry_id)
-                if record is None:  # written meanwhile (it leaves the queue once indexed)
-                    if self._written < entry_id:
-                        raise self._lost(entry_id, entry_id)
-                    written = self._written
-                    continue
-                data, crc = record
-                if budget is not None:
-                    if out and len(data) > budget:
-                        break
-                    budget -= len(data)
-                out.append(Entry(entry_id, data, crc))
-                entry_id += 1
-                continue
-            index = bisect_right(self._bases, entry_id) - 1
-            segment = self._segments[index]
-            chunk_last = min(last, self._cache.first - 1, written)
-            if index + 1 < len(self._bases):
-                chunk_last = min(chunk_last, self._bases[index + 1] - 1)
-            try:
-                chunk = segment.read_many(entry_id, chunk_last, budget, at_least_one=not out)
-            except EntryNotFoundError as exc:
-                raise self._lost(entry_id, chunk_last) from exc
-            for data, crc in chunk:
-                out.append(Entry(entry_id, data, crc))
-                entry_id += 1
-                if budget is not None:
-                    budget -= len(data)
-            if entry_id <= chunk_last:
-                break
-        return out
+        return self._reader.read_range(first, last, max_bytes)
 
     def read_intact(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` like :meth:`read_range`, leaving out the ones damaged on disk (for
         rebuilding state from the log: one damaged entry must not stop a topic from loading)."""
-        try:
-            return self.read_range(first, last)
-        except CorruptEntryError:
-            out = []
-            for entry_id in range(first, last + 1):
-                try:
-                    out.append(self.read(entry_id))
-                except CorruptEntryError as exc:
-                    log.error("ledger %d: entry %d left out, damaged on disk: %s", self._ledger_id, entry_id, exc)
-            return out
+        self._check_open()
+        if last < first:
+            return []
+        self._check_range(first, last)
+        return self._reader.read_intact(first, last)
 
     def sealed_segments(self) -> list[SegmentInfo]:
         """Every segment but the active one, oldest first (what trimming may delete)."""
         self._check_open()
-        out = []
-        bases = self._bases
-        for i, segment in enumerate(self._segments[:-1]):
-            try:
-                modified = os.stat(segment.path).st_mtime
-            except OSError:
-                modified = time.time()
-            with self._lock:
-                size = self._size_of(segment)
-            out.append(SegmentInfo(segment.base_entry_id, bases[i + 1] - 1, size, modified))
-        return out
+        return self._chain.sealed_infos(self._size_of)
 
     def bytes_from(self, entry_id: int) -> int:
         """Approximate bytes stored for entries ``>= entry_id`` (whole segments, plus a pro-rata share
         of the segment holding ``entry_id``)."""
         self._check_open()
-        total = 0
-        bases = self._bases
-        next_id = self.next_entry_id
-        for i, segment in enumerate(self._segments):
-            end = bases[i + 1] if i + 1 < len(bases) else next_id
-            if end <= entry_id:
-                continue
-            start = bases[i]
-            with self._lock:
-                size = self._size_of(segment)
-            if start >= entry_id:
-                total += size
-            elif end > start:
-                total += size * (end - entry_id) // (end - start)
-        return total
+        return self._chain.bytes_from(entry_id, self.next_entry_id, self._size_of)
 
     def trim_before(self, entry_id: int) -> int:
         """Delete whole segments whose entries are all ``< entry_id`` (never the active one).
@@ -493,23 +412,19 @@ class ManagedLedger:
         lower, below every cursor), and the next trim deletes them again.
         """
         self._check_open()
-        count = 0
-        while count + 1 < len(self._bases) and self._bases[count + 1] <= entry_id:
-            count += 1
+        count = self._chain.sealed_before(entry_id)
         if count == 0:
             return 0
         with self._lock:
-            doomed = self._segments[:count]
-            del self._segments[:count]
-            del self._bases[:count]
+            doomed = self._chain.drop_oldest(count)
             for segment in doomed:
                 self._unsynced.pop(segment.base_entry_id, None)
             # records still queued for them go with them (a batch the commit thread took already is
             # written through its own descriptor into the unlinked file)
             dropped = dict(self._queue.segment_bytes)
             self._queue.drop(doomed)
-            self._written = max(self._written, self._bases[0] - 1)
-        new_first = self._bases[0]
+            self._chain.written = max(self._chain.written, self._chain.bases[0] - 1)
+        new_first = self._chain.bases[0]
         self._cache.trim_before(new_first)
         freed = sum(segment.size_bytes + dropped.get(segment.base_entry_id, 0) for segment in doomed)
         self._reaper(partial(delete_segment_files, doomed))
@@ -522,7 +437,7 @@ class ManagedLedger:
             return
         self._closed = True
         with self._lock:
-            segments = list(self._segments)
+            segments = list(self._chain.segments)
         self._cache.clear()
         close_off_thread(self._directory, partial(self._sync_and_close, segments), self._reaper)
 
@@ -538,7 +453,7 @@ class ManagedLedger:
     def delete(self) -> None:
         """Close the ledger and remove its directory with every segment (through the reaper)."""
         with self._lock:
-            segments = list(self._segments)
+            segments = list(self._chain.segments)
             self._unsynced.clear()
             self._queue.clear()
         if not self._closed:
@@ -560,7 +475,7 @@ class ManagedLedger:
     def __repr__(self) -> str:
         return (
             f"ManagedLedger(id={self._ledger_id}, entries={self.first_entry_id}..{self._last_entry_id}, "
-            f"segments={len(self._segments)})"
+            f"segments={len(self._chain.segments)})"
         )
 
     def _check_open(self) -> None:
@@ -578,22 +493,4 @@ class ManagedLedger:
         if self._fenced is not None:
             raise LedgerFencedError(f"ledger {self._ledger_id} is fenced after a failed sync: {self._fenced}")
 
-    def _lost(self, first: int, last: int) -> CorruptEntryError:
-        """The error for entries in the stored range that their segment cannot index (damage)."""
-        return CorruptEntryError(f"ledger {self._ledger_id}: entries {first}..{last} are lost to a damaged segment")
 
-    def _segment_for(self, entry_id: int) -> Segment:
-        return self._segments[bisect_right(self._bases, entry_id) - 1]
-
-    def _roll(self) -> Segment:
-        """Seal the active segment and start a new one at the next entry id."""
-        base = self._last_entry_id + 1
-        segment = Segment.open(self._directory / segment_file_name(base), base, writable=True, files=self._files)
-        self._active.seal()
-        with self._lock:
-            self._segments.append(segment)
-            self._bases.append(base)
-            self._dir_dirty = True
-        self._active = segment
-        self._active_bytes = self._active_count = 0
-        return segment

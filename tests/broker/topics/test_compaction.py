@@ -417,7 +417,7 @@ def test_retention_keeps_what_compaction_has_not_read(tmp_path: Path) -> None:
         assert got[:5] == [(95 + i, f"k{i}", b"x" * 200 + b"%d" % (95 + i)) for i in range(5)]
         assert len(got) == 105
 
-    run(tmp_path, body, segment_max_bytes=4096)
+    run(tmp_path, body, segment_max_bytes=4096, segment_min_rollover_minutes=0)
 
 
 def test_size_threshold_policy_triggers_compaction(tmp_path: Path) -> None:

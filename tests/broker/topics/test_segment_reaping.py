@@ -52,7 +52,8 @@ def _loaded_topic(service: BrokerService, files: SlowCloseFiles) -> tuple[Persis
 
 def _run(tmp_path: Path, body: Callable[[BrokerService, SlowCloseFiles], Awaitable[None]]) -> None:
     async def main() -> None:
-        service = BrokerService(BrokerConfig(data_dir=tmp_path, fsync="never", segment_max_bytes=4096))
+        config = BrokerConfig(data_dir=tmp_path, fsync="never", segment_max_bytes=4096, segment_min_rollover_minutes=0)
+        service = BrokerService(config)
         await service.start()
         try:
             await body(service, files)

@@ -67,6 +67,7 @@ def trim(topic: Topic, now: float | None = None) -> int:
     limit of -1 never applies. Returns the bytes freed.
     """
     now = time.time() if now is None else now
+    topic.ledger.roll_if_due()
     ack_position = topic.trim_position()
     policies = topic.policies
     minutes, size_mb = policies.retention_minutes, policies.retention_mb

@@ -1,0 +1,112 @@
+"""Where a managed ledger's reads find an entry: its tail cache, its write queue or its segment files.
+
+An appended entry is in the write queue until the commit thread has written it (see
+:mod:`magnetar.storage.write_queue`), in the tail cache while it is recent, and in its segment file
+once written. The commit thread writes concurrently with reads, so a read that misses the queue
+looks again at what was written meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from magnetar.storage.entries import Entry
+from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError
+from magnetar.storage.segment_chain import SegmentChain
+from magnetar.storage.tail_cache import TailCache
+from magnetar.storage.write_queue import WriteQueue
+
+log = logging.getLogger("magnetar.storage.ledger")
+
+
+class EntryReader:
+    """Reads the stored entries of one ledger from whichever of its cache, write queue and segment
+    files holds them. The ledger checks that the ids asked for are in its stored range."""
+
+    def __init__(
+        self,
+        ledger_id: int,
+        chain: SegmentChain,
+        cache: TailCache,
+        queue: WriteQueue,
+    ) -> None:
+        """Read the entries of ledger ``ledger_id``: up to ``chain.written`` from its segment files, the
+        ones above in ``queue`` (and the recent ones in ``cache``)."""
+        self._ledger_id = ledger_id
+        self._chain = chain
+        self._cache = cache
+        self._queue = queue
+
+    def read(self, entry_id: int) -> Entry:
+        """One entry, from the tail cache when possible."""
+        cached = self._cache.entries.get(entry_id)
+        if cached is None and entry_id > self._chain.written:
+            cached = self._queue.entries.get(entry_id)  # else written meanwhile
+        if cached is not None:
+            return Entry(entry_id, cached[0], cached[1])
+        try:
+            data, crc = self._chain.segment_for(entry_id).read(entry_id)
+        except EntryNotFoundError as exc:
+            raise self.lost(entry_id, entry_id) from exc
+        return Entry(entry_id, data, crc)
+
+    def read_range(self, first: int, last: int, max_bytes: int | None) -> list[Entry]:
+        """Entries ``first..last`` inclusive; with ``max_bytes``, stops before the entry that would take
+        the total data size over it, but returns at least one."""
+        out: list[Entry] = []
+        budget = max_bytes
+        entry_id = first
+        cache, queue, chain = self._cache, self._queue, self._chain
+        written = chain.written
+        bases = chain.bases
+        while entry_id <= last:
+            if entry_id >= cache.first or entry_id > written:
+                record = cache.entries.get(entry_id) or queue.entries.get(entry_id)
+                if record is None:  # written meanwhile (it leaves the queue once indexed)
+                    if chain.written < entry_id:
+                        raise self.lost(entry_id, entry_id)
+                    written = chain.written
+                    continue
+                data, crc = record
+                if budget is not None:
+                    if out and len(data) > budget:
+                        break
+                    budget -= len(data)
+                out.append(Entry(entry_id, data, crc))
+                entry_id += 1
+                continue
+            index = chain.index_of(entry_id)
+            segment = chain.segments[index]
+            chunk_last = min(last, cache.first - 1, written)
+            if index + 1 < len(bases):
+                chunk_last = min(chunk_last, bases[index + 1] - 1)
+            try:
+                chunk = segment.read_many(entry_id, chunk_last, budget, at_least_one=not out)
+            except EntryNotFoundError as exc:
+                raise self.lost(entry_id, chunk_last) from exc
+            for data, crc in chunk:
+                out.append(Entry(entry_id, data, crc))
+                entry_id += 1
+                if budget is not None:
+                    budget -= len(data)
+            if entry_id <= chunk_last:
+                break
+        return out
+
+    def read_intact(self, first: int, last: int) -> list[Entry]:
+        """Entries ``first..last``, leaving out the ones damaged on disk (for rebuilding state from the
+        log: one damaged entry must not stop a topic from loading)."""
+        try:
+            return self.read_range(first, last, None)
+        except CorruptEntryError:
+            out = []
+            for entry_id in range(first, last + 1):
+                try:
+                    out.append(self.read(entry_id))
+                except CorruptEntryError as exc:
+                    log.error("ledger %d: entry %d left out, damaged on disk: %s", self._ledger_id, entry_id, exc)
+            return out
+
+    def lost(self, first: int, last: int) -> CorruptEntryError:
+        """The error for entries in the stored range that their segment cannot index (damage)."""
+        return CorruptEntryError(f"ledger {self._ledger_id}: entries {first}..{last} are lost to a damaged segment")

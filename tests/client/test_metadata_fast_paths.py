@@ -16,7 +16,8 @@ from magnetar.client.batch_messages import split_batch
 from magnetar.client.message import Message
 from magnetar.client.opening import EntryOpening
 from magnetar.protocol.enums import CommandType, CompressionType
-from magnetar.protocol.framing import FrameDecoder, MessageFrame, encode_payload_command
+from magnetar.protocol.framing import FrameDecoder, encode_payload_command
+from magnetar.protocol.message_frame import MessageFrame
 from magnetar.protocol.schema import BaseCommand, KeyValue, MessageMetadata, SingleMessageMetadata
 
 U32 = struct.Struct(">I")

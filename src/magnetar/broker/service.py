@@ -1,7 +1,9 @@
 """The broker service: topic registry, metadata, group commit and background work.
 
 One asyncio loop owns every piece of broker state; only fsync and the metadata store's
-cursor writes run in worker threads, and their results come back to the loop.
+cursor writes run in worker threads, and their results come back to the loop. What the broker
+knows of names and namespaces is its base, :class:`~magnetar.broker.topic_directory.TopicDirectory`;
+cursors are persisted by :class:`~magnetar.broker.cursor_persistence.CursorPersistence`.
 The modules needed only once a topic exists (topics, subscriptions, compaction, policy resolution,
 lifecycle) load with the first topic: a broker answers its first CONNECT without them.
 """
@@ -9,7 +11,6 @@ lifecycle) load with the first topic: a broker answers its first CONNECT without
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import shutil
@@ -22,13 +23,14 @@ from typing import TYPE_CHECKING, cast
 from magnetar import __version__
 from magnetar.broker.commit import GroupCommitter
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.cursor_persistence import CursorPersistence
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.schemas.topics import TopicSchemas
-from magnetar.protocol.enums import ServerError, TopicsMode
-from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
-from magnetar.storage.health import storage_health
+from magnetar.broker.topic_directory import TopicDirectory
+from magnetar.protocol.enums import ServerError
+from magnetar.protocol.topic_name import TopicName
 from magnetar.storage.ledger import CacheBudget
-from magnetar.storage.managed_cursor import CursorStore, ManagedCursor
+from magnetar.storage.managed_cursor import ManagedCursor
 from magnetar.storage.metadata import MetadataStore
 from magnetar.storage.repair import metadata_problem, repair_data_dir
 
@@ -49,21 +51,16 @@ SERVER_VERSION = f"magnetar-{__version__}"
 _COMPACTION_STATUS_PREFIX = "compaction-status/"
 
 
-def _dedup_key(topic: str) -> str:
-    return f"dedup/{topic}"
-
-
 def _terminated_key(topic: str) -> str:
     return f"terminated/{topic}"
 
 
-class BrokerService:
+class BrokerService(TopicDirectory):
     """Everything a standalone broker holds, independent of listeners and sockets."""
 
     def __init__(self, config: BrokerConfig) -> None:
-        self.config = config
+        super().__init__(config)
         self.instance_id = os.getpid() % 100000
-        self.topics: dict[str, Topic] = {}
         self.connections: set[ClientSession] = set()
         #: connections not read from until storage catches up with their publishes
         self.paused_connections: set[ClientSession] = set()
@@ -71,22 +68,17 @@ class BrokerService:
         self.pending_publish_bytes = 0
         #: shared by every topic's entry cache
         self.cache_budget = CacheBudget(config.entry_cache_total_bytes)
-        self.metadata: MetadataStore | None = None
         #: the schema registry and the schema rules of topics (set in start())
         self.schemas: TopicSchemas
         self.committer: GroupCommitter
-        self._meta_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-meta")
         # Closes and unlinks the files of trimmed segments and deleted ledgers (tens of ms per 64 MiB
         # segment on ext4). One worker: files go oldest first, so a crash never leaves a hole.
         self._reap_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-reap")
-        #: the durable cursors and their batched persistence (set in start())
-        self.cursors: CursorStore
+        #: the durable cursors and their persistence (set in start())
+        self.persistence: CursorPersistence
         self._tasks: list[asyncio.Task] = []
         #: ledger ids of non-persistent topics count down from the top, away from stored ones
         self._non_persistent_ids = 0
-        self._flush_lock = asyncio.Lock()
-        #: the task persisting changed cursors round after round (acknowledgements at commit cadence)
-        self._cursor_rounds_task: asyncio.Task | None = None
         self._compactor: Compactor | None = None
         self.started_at = time.time()
         self.running = False
@@ -110,13 +102,11 @@ class BrokerService:
             self._ensure_secured_defaults()
         else:
             self.metadata.ensure_defaults()
-        self.cursors = CursorStore(self.metadata)
-        if self.config.cursor_persist == "commit":
-            self.cursors.on_pending = self._cursors_pending
+        self.persistence = CursorPersistence(self.config, self.metadata, self.topics, self.maybe_trim)
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
         self.committer = GroupCommitter(loop, fsync=self.config.fsync == "always")
-        self._tasks.append(asyncio.create_task(self._cursor_flush_loop(), name="cursor-flush"))
+        self.persistence.start()
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="lifecycle"))
         self.running = True
@@ -144,9 +134,8 @@ class BrokerService:
         self.running = False
         for task in self._tasks:
             task.cancel()
+        await self.persistence.stop()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._cursor_rounds_task is not None:
-            await asyncio.gather(self._cursor_rounds_task, return_exceptions=True)
         if self._compactor is not None:
             await self._compactor.stop()
         await self.committer.drain()
@@ -154,14 +143,14 @@ class BrokerService:
             if topic.persistent:
                 for sub in topic.subscriptions.values():
                     sub.cursor.mark_dirty()
-        await self.flush_cursors()
+        await self.persistence.flush()
         for topic in list(self.topics.values()):
             topic.close()
         self.topics.clear()
         assert self.metadata is not None
         self.metadata.close()
         self.committer.close()
-        self._meta_executor.shutdown(wait=True)
+        self.persistence.close()
         self._reap_executor.shutdown(wait=True)
 
     @property
@@ -204,81 +193,6 @@ class BrokerService:
         if self.metadata.get_cluster("standalone") is None:
             self.metadata.create_cluster("standalone", {})
 
-    def tenant_info(self, tenant: str) -> dict | None:
-        """A tenant's stored TenantInfo (``adminRoles``), read afresh for authorization."""
-        return self.metadata.get_tenant(tenant) if self.metadata is not None else None
-
-    def namespace_policies(self, namespace: str) -> dict | None:
-        """A namespace's stored policies (``auth_policies``), read afresh for authorization."""
-        return self.metadata.get_namespace(namespace) if self.metadata is not None else None
-
-    # -- names and namespaces ------------------------------------------------------------
-    def parse_topic(self, name: str) -> TopicName:
-        """Parse a topic name a client sent; BrokerError InvalidTopicName when it is not one."""
-        try:
-            return TopicName.parse(name)
-        except InvalidTopicNameError as exc:
-            raise BrokerError(ServerError.InvalidTopicName, str(exc)) from None
-
-    def check_namespace(self, topic_name: TopicName) -> None:
-        """BrokerError TopicNotFound unless the topic's tenant and namespace exist."""
-        assert self.metadata is not None
-        if self.metadata.get_namespace(topic_name.namespace) is None:
-            raise BrokerError(
-                ServerError.TopicNotFound,
-                f"namespace {topic_name.namespace} does not exist (topic {topic_name})",
-            )
-
-    def partitions_of(self, topic_name: TopicName) -> int:
-        """Number of partitions of a partitioned topic, 0 for a non-partitioned one."""
-        assert self.metadata is not None
-        return self.metadata.get_partitioned_topic(str(topic_name)) or 0
-
-    def partitions_for_client(self, topic_name: TopicName, auto_create: bool = True) -> int:
-        """PARTITIONED_METADATA: the partition count, creating a partitioned topic on first use
-        when auto-creation makes new topics partitioned (broker setting or namespace policy)."""
-        assert self.metadata is not None
-        name = str(topic_name)
-        n = self.metadata.get_partitioned_topic(name)
-        if n is not None:
-            return n
-        if not auto_create or topic_name.partition_index >= 0 or name in self.topics:
-            return 0
-        if topic_name.persistent and self.metadata.get_topic(name) is not None:
-            return 0
-        allowed, partitions = self.auto_topic_creation(topic_name.namespace)
-        if allowed and partitions > 0:
-            self.metadata.set_partitioned_topic(name, partitions)
-            return partitions
-        return 0
-
-    def auto_topic_creation(self, namespace: str) -> tuple[bool, int]:
-        """(auto-creation allowed, partitions of auto-created topics) for a namespace."""
-        assert self.metadata is not None
-        policies = self.metadata.get_namespace(namespace) or {}
-        override = policies.get("autoTopicCreationOverride")
-        if isinstance(override, dict) and "allowAutoTopicCreation" in override:
-            allowed = bool(override.get("allowAutoTopicCreation"))
-            partitioned = override.get("topicType") == "partitioned"
-            return allowed, int(override.get("defaultNumPartitions") or 0) if partitioned else 0
-        return self.config.allow_auto_topic_creation, self.config.default_num_partitions
-
-    def topics_of_namespace(self, namespace: str, mode: TopicsMode = TopicsMode.PERSISTENT) -> list[str]:
-        """Topics of a namespace, partitions listed individually, as Pulsar lists them."""
-        assert self.metadata is not None
-        names = set(self.metadata.list_topics(namespace))
-        for parent in self.metadata.list_partitioned_topics(namespace):
-            n = self.metadata.get_partitioned_topic(parent) or 0
-            base = TopicName.parse(parent)
-            names.update(str(base.partition(i)) for i in range(n))
-        names.update(t for t in self.topics if TopicName.parse(t).namespace == namespace)
-        out = []
-        for name in sorted(names):
-            persistent = name.startswith("persistent://")
-            if mode == TopicsMode.ALL or (mode == TopicsMode.PERSISTENT) == persistent:
-                out.append(name)
-        return out
-
     # -- topics --------------------------------------------------------------------------
     def get_topic(self, topic_name: TopicName, create: bool = True) -> Topic:
         """The loaded topic, loading or creating it as needed."""
@@ -303,14 +217,6 @@ class BrokerService:
                 )
             ledger_id = self.metadata.get_or_create_topic(name)
         return self._load_persistent(topic_name, ledger_id)
-
-    def _check_partitioned(self, topic_name: TopicName) -> None:
-        """BrokerError NotAllowedError when ``topic_name`` is a partitioned topic (only its partitions load)."""
-        if self.partitions_of(topic_name) > 0:
-            raise BrokerError(
-                ServerError.NotAllowedError,
-                f"{topic_name} is a partitioned topic: use its partitions {topic_name}-partition-<i>",
-            )
 
     def _create_non_persistent(self, topic_name: TopicName) -> Topic:
         """A new non-persistent topic, registered."""
@@ -339,6 +245,8 @@ class BrokerService:
             self.config.data_dir / "ledgers" / str(ledger_id),
             ledger_id,
             segment_max_bytes=self.config.segment_max_bytes,
+            min_rollover_seconds=self.config.segment_min_rollover_minutes * 60,
+            max_rollover_seconds=self.config.segment_max_rollover_minutes * 60,
             cache_max_bytes=self.config.entry_cache_max_bytes,
             cache_budget=self.cache_budget,
             label=name,
@@ -352,14 +260,9 @@ class BrokerService:
             cursors=self,
             producer_name_prefix=self.producer_name_prefix,
         )
-        for cursor in self.cursors.load(ledger, name):
+        for cursor in self.persistence.cursors.load(ledger, name):
             topic.restore_subscription(cursor)
-        snapshot = self.metadata.get_kv(_dedup_key(name))
-        if snapshot is not None:
-            data = json.loads(snapshot)
-            topic.restore_sequence_ids(data["sequence_ids"], data["entry_id"])
-        else:
-            topic.restore_sequence_ids({}, -1)
+        topic.restore_sequence_ids(*self.persistence.dedup_snapshot(name))
         self.apply_policies(topic)
         topic.terminated = self.metadata.get_kv(_terminated_key(name)) is not None
         self.compactor.load(topic)
@@ -395,44 +298,7 @@ class BrokerService:
     def open_cursor(self, topic: PersistentTopic, name: str, mark_delete: int) -> ManagedCursor:
         """A new durable cursor on a topic's ledger; it persists itself within the configured delay
         (``cursor_persist_delay_seconds``), as it does after every change."""
-        return self.cursors.open(topic.ledger, topic.name, name, mark_delete)
-
-    async def flush_cursors(self, dedup: bool = True) -> None:
-        """Persist every changed cursor (and, with ``dedup``, the deduplication snapshots) in one
-        metadata transaction, then trim their ledgers. When the write fails (a full disk) nothing is
-        marked persisted: the same changes go into the next flush, and the error is raised."""
-        async with self._flush_lock:
-            dedup_pending = dedup and any(t.dedup_dirty for t in self.topics.values())
-            if not self.cursors.pending and not dedup_pending:
-                return
-            batch = self.cursors.take_batch()
-            snapshots = []
-            for topic in self.topics.values() if dedup_pending else ():
-                snap = topic.dedup_snapshot()
-                if snap is not None:
-                    entry_id, seqs = snap
-                    snapshots.append((topic, json.dumps({"entry_id": entry_id, "sequence_ids": seqs})))
-            metadata = self.metadata
-            assert metadata is not None
-
-            def write() -> None:
-                batch.write(metadata)
-                for topic, value in snapshots:
-                    metadata.put_kv(_dedup_key(topic.name), value.encode())
-
-            try:
-                await asyncio.get_running_loop().run_in_executor(self._meta_executor, write)
-            except Exception as exc:
-                storage_health.write_failed("persisting cursors", exc, metadata=True)
-                self.cursors.write_failed(batch)
-                for topic, _ in snapshots:
-                    topic.dedup_dirty = True
-                raise
-            storage_health.write_succeeded()
-            for name in batch.topics:
-                topic = self.topics.get(name)
-                if topic is not None:
-                    self.maybe_trim(topic)
+        return self.persistence.cursors.open(topic.ledger, topic.name, name, mark_delete)
 
     def maybe_trim(self, topic: Topic) -> None:
         """Release whole segments every durable cursor has acknowledged, as retention allows."""
@@ -505,32 +371,6 @@ class BrokerService:
                 except Exception:
                     log.exception("lifecycle check of %s failed", topic.name)
 
-    async def _cursor_flush_loop(self) -> None:
-        delay = self.config.cursor_persist_delay_seconds
-        while True:
-            await asyncio.sleep(delay)
-            try:
-                await self.flush_cursors()
-            except Exception:
-                log.exception("persisting cursors failed")
-
-    def _cursors_pending(self) -> None:
-        """A cursor changed: persist it in the next cursor round (``cursor_persist = "commit"``)."""
-        task = self._cursor_rounds_task
-        if self.running and (task is None or task.done()):
-            self._cursor_rounds_task = asyncio.get_running_loop().create_task(self._cursor_rounds(), name="cursor-rounds")
-
-    async def _cursor_rounds(self) -> None:
-        """Persist changed cursors round after round while there are changes, like the group commit:
-        one SQLite transaction per round covers every acknowledgement since the previous one."""
-        while self.running and self.cursors.pending:
-            await asyncio.sleep(0)  # take in the acknowledgements of this loop iteration
-            try:
-                await self.flush_cursors(dedup=False)
-            except Exception:
-                log.exception("persisting cursors failed; retrying in %.1f s", self.config.cursor_persist_delay_seconds)
-                await asyncio.sleep(self.config.cursor_persist_delay_seconds)
-
     # -- connections ---------------------------------------------------------------------
     async def _keepalive_loop(self) -> None:
         interval = self.config.keepalive_seconds
@@ -572,7 +412,7 @@ class BrokerService:
         Runs under the cursor-flush lock, so no cursor write of the topic is in flight.
         """
         assert self.metadata is not None
-        async with self._flush_lock:
+        async with self.persistence.lock:
             topic = self.topics.pop(name, None)
             if topic is not None:
                 for producer in list(topic.producers.values()):
@@ -580,7 +420,7 @@ class BrokerService:
                 for sub in list(topic.subscriptions.values()):
                     for consumer in list(sub.consumers):
                         consumer.close_by_broker()
-            self.cursors.forget_topic(name)
+            self.persistence.cursors.forget_topic(name)
             ledger_id = self.metadata.get_topic(name)
             existed = self.metadata.delete_topic(name)
             # non-persistent topics store nothing

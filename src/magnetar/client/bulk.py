@@ -26,6 +26,7 @@ from magnetar.client.errors import AlreadyClosed, PulsarError, Timeout
 from magnetar.client.handler import ClientContext, ConnectionHandler
 from magnetar.client.message import MessageId, _signed
 from magnetar.client.producer import Producer
+from magnetar.client.registration import close_on_broker, consumers_of, register
 from magnetar.protocol import commands
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import AckType, CommandType, CompressionType, InitialPosition, SubType
@@ -126,29 +127,24 @@ class EntryReader(ConnectionHandler):
         self._arrived = asyncio.Event()
         await self._connect()
 
-    async def _connect(self) -> None:
-        conn = await self.client.lookup.connection_for(self.topic)
-        rid = conn.new_request_id()
+    def _subscribe_command(self, request_id: int) -> BaseCommand:
         cmd = BaseCommand(type=CommandType.SUBSCRIBE)
         s = cmd.subscribe
         s.topic = self.topic
         s.subscription = self.subscription
         s.sub_type = SubType.Exclusive
         s.consumer_id = self.consumer_id
-        s.request_id = rid
+        s.request_id = request_id
         s.consumer_name = self.name
         s.durable = False
         s.read_compacted = self.read_compacted
         start = self._resubscribe_start()
         s.initial_position = InitialPosition.Earliest if start == MessageId.earliest else InitialPosition.Latest
         s.start_message_id.CopyFrom(start.to_proto())
-        conn.consumers[self.consumer_id] = self
-        try:
-            await conn.request(cmd, rid, self.client.operation_timeout)
-        except BaseException:
-            conn.consumers.pop(self.consumer_id, None)
-            raise
-        self.conn = conn
+        return cmd
+
+    async def _connect(self) -> None:
+        conn, _ = await register(self, self.consumer_id, consumers_of, self._subscribe_command, self.client.operation_timeout)
         self._entries.clear()
         self._queued_messages = 0
         self._permits = 0
@@ -175,14 +171,7 @@ class EntryReader(ConnectionHandler):
         self._fail(AlreadyClosed(f"reader {self.name} on {self.topic} was closed"))
 
     async def _close_on_broker(self) -> None:
-        conn = self.conn
-        if conn is not None and not conn.closed:
-            conn.consumers.pop(self.consumer_id, None)
-            rid = conn.new_request_id()
-            try:
-                await conn.request(commands.close_consumer(self.consumer_id, rid), rid, self.client.operation_timeout)
-            except PulsarError:
-                pass
+        await close_on_broker(self, self.consumer_id, consumers_of, commands.close_consumer)
 
     def _fail(self, exc: PulsarError) -> None:
         self._error = exc

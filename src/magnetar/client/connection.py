@@ -24,7 +24,8 @@ from magnetar.client.errors import AuthenticationError, ConnectError, PulsarErro
 from magnetar.net.transport import FramedProtocol
 from magnetar.protocol import commands
 from magnetar.protocol.enums import PROTOCOL_VERSION, CommandType, LookupType, PartitionedMetadataResult
-from magnetar.protocol.framing import FRAME_HEADROOM, Frame, MessageFrame, ProtocolError, sub_command
+from magnetar.protocol.framing import FRAME_HEADROOM, Frame, ProtocolError, sub_command
+from magnetar.protocol.message_frame import MessageFrame
 from magnetar.protocol.schema import BaseCommand
 
 log = logging.getLogger("magnetar.client")

@@ -22,7 +22,8 @@ from magnetar.client.message import _UNSET, IdPart, Message, MessageId, fast_mes
 from magnetar.protocol import commands
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import AckType, CompressionType
-from magnetar.protocol.framing import MessageFrame, ProtocolError, crc32c
+from magnetar.protocol.framing import ProtocolError, crc32c
+from magnetar.protocol.message_frame import MessageFrame
 from magnetar.protocol.schema import MessageIdData, MessageMetadata
 
 if TYPE_CHECKING:

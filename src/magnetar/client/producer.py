@@ -1,16 +1,15 @@
-"""Producers: batching, compression, sequence ids, receipts, send timeouts and reconnection.
+"""Producers: batching, compression, sequence ids, chunking and reconnection.
 
 Everything but the per-message append (:mod:`.sends`) happens once per batch: the
 MessageMetadata, compression, the checksum and the SEND frame. Frames are kept until their
-receipt arrives, and resent in order on a new connection after a reconnection (the
-:class:`~.handler.ConnectionHandler`'s).
+receipt arrives (:mod:`.send_completion`: receipts, send errors, send timeouts), and resent in
+order on a new connection after a reconnection (the :class:`~.handler.ConnectionHandler`'s).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import struct
 import time
 from collections import deque
@@ -20,18 +19,16 @@ from typing import Any
 from magnetar.client.config import BatchingType, ProducerConfig
 from magnetar.client.errors import (
     AlreadyClosed,
-    ConnectError,
     MessageTooBig,
     ProducerFenced,
     ProducerQueueIsFull,
     PulsarError,
-    Timeout,
     TopicTerminated,
-    error_for,
 )
 from magnetar.client.handler import ClientContext, ConnectionHandler
 from magnetar.client.message import MessageId
-from magnetar.client.registration import producer_command
+from magnetar.client.registration import close_on_broker, producer_command, producers_of, register
+from magnetar.client.send_completion import SendCompletion
 from magnetar.client.sends import (
     PLAIN_HEADS,
     Batch,
@@ -41,17 +38,13 @@ from magnetar.client.sends import (
     encode_single_metadata,
     plain_head,
     resolve,
-    resolve_batch,
-    retrieve,
     seconds,
 )
 from magnetar.protocol import commands
 from magnetar.protocol.compression import compress
-from magnetar.protocol.enums import CommandType, CompressionType, ProducerAccessMode, ServerError
+from magnetar.protocol.enums import CommandType, CompressionType, ProducerAccessMode
 from magnetar.protocol.framing import encode_payload_frame
 from magnetar.protocol.schema import BaseCommand, KeyValue, MessageMetadata
-
-log = logging.getLogger("magnetar.client.producer")
 
 _U32 = struct.Struct(">I")
 #: room left in a chunk (and in the size check of a chunking producer) for the metadata
@@ -59,8 +52,9 @@ _CHUNK_HEADROOM = 1024
 _producer_ids = itertools.count()
 
 
-class Producer(ConnectionHandler):
-    """A producer on one topic (or one partition): the asyncio core."""
+class Producer(ConnectionHandler, SendCompletion):
+    """A producer on one topic (or one partition): the asyncio core (the completing side of its sends
+    is :class:`~magnetar.client.send_completion.SendCompletion`)."""
 
     kind = "producer"
 
@@ -105,17 +99,9 @@ class Producer(ConnectionHandler):
             self._timeout_task = asyncio.create_task(self._check_timeouts())
 
     async def _connect(self, first: bool = False) -> None:
-        conn = await self.client.lookup.connection_for(self.topic)
-        rid = conn.new_request_id()
-        cmd = producer_command(self.config, self.topic, self.producer_id, rid, self.name, self._user_named, self._topic_epoch)
-        conn.producers[self.producer_id] = self
-        try:
-            timeout = None if self.config.access_mode == ProducerAccessMode.WaitForExclusive else self.client.operation_timeout
-            resp = (await conn.request(cmd, rid, timeout or 1e9)).producer_success
-        except BaseException:
-            conn.producers.pop(self.producer_id, None)
-            raise
-        self.conn = conn
+        timeout = None if self.config.access_mode == ProducerAccessMode.WaitForExclusive else self.client.operation_timeout
+        conn, answer = await register(self, self.producer_id, producers_of, self._producer_command, timeout or 1e9)
+        resp = answer.producer_success
         self.max_message_size = conn.max_message_size
         self.name = resp.producer_name
         if resp.HasField("topic_epoch"):
@@ -145,15 +131,24 @@ class Producer(ConnectionHandler):
         await self._close_on_broker()
         self._fail_all(AlreadyClosed(f"producer {self.name} on {self.topic} was closed"))
 
+    def _gives_up_on(self, exc: PulsarError) -> bool:
+        """Fenced or terminated: every pending send fails, and no reconnection helps."""
+        if isinstance(exc, ProducerFenced):
+            self._fenced = exc
+            self._fail_all(exc)
+            return True
+        if isinstance(exc, TopicTerminated):
+            self._fail_all(exc)
+            return True
+        return False
+
+    def _producer_command(self, request_id: int) -> BaseCommand:
+        return producer_command(
+            self.config, self.topic, self.producer_id, request_id, self.name, self._user_named, self._topic_epoch
+        )
+
     async def _close_on_broker(self) -> None:
-        conn = self.conn
-        if conn is not None and not conn.closed:
-            conn.producers.pop(self.producer_id, None)
-            rid = conn.new_request_id()
-            try:
-                await conn.request(commands.close_producer(self.producer_id, rid), rid, self.client.operation_timeout)
-            except PulsarError:
-                pass
+        await close_on_broker(self, self.producer_id, producers_of, commands.close_producer)
 
     # -- sending -------------------------------------------------------------------------
     async def send(self, content: bytes, **options: Any) -> MessageId:
@@ -462,130 +457,3 @@ class Producer(ConnectionHandler):
             if conn is not None and not conn.closed and not self._reconnecting:
                 conn.write_entry_frame(*frame)
         self.last_sequence_id_published = max(self.last_sequence_id_published, sequence_id)
-
-    async def flush(self) -> None:
-        """Send the open batch and wait until every message sent so far has its receipt (or failed)."""
-        self._flush_batches()
-        if not self._pending:
-            return
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        fut.add_done_callback(retrieve)
-        self._pending[-1].callbacks.append(fut)
-        try:
-            await fut
-        except PulsarError:
-            pass
-
-    def _settled(self, n: int) -> None:
-        """``n`` messages got their receipt or failed: room for more."""
-        self._pending_messages -= n
-        if not self._space.is_set():
-            self._space.set()
-        hook = self.settled_hook
-        if hook is not None and n:
-            hook(n)
-
-    # -- broker events -------------------------------------------------------------------
-    def on_receipt(self, receipt: Any) -> None:
-        """SEND_RECEIPT: complete the oldest pending send (receipts come in order)."""
-        pending = self._pending
-        if not pending:
-            return
-        op = pending[0]
-        if receipt.sequence_id != op.sequence_id:
-            if receipt.sequence_id < op.sequence_id:
-                return  # a late duplicate receipt
-            log.warning(
-                "producer %s: receipt for sequence %d while %d is the oldest pending; reconnecting",
-                self.name, receipt.sequence_id, op.sequence_id,
-            )
-            if self.conn is not None:
-                self.conn.close(ConnectError("out-of-order receipt"))
-            return
-        pending.popleft()
-        mid = receipt.message_id
-        ledger_id, entry_id = mid.ledger_id, mid.entry_id
-        count = op.count
-        self._settled(count)
-        callbacks = op.callbacks
-        topic = self.topic
-        partition = self.partition
-        if op.chunk_index >= 0:
-            assert op.chunk_ids is not None
-            msg_id = MessageId(ledger_id, entry_id, -1, partition, 0, topic)
-            op.chunk_ids.append((msg_id.ledger_id, msg_id.entry_id))
-            if count:  # the last chunk
-                msg_id._chunk_ids = list(op.chunk_ids)
-                for cb in callbacks:
-                    resolve(cb, None, msg_id)
-            return
-        if not op.batched:
-            msg_id = MessageId(ledger_id, entry_id, -1, partition, 0, topic)
-            for cb in callbacks:
-                resolve(cb, None, msg_id)
-            return
-        resolve_batch(callbacks, ledger_id, entry_id, partition, count, topic)
-
-    def on_send_error(self, error: Any) -> None:
-        """SEND_ERROR: a checksum error fails that send; anything else reconnects and resends."""
-        if error.error == ServerError.ChecksumError:
-            for i, op in enumerate(self._pending):
-                if op.sequence_id == error.sequence_id:
-                    del self._pending[i]
-                    self._settled(op.count)
-                    exc = error_for(error.error, error.message)
-                    for cb in op.callbacks:
-                        resolve(cb, exc, None)
-                    return
-            return
-        if error.error == ServerError.TopicTerminatedError:
-            self._fail_all(TopicTerminated(error.message))
-            return
-        log.warning("producer %s on %s: send error %s (%s), reconnecting", self.name, self.topic, error.error, error.message)
-        if self.conn is not None:
-            self.conn.close(ConnectError(error.message))
-
-    def _gives_up_on(self, exc: PulsarError) -> bool:
-        """Fenced or terminated: every pending send fails, and no reconnection helps."""
-        if isinstance(exc, ProducerFenced):
-            self._fenced = exc
-            self._fail_all(exc)
-            return True
-        if isinstance(exc, TopicTerminated):
-            self._fail_all(exc)
-            return True
-        return False
-
-    def _fail_all(self, exc: PulsarError) -> None:
-        batches = [b for b in (self._batch, *self._key_batches.values()) if b is not None]
-        self._batch = None
-        self._key_batches.clear()
-        if self._batch_timer is not None:
-            self._batch_timer.cancel()
-            self._batch_timer = None
-        pending, self._pending = self._pending, deque()
-        self._settled(self._pending_messages)
-        for op in pending:
-            for cb in op.callbacks:
-                resolve(cb, exc, None)
-        for batch in batches:  # messages not sent yet fail as well
-            for cb in batch.callbacks:
-                resolve(cb, exc, None)
-
-    async def _check_timeouts(self) -> None:
-        interval = min(1.0, self.config.send_timeout_millis / 1000.0 / 2)
-        while not self._closed:
-            await asyncio.sleep(interval)
-            now = time.monotonic()
-            pending = self._pending
-            expired = []
-            while pending and pending[0].deadline <= now:
-                expired.append(pending.popleft())
-            if expired:
-                exc = Timeout(
-                    f"producer {self.name} on {self.topic}: no receipt within {self.config.send_timeout_millis} ms"
-                )
-                for op in expired:
-                    self._settled(op.count)
-                    for cb in op.callbacks:
-                        resolve(cb, exc, None)

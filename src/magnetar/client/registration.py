@@ -1,10 +1,82 @@
-"""The PRODUCER command a producer registers (and re-registers after a reconnection) with."""
+"""Registering producers and consumers on a broker, and closing them there.
+
+:func:`register` and :func:`close_on_broker` are the round trips every handle (producer,
+consumer, reader, bulk entry reader) makes the same way; :func:`producer_command` is the PRODUCER
+command a producer registers (and re-registers after a reconnection) with.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from magnetar.client.config import ProducerConfig
+from magnetar.client.errors import PulsarError
 from magnetar.protocol.enums import CommandType
 from magnetar.protocol.schema import BaseCommand, KeyValue
+
+if TYPE_CHECKING:
+    from magnetar.client.connection import ClientConnection
+    from magnetar.client.handler import ConnectionHandler
+
+#: the table of a connection a handle is registered in: its producers or its consumers, by id
+HandleTable = Callable[["ClientConnection"], dict[int, Any]]
+
+
+def producers_of(conn: ClientConnection) -> dict[int, Any]:
+    """The producers registered on ``conn``, by producer id."""
+    return conn.producers
+
+
+def consumers_of(conn: ClientConnection) -> dict[int, Any]:
+    """The consumers (and readers) registered on ``conn``, by consumer id."""
+    return conn.consumers
+
+
+async def register(
+    handle: ConnectionHandler,
+    handle_id: int,
+    table: HandleTable,
+    command: Callable[[int], BaseCommand],
+    timeout: float,
+) -> tuple[ClientConnection, BaseCommand]:
+    """Register ``handle`` on a connection to its topic's broker: (the connection, the broker's answer).
+
+    ``command(request_id)`` (PRODUCER or SUBSCRIBE) is built once the connection is there. The
+    handle is in the connection's ``table`` while it waits, so that what the broker sends it
+    before the answer finds it; it leaves the table again when the registration fails. On
+    success the connection is the handle's ``conn``.
+    """
+    conn = await handle.client.lookup.connection_for(handle.topic)
+    rid = conn.new_request_id()
+    cmd = command(rid)
+    handles = table(conn)
+    handles[handle_id] = handle
+    try:
+        answer = await conn.request(cmd, rid, timeout)
+    except BaseException:
+        handles.pop(handle_id, None)
+        raise
+    handle.conn = conn
+    return conn, answer
+
+
+async def close_on_broker(
+    handle: ConnectionHandler, handle_id: int, table: HandleTable, command: Callable[[int, int], BaseCommand]
+) -> None:
+    """Tell the broker ``handle`` is closed (``command(handle_id, request_id)``: CLOSE_PRODUCER or
+    CLOSE_CONSUMER) when its connection is alive: what was queued on the connection goes first,
+    and an error answer is ignored (the broker forgets the handle with the connection anyway)."""
+    conn = handle.conn
+    if conn is None or conn.closed:
+        return
+    conn.flush()
+    table(conn).pop(handle_id, None)
+    rid = conn.new_request_id()
+    try:
+        await conn.request(command(handle_id, rid), rid, handle.client.operation_timeout)
+    except PulsarError:
+        pass
 
 
 def producer_command(

@@ -8,15 +8,9 @@ import struct
 import pytest
 
 from magnetar.protocol.enums import CommandType
-from magnetar.protocol.framing import (
-    Frame,
-    FrameDecoder,
-    MessageFrame,
-    ProtocolError,
-    crc32c,
-    encode_entry,
-    encode_payload_command,
-)
+from magnetar.protocol.frame import Frame, ProtocolError, crc32c
+from magnetar.protocol.framing import FrameDecoder, encode_entry, encode_payload_command
+from magnetar.protocol.message_frame import MessageFrame
 from magnetar.protocol.schema import BaseCommand, MessageMetadata
 
 U32 = struct.Struct(">I")

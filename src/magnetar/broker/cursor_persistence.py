@@ -1,0 +1,152 @@
+"""Persisting the broker's durable cursors and deduplication snapshots in the metadata store.
+
+Changed cursors (and the topics' deduplication snapshots) go to SQLite in one transaction per
+round, in a worker thread: every ``cursor_persist_delay_seconds``, and with ``cursor_persist =
+"commit"`` also round after round while acknowledgements come in (at the group commit's cadence).
+After a round the ledgers of the topics written are trimmed. The service owns one
+:class:`CursorPersistence`; deleting a topic holds its :attr:`~CursorPersistence.lock`, so that
+no write of the topic's cursors is in flight then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from magnetar.broker.config import BrokerConfig
+from magnetar.storage.health import storage_health
+from magnetar.storage.managed_cursor import CursorStore
+from magnetar.storage.metadata import MetadataStore
+
+if TYPE_CHECKING:
+    from magnetar.broker.topics.base import Topic
+
+log = logging.getLogger("magnetar.broker")
+
+
+def _dedup_key(topic: str) -> str:
+    return f"dedup/{topic}"
+
+
+class CursorPersistence:
+    """Writes changed cursors and deduplication snapshots to the metadata store, off the loop.
+
+    ``topics`` is the service's registry of loaded topics (read, never changed here);
+    ``trim(topic)`` releases what a topic's cursors now allow once their positions are stored.
+    """
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        metadata: MetadataStore,
+        topics: dict[str, Topic],
+        trim: Callable[[Topic], None],
+    ) -> None:
+        self.config = config
+        self.metadata = metadata
+        #: the durable cursors and their batched persistence
+        self.cursors = CursorStore(metadata)
+        #: held by a round and by a topic's deletion: one at a time
+        self.lock = asyncio.Lock()
+        self._topics = topics
+        self._trim = trim
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-meta")
+        self._flush_task: asyncio.Task | None = None
+        #: the task persisting changed cursors round after round (acknowledgements at commit cadence)
+        self._rounds_task: asyncio.Task | None = None
+        self.running = False
+
+    def start(self) -> None:
+        """Start the periodic rounds (and the commit-cadence ones when configured)."""
+        if self.config.cursor_persist == "commit":
+            self.cursors.on_pending = self._cursors_pending
+        self._flush_task = asyncio.create_task(self._flush_loop(), name="cursor-flush")
+        self.running = True
+
+    async def stop(self) -> None:
+        """Stop the rounds and wait for the one under way; the final :meth:`flush` is the caller's."""
+        self.running = False
+        tasks = [task for task in (self._flush_task, self._rounds_task) if task is not None]
+        if self._flush_task is not None:
+            self._flush_task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def close(self) -> None:
+        """Let the writer thread finish and end it (after the final flush)."""
+        self._executor.shutdown(wait=True)
+
+    def dedup_snapshot(self, topic: str) -> tuple[dict[str, int], int]:
+        """(last sequence id of each producer, the entry id they were taken at) stored for ``topic``,
+        or ({}, -1) when none was."""
+        snapshot = self.metadata.get_kv(_dedup_key(topic))
+        if snapshot is None:
+            return {}, -1
+        data = json.loads(snapshot)
+        return data["sequence_ids"], data["entry_id"]
+
+    async def flush(self, dedup: bool = True) -> None:
+        """Persist every changed cursor (and, with ``dedup``, the deduplication snapshots) in one
+        metadata transaction, then trim their ledgers. When the write fails (a full disk) nothing is
+        marked persisted: the same changes go into the next flush, and the error is raised."""
+        async with self.lock:
+            topics = self._topics
+            dedup_pending = dedup and any(t.dedup_dirty for t in topics.values())
+            if not self.cursors.pending and not dedup_pending:
+                return
+            batch = self.cursors.take_batch()
+            snapshots = []
+            for topic in topics.values() if dedup_pending else ():
+                snap = topic.dedup_snapshot()
+                if snap is not None:
+                    entry_id, seqs = snap
+                    snapshots.append((topic, json.dumps({"entry_id": entry_id, "sequence_ids": seqs})))
+            metadata = self.metadata
+
+            def write() -> None:
+                batch.write(metadata)
+                for topic, value in snapshots:
+                    metadata.put_kv(_dedup_key(topic.name), value.encode())
+
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._executor, write)
+            except Exception as exc:
+                storage_health.write_failed("persisting cursors", exc, metadata=True)
+                self.cursors.write_failed(batch)
+                for topic, _ in snapshots:
+                    topic.dedup_dirty = True
+                raise
+            storage_health.write_succeeded()
+            for name in batch.topics:
+                topic = topics.get(name)
+                if topic is not None:
+                    self._trim(topic)
+
+    async def _flush_loop(self) -> None:
+        delay = self.config.cursor_persist_delay_seconds
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await self.flush()
+            except Exception:
+                log.exception("persisting cursors failed")
+
+    def _cursors_pending(self) -> None:
+        """A cursor changed: persist it in the next cursor round (``cursor_persist = "commit"``)."""
+        task = self._rounds_task
+        if self.running and (task is None or task.done()):
+            self._rounds_task = asyncio.get_running_loop().create_task(self._rounds(), name="cursor-rounds")
+
+    async def _rounds(self) -> None:
+        """Persist changed cursors round after round while there are changes, like the group commit:
+        one SQLite transaction per round covers every acknowledgement since the previous one."""
+        while self.running and self.cursors.pending:
+            await asyncio.sleep(0)  # take in the acknowledgements of this loop iteration
+            try:
+                await self.flush(dedup=False)
+            except Exception:
+                log.exception("persisting cursors failed; retrying in %.1f s", self.config.cursor_persist_delay_seconds)
+                await asyncio.sleep(self.config.cursor_persist_delay_seconds)

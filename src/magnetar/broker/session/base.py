@@ -23,6 +23,7 @@ from magnetar.broker.security import (
     AuthorizationService,
     peer_certificate,
 )
+from magnetar.broker.session.hot_frames import message_frame_head, send_receipt_frame
 from magnetar.net.transport import FramedProtocol
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType, ServerError
@@ -182,7 +183,7 @@ class SessionBase(FramedProtocol):
     # -- producers' side of the transport ------------------------------------------------
     def send_receipt(self, producer_id: int, sequence_id: int, highest_sequence_id: int, ledger_id: int, entry_id: int) -> None:
         """SEND_RECEIPT for a stored entry."""
-        self.send_command(commands.send_receipt(producer_id, sequence_id, highest_sequence_id, ledger_id, entry_id))
+        self.write(send_receipt_frame(producer_id, sequence_id, highest_sequence_id, ledger_id, entry_id))
 
     def send_send_error(self, producer_id: int, sequence_id: int, code: ServerError, message: str) -> None:
         """SEND_ERROR for one SEND."""
@@ -205,6 +206,13 @@ class SessionBase(FramedProtocol):
         ack_set: list[int] | None,
     ) -> None:
         """MESSAGE frame carrying a stored entry verbatim."""
+        data = entry.data
+        if not ack_set:
+            head = message_frame_head(
+                consumer_id, ledger_id, entry.entry_id, partition, redelivery_count, len(data), entry.crc
+            )
+            self.write_entry_frame(head, data)
+            return
         cmd = BaseCommand(type=CommandType.MESSAGE)
         m = cmd.message
         m.consumer_id = consumer_id
@@ -214,9 +222,7 @@ class SessionBase(FramedProtocol):
             m.message_id.partition = partition
         if redelivery_count:
             m.redelivery_count = redelivery_count
-        if ack_set:
-            m.ack_set.extend(ack_set)
-        data = entry.data
+        m.ack_set.extend(ack_set)
         self.write_entry_frame(encode_entry_header(cmd, len(data), entry.crc), data)
 
     def send_active_consumer_change(self, consumer_id: int, active: bool) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 from benchmarks.suite.drivers.common import Params, throughput
 
 PERF = [sys.executable, "-m", "magnetar.cli.main", "perf"]
+#: how long the fan-out consumers may take after the fill (a full-size run needs a few seconds)
+FANOUT_WAIT_S = 300
 
 
 def perf(command: str, p: Params, *args: str, topic: str | None = None) -> dict[str, Any]:
@@ -61,6 +63,12 @@ def consume(p: Params) -> dict[str, Any]:
     _hold_backlog(p, "bench")
     fill = _fill(p)
     doc = perf("consume", p, "-m", str(p.count), "-sp", "Earliest", "-ss", "bench")
+    # every message of the backlog was acknowledged: a message left means the count included duplicates
+    left = perf("consume", p, "-t", "1", "-ss", "bench").get("consumed", {}).get("messages", 0)
+    if doc.get("consumed", {}).get("messages", 0) < p.count or left:
+        raise RuntimeError(f"consume: {doc.get('consumed', {}).get('messages', 0)} of {p.count} messages received, "
+                           f"then {left} still there (the count included duplicates, or acknowledgements were lost: "
+                           "benchmarks/README.md)")
     result = _rate_of(doc, "consumed")
     result["commands"].insert(0, fill["cmd"])
     return result
@@ -93,7 +101,13 @@ def fanout(p: Params) -> dict[str, Any]:
            "-ss", "fan", "-ns", str(p.subscriptions), p.topic]
     consumer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     fill = _fill(p)
-    out, _ = consumer.communicate(timeout=900)
+    try:
+        out, _ = consumer.communicate(timeout=FANOUT_WAIT_S)
+    except subprocess.TimeoutExpired:
+        consumer.kill()
+        consumer.communicate()
+        raise RuntimeError(f"fan-out: the consumers were still short of {p.count} messages per subscription "
+                           f"{FANOUT_WAIT_S} s after the fill (a stall: benchmarks/README.md)") from None
     doc = json.loads(out)
     # perf's own clock (subscribed -> last message): the other drivers subscribe before their clock too,
     # and timing this process from outside would count an interpreter's start-up
@@ -101,6 +115,11 @@ def fanout(p: Params) -> dict[str, Any]:
     expected = p.count * p.subscriptions
     if consumed.get("messages", 0) < expected:  # perf stopped early (e.g. a stalled run ended by the timeout)
         raise RuntimeError(f"fan-out consumed {consumed.get('messages', 0)} of {expected} messages")
+    # perf's count is over all subscriptions: duplicates on one would hide a stall on another
+    fewest, most = doc.get("fewest_per_subscription", p.count), doc.get("most_per_subscription", p.count)
+    if fewest < p.count or most > p.count:
+        raise RuntimeError(f"fan-out: per subscription {fewest} to {most} messages received of {p.count} (the broker "
+                           "stopped delivering to one, or delivered some twice: benchmarks/README.md)")
     return throughput(consumed.get("messages", 0), consumed.get("messages", 0) / consumed["msg_per_s"]
                       if consumed.get("msg_per_s") else 0.0,
                       produce_msg_per_s=fill.get("produced", {}).get("msg_per_s", 0.0),

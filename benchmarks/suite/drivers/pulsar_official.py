@@ -110,8 +110,12 @@ def consume(p: Params) -> dict[str, Any]:
         started = time.perf_counter()
         received = _drain(consumer, p.count)
         seconds = time.perf_counter() - started
+        over = _one_more(consumer)
     finally:
         client.close()
+    if received < p.count or over:
+        raise RuntimeError(f"consume: {received} of {p.count} messages received"
+                           f"{', and more after that (delivered twice)' if over else ''}: benchmarks/README.md")
     return throughput(received, seconds)
 
 
@@ -189,9 +193,23 @@ def fanout(p: Params) -> dict[str, Any]:
         for thread in threads:
             thread.join(WAIT_S)
         seconds = time.perf_counter() - started
+        # (after the clock) a message beyond the count was delivered twice: the count included duplicates
+        over = [_one_more(consumer) for consumer in consumers]
     finally:
         client.close()
+    if min(counts) < p.count or any(over):
+        raise RuntimeError(f"fan-out: per subscription {counts} of {p.count} messages received"
+                           f"{', and more after that (delivered twice)' if any(over) else ''}: benchmarks/README.md")
     return throughput(sum(counts), seconds, produce_msg_per_s=round(produced / produce_s, 1))
+
+
+def _one_more(consumer: pulsar.Consumer, wait_ms: int = 300) -> bool:
+    """Whether another message arrives within ``wait_ms``."""
+    try:
+        consumer.receive(wait_ms)
+    except pulsar.Timeout:
+        return False
+    return True
 
 
 def topics(p: Params) -> dict[str, Any]:

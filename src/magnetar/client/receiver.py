@@ -114,8 +114,17 @@ class ReceiverBase:
         except TimeoutError:
             raise Timeout(f"no message received from {self.topic} within {timeout_millis} ms") from None
         finally:
-            if not fut.done():
+            if not fut.done() or fut.cancelled():
                 fut.cancel()
+                self._forget_waiter(fut)
+
+    def _forget_waiter(self, fut: asyncio.Future) -> None:
+        """Drop a receive that timed out or was cancelled (else each poll of an idle consumer would
+        stay queued until a message arrives)."""
+        try:
+            self._waiters.remove(fut)
+        except ValueError:  # already taken by a delivery
+            pass
 
     def receive_nowait(self, max_messages: int) -> list[Message]:
         """Up to ``max_messages`` queued messages, without waiting."""

@@ -40,6 +40,10 @@ class ConsumerLoad:
         self.settings = settings
         self.on_receive = on_receive
         self.consumers: list[Any] = []
+        #: (topic, subscription) of each consumer, in the order of ``consumers``
+        self.subscription_of: list[tuple[str, str]] = []
+        #: messages received by each consumer
+        self.received_by: list[int] = []
         self.latency = LatencyRecorder()
         self.received = 0
         self.received_bytes = 0
@@ -55,20 +59,24 @@ class ConsumerLoad:
             for subscription in s.subscriptions:
                 for _ in range(s.consumers_per_subscription):
                     self.consumers.append(await client.subscribe(topic, subscription, **options))
+                    self.subscription_of.append((topic, subscription))
 
     async def run(self, stop: asyncio.Event) -> None:
         """Receive until the count or time limit is reached or ``stop`` is set."""
         s = self.settings
         schedule = RateSchedule(s.rate, time.perf_counter_ns(), s.max_messages, s.duration_s)
         self.start_ns = self.end_ns = schedule.start_ns
-        tasks = [asyncio.ensure_future(self._consume(consumer, schedule, stop)) for consumer in self.consumers]
+        self.received_by = [0] * len(self.consumers)
+        tasks = [asyncio.ensure_future(self._consume(i, schedule, stop)) for i in range(len(self.consumers))]
         try:
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
 
-    async def _consume(self, consumer: Any, schedule: RateSchedule, stop: asyncio.Event) -> None:
+    async def _consume(self, index: int, schedule: RateSchedule, stop: asyncio.Event) -> None:
+        consumer = self.consumers[index]
+        received_by = self.received_by
         acknowledge_many = getattr(consumer, "acknowledge_many", None)
         while not stop.is_set():
             now = time.perf_counter_ns()
@@ -85,6 +93,7 @@ class ConsumerLoad:
                 except Timeout:
                     continue
             self._took(messages)
+            received_by[index] += len(messages)
             if acknowledge_many is not None:
                 acknowledge_many(messages)
             else:
@@ -116,6 +125,18 @@ class ConsumerLoad:
         """Messages and bytes received from the start to the last message."""
         return Rate(self.received, self.received_bytes, (self.end_ns - self.start_ns) / NANOS)
 
+    def per_subscription(self) -> list[int]:
+        """Messages received on each subscription of each topic (all its consumers together).
+
+        In a fan-out run each subscription must get every message once: more than were produced
+        means the broker delivered some twice, fewer that it stopped delivering."""
+        if len(self.subscription_of) != len(self.received_by):  # consumers not made by start()
+            return list(self.received_by)
+        totals: dict[tuple[str, str], int] = {}
+        for key, count in zip(self.subscription_of, self.received_by, strict=True):
+            totals[key] = totals.get(key, 0) + count
+        return list(totals.values())
+
     def queued(self) -> int:
         """Messages waiting in the consumers' receiver queues."""
         return sum(consumer.queued() for consumer in self.consumers if hasattr(consumer, "queued"))
@@ -145,7 +166,9 @@ class ConsumeRun:
         """The figures of the whole run, from the start to the last message."""
         load = self.load
         rate = load.total_rate()
-        return Snapshot(rate.seconds, {"consumed": rate}, {}, {"end_to_end": load.latency.total()})
+        counts = load.per_subscription() or [0]
+        counters = {"fewest_per_subscription": min(counts), "most_per_subscription": max(counts)}
+        return Snapshot(rate.seconds, {"consumed": rate}, counters, {"end_to_end": load.latency.total()})
 
 
 async def consume_main(connection: Connection, settings: ConsumerSettings, output: Output) -> bool:

@@ -17,14 +17,20 @@ sender run twice per round, from that tree ("before") and from ``--client-src`` 
 alternating which goes first, so only the clients differ (the official client's two runs, with the
 same code, show the noise). ``--fsync never`` measures what a send costs without the disk.
 
+``--floor`` says what ratio is reachable at all: one broker of this tree with fsync never and one
+with fsync always serve every sender in each round. A one-at-a-time send cannot take less than the
+fsync plus the round trip without the disk, so per round the ceiling is
+never_rate / (fsync_rate + never_rate) (``ceiling_per_round``), next to the measured ratio of the
+fsync-always broker.
+
 The ratio send rate / fsync rate (goal >= 0.8) is taken per round and its median reported, so
 the disk's mood, which changes from second to second on a shared machine, affects both sides of
 one ratio alike. The CPU seconds of each broker process over the run, and the sender process's
 own CPU per send (its timed loop only), are reported too. Written to
 benchmarks/results/durable_sends.json (``--label``: added as a labelled block, keeping the rest).
 
-usage: python benchmarks/durable_sends.py [--seconds T] [--rounds R] [--baseline-src DIR | --baseline-client-src DIR]
-       [--fsync always|never] [--label L]
+usage: python benchmarks/durable_sends.py [--seconds T] [--rounds R] [--baseline-src DIR | --baseline-client-src DIR
+       | --floor] [--fsync always|never] [--label L]
 """
 
 from __future__ import annotations
@@ -162,6 +168,8 @@ def parse_args() -> argparse.Namespace:
                         help="also run every sender from this tree (e.g. HEAD's src), against one broker of this tree")
     parser.add_argument("--senders", default=",".join(WORKERS), help="comma-separated: " + ", ".join(WORKERS))
     parser.add_argument("--fsync", default="always", choices=("always", "never"))
+    parser.add_argument("--floor", action="store_true",
+                        help="a broker with fsync never next to one with fsync always: the reachable ratio")
     parser.add_argument("--label", help="write the results as this labelled block of the results file")
     parser.add_argument("--out", default=str(HERE / "results" / "durable_sends.json"))
     parser.add_argument("--worker", nargs=4, metavar=("KIND", "URL", "TOPIC", "SECONDS"))
@@ -170,8 +178,10 @@ def parse_args() -> argparse.Namespace:
 
 def plan(args: argparse.Namespace) -> tuple[dict[str, Path], dict[str, Path]]:
     """The brokers to start (name -> src) and the client trees to send from (name -> src)."""
-    if args.baseline_src is not None and args.baseline_client_src is not None:
-        raise SystemExit("--baseline-src and --baseline-client-src compare different things: give one")
+    if sum(x is not None and x is not False for x in (args.baseline_src, args.baseline_client_src, args.floor)) > 1:
+        raise SystemExit("--baseline-src, --baseline-client-src and --floor compare different things: give one")
+    if args.floor:
+        return {"never": HERE.parent / "src", "always": HERE.parent / "src"}, {"": args.client_src}
     if args.baseline_src is not None:
         return {"before": args.baseline_src, "after": HERE.parent / "src"}, {"": args.client_src}
     if args.baseline_client_src is not None:
@@ -184,7 +194,7 @@ def measure(args: argparse.Namespace, data: Path) -> dict:
     trees, clients = plan(args)
     senders = args.senders.split(",")
     brokers = {
-        name: BrokerProcess(data / name, args=("--fsync", args.fsync, "--log-level", "WARNING"),
+        name: BrokerProcess(data / name, args=("--fsync", name if args.floor else args.fsync, "--log-level", "WARNING"),
                             env={"PYTHONPATH": str(src)})
         for name, src in trees.items()
     }
@@ -198,6 +208,8 @@ def measure(args: argparse.Namespace, data: Path) -> dict:
     cpu: dict[str, float] = dict.fromkeys(brokers, 0.0)
     sent: dict[str, int] = dict.fromkeys(brokers, 0)
     client_cpu: dict[str, list[float]] = {}
+    #: the fsync rate measured just before each run, by run
+    disks: dict[str, list[float]] = {}
     try:
         for broker in brokers.values():
             broker.start()
@@ -208,6 +220,7 @@ def measure(args: argparse.Namespace, data: Path) -> dict:
                     broker = brokers[name]
                     disk = fsync_loop(data, args.seconds)
                     rates.setdefault("fsync", []).append(disk)
+                    disks.setdefault(f"{label}/{kind}", []).append(disk)
                     cpu0 = broker_cpu_seconds(broker)
                     report = run_worker(kind, broker.service_url, f"durable-{kind}-{label}-{r}", args.seconds, client_src)
                     cpu[name] += broker_cpu_seconds(broker) - cpu0
@@ -220,7 +233,15 @@ def measure(args: argparse.Namespace, data: Path) -> dict:
     finally:
         for broker in brokers.values():
             broker.stop()
-    return summarize(rates, ratios, cpu, sent, client_cpu, senders, [label for label, _, _ in sides])
+    out = summarize(rates, ratios, cpu, sent, client_cpu, senders, [label for label, _, _ in sides])
+    if args.floor:
+        out["ceiling_per_round"] = {
+            kind: [round(never / (disk + never), 3)
+                   for never, disk in zip(rates[f"never/{kind}"], disks[f"always/{kind}"], strict=True)]
+            for kind in senders
+        }
+        out["ceiling_median"] = {kind: round(statistics.median(v), 3) for kind, v in out["ceiling_per_round"].items()}
+    return out
 
 
 def summarize(

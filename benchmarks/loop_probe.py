@@ -14,6 +14,11 @@ also records, in the broker process:
 ``MAGNETAR_PROBE_SWITCH_INTERVAL_MS`` sets the interpreter's switch interval (how long a thread that
 wants the GIL waits before it forces the holder to drop it; Python's default is 5 ms).
 
+- loop stalls: a watchdog thread looks at the ticker every millisecond; while the loop is more than
+  ``MAGNETAR_PROBE_STALL_MS`` (default 10) late it samples the loop thread's stack, so each stall
+  is reported with where the loop was (a blocking call shows as the frame that made it), and with
+  how late the watchdog itself woke (a late watchdog: the process was not running at all).
+
 On SIGUSR1 it appends one JSON line (what it saw since the previous one) to the file named by
 ``MAGNETAR_PROBE_OUT``, and starts afresh. benchmarks/publish_tail.py uses it.
 """
@@ -29,6 +34,8 @@ import signal
 import sys
 import threading
 import time
+import traceback
+from collections import Counter
 from collections.abc import Coroutine
 from typing import Any
 
@@ -58,6 +65,47 @@ class Probe:
         self._gc_started = 0.0
         self._cpu_started = time.process_time()
         self._lock = threading.Lock()
+        #: when the ticker last woke (perf_counter), read by the stall watchdog
+        self.last_tick = time.perf_counter()
+        self.stall_ms = float(os.environ.get("MAGNETAR_PROBE_STALL_MS", "10"))
+        #: loop-thread stack (innermost frames) -> samples taken during stalls (one a millisecond)
+        self.stall_stacks: Counter[str] = Counter()
+        #: (stall length ms, the watchdog's own worst lateness ms, the stack seen most, CPU ms each
+        #: thread used during the stall) per stall
+        self.stalls: list[tuple[float, float, str, dict[str, float]]] = []
+
+    def watch_stalls(self, loop_thread_id: int) -> None:
+        """(watchdog thread) Sample the loop thread's stack while the loop is stalled, and note which
+        threads used the CPU meanwhile (one that did held the GIL; none: the process was not run)."""
+        threshold = self.stall_ms / 1000
+        in_stall: Counter[str] = Counter()
+        worst_late = 0.0
+        stall_start = 0.0
+        cpu_before = thread_cpu()
+        while True:
+            before = time.perf_counter()
+            time.sleep(0.001)
+            now = time.perf_counter()
+            late = now - before - 0.001
+            behind = now - self.last_tick
+            if behind > threshold:
+                if not in_stall:
+                    stall_start, worst_late = self.last_tick, 0.0
+                worst_late = max(worst_late, late)
+                frame = sys._current_frames().get(loop_thread_id)
+                if frame is not None:
+                    in_stall[" < ".join(f"{short_path(f.filename)}:{f.lineno} {f.name}"
+                                        for f in reversed(traceback.extract_stack(frame)[-6:]))] += 1
+                continue
+            if in_stall:
+                cpu_after = thread_cpu()
+                used = {name: round((cpu_after[name] - cpu_before.get(name, 0.0)) * 1000, 1) for name in cpu_after}
+                with self._lock:
+                    self.stall_stacks.update(in_stall)
+                    self.stalls.append((round((now - stall_start) * 1000, 1), round(worst_late * 1000, 1),
+                                        in_stall.most_common(1)[0][0], {k: v for k, v in used.items() if v >= 0.5}))
+                in_stall = Counter()
+            cpu_before = thread_cpu()
 
     def on_gc(self, phase: str, info: dict[str, int]) -> None:
         """gc.callbacks hook: time each collection."""
@@ -99,6 +147,7 @@ class Probe:
         while True:
             started = time.perf_counter()
             await asyncio.sleep(0.001)
+            self.last_tick = time.perf_counter()
             self.lags.append((time.perf_counter() - started) * 1000 - 1.0)
 
     def dump(self) -> None:
@@ -108,6 +157,8 @@ class Probe:
         with self._lock:
             fsyncs, self.fsyncs = self.fsyncs, []
             writes, self.writes = self.writes, []
+            stalls, self.stalls = self.stalls, []
+            stacks, self.stall_stacks = self.stall_stacks, Counter()
         gcs, self.gc = self.gc, {0: [], 1: [], 2: []}
         cpu, self._cpu_started = time.process_time() - self._cpu_started, time.process_time()
         record = {
@@ -120,9 +171,32 @@ class Probe:
             "broker_writev_ms": {**percentiles(writes), "over_2ms": sum(1 for x in writes if x > 2)},
             "loop_writev_ms": {**percentiles(loop_writes),
                                "over_2ms": sum(1 for x in loop_writes if x > 2)},
+            "stalls": sorted(stalls, reverse=True)[:200],
+            "stall_stacks": stacks.most_common(15),
         }
         with open(self.out, "a") as f:
             f.write(json.dumps(record) + "\n")
+
+
+def thread_cpu() -> dict[str, float]:
+    """Per live thread of the process (by name): CPU seconds used so far, and (``name wait``) seconds
+    spent runnable but waiting for a CPU (Linux schedstat): a stall with wait, not CPU, is the
+    machine's scheduler; with neither, the thread was blocked."""
+    out: dict[str, float] = {}
+    for thread in threading.enumerate():
+        try:
+            out[thread.name] = time.clock_gettime(time.pthread_getcpuclockid(thread.ident or 0))
+            if thread.native_id is not None:
+                with open(f"/proc/self/task/{thread.native_id}/schedstat") as f:
+                    out[f"{thread.name} wait"] = int(f.read().split()[1]) / 1e9
+        except (OSError, ProcessLookupError):
+            continue
+    return out
+
+
+def short_path(filename: str) -> str:
+    """The last two parts of a source file's path (enough to tell magnetar's modules apart)."""
+    return "/".join(filename.rsplit("/", 2)[-2:])
 
 
 def install(probe: Probe) -> None:
@@ -139,6 +213,8 @@ def install(probe: Probe) -> None:
             loop = asyncio.get_running_loop()
             ticker = loop.create_task(probe.ticker())
             loop.add_signal_handler(signal.SIGUSR1, probe.dump)
+            threading.Thread(target=probe.watch_stalls, args=(threading.get_ident(),), daemon=True,
+                             name="probe-stall-watch").start()
             try:
                 return await main
             finally:

@@ -136,8 +136,11 @@ class ManagedLedger:
             raise ValueError("cache_max_bytes must not be negative")
         directory = Path(directory)
         wait_for_pending_close(directory)  # what a closing ledger appended counts as durable once synced
-        segments = open_ledger_segments(directory, files, label)
-        return cls(directory, ledger_id, segments, rollover, cache_max_bytes, cache_budget, files, reaper, write_behind)
+        # a new directory is synced by the first sync (the commit thread's), as after a roll-over
+        segments, unsynced = open_ledger_segments(directory, files, label, sync_directory=False)
+        ledger = cls(directory, ledger_id, segments, rollover, cache_max_bytes, cache_budget, files, reaper, write_behind)
+        ledger._chain.dir_dirty = unsynced
+        return ledger
 
     @property
     def ledger_id(self) -> int:
@@ -456,6 +459,7 @@ class ManagedLedger:
             segments = list(self._chain.segments)
             self._unsynced.clear()
             self._queue.clear()
+            self._chain.dir_dirty = False  # the directory goes: a later round must not sync it
         if not self._closed:
             self._closed = True
             self._cache.clear()

@@ -471,10 +471,18 @@ def remove_segment_directory(directory: Path, segments: Sequence[Segment]) -> No
 LABEL_FILE = "LABEL"
 
 
-def open_ledger_segments(directory: Path, files: FileLayer, label: str | None) -> list[Segment]:
+def open_ledger_segments(
+    directory: Path, files: FileLayer, label: str | None, *, sync_directory: bool = True
+) -> tuple[list[Segment], bool]:
     """Open the segments of the ledger in ``directory`` (creating it, and a first empty segment, when
     needed): the older ones read-only, the last one writable and recovered. ``label`` is written once
-    next to them (see :func:`read_ledger_label`)."""
+    next to them (see :func:`read_ledger_label`).
+
+    Returns the segments and whether ``directory`` has entries not yet synced (it was created or
+    labelled here). With ``sync_directory`` it is synced here; without, the caller must sync it
+    before anything in it counts as durable (the ledger does it in its first sync, off the event
+    loop: a directory fsync waits for the file system's journal, tens of milliseconds on a busy disk).
+    """
     directory.mkdir(parents=True, exist_ok=True)
     bases = sorted(base for name in os.listdir(directory) if (base := parse_segment_file_name(name)) is not None)
     created = not bases
@@ -489,13 +497,14 @@ def open_ledger_segments(directory: Path, files: FileLayer, label: str | None) -
         if label is not None and not (directory / LABEL_FILE).exists():
             (directory / LABEL_FILE).write_text(label)
             created = True
-        if created:
+        if created and sync_directory:
             files.sync_directory(directory)
+            created = False
     except BaseException:
         for segment in segments:
             segment.close()
         raise
-    return segments
+    return segments, created
 
 
 def read_ledger_label(directory: Path) -> str | None:

@@ -26,7 +26,6 @@ from magnetar.client.errors import (
     AlreadyClosed,
     CumulativeAcknowledgementNotAllowedError,
     OperationNotSupported,
-    PulsarError,
     Timeout,
 )
 from magnetar.client.handler import ClientContext, ConnectionHandler
@@ -35,6 +34,7 @@ from magnetar.client.opening import EntryOpening
 from magnetar.client.policies import ConsumerKeySharedPolicy
 from magnetar.client.receiver import DONE, Completed, ReceiverBase
 from magnetar.client.redelivery import RedeliveryTimers
+from magnetar.client.registration import close_on_broker, consumers_of, register
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType, SubType
 from magnetar.protocol.schema import BaseCommand, KeyValue, MessageIdData
@@ -155,16 +155,7 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         return cmd
 
     async def _connect(self) -> None:
-        conn = await self.client.lookup.connection_for(self.topic)
-        rid = conn.new_request_id()
-        cmd = self._subscribe_command(rid)
-        conn.consumers[self.consumer_id] = self
-        try:
-            await conn.request(cmd, rid, self.client.operation_timeout)
-        except BaseException:
-            conn.consumers.pop(self.consumer_id, None)
-            raise
-        self.conn = conn
+        await register(self, self.consumer_id, consumers_of, self._subscribe_command, self.client.operation_timeout)
         self._queue.clear()
         self._permits_to_grant = 0
         # acknowledgements kept across a reconnection go before the first FLOW: the broker must
@@ -224,15 +215,7 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         self._stop_receiver(AlreadyClosed(f"consumer {self.name} on {self.topic} was closed"))
 
     async def _close_on_broker(self) -> None:
-        conn = self.conn
-        if conn is not None and not conn.closed:
-            conn.flush()
-            conn.consumers.pop(self.consumer_id, None)
-            rid = conn.new_request_id()
-            try:
-                await conn.request(commands.close_consumer(self.consumer_id, rid), rid, self.client.operation_timeout)
-            except PulsarError:
-                pass
+        await close_on_broker(self, self.consumer_id, consumers_of, commands.close_consumer)
 
     async def unsubscribe(self) -> None:
         """Delete the subscription on the broker and close."""

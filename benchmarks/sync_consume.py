@@ -12,7 +12,9 @@ client receives and acknowledges N messages one by one from a new subscription (
 
 Every run is its own process. Recorded per run: msg/s and the client process's CPU seconds per
 million messages (user + system, all its threads), which holds up better than throughput on a
-loaded machine. Written to benchmarks/results/sync_consume.json.
+loaded machine, and the broker's CPU seconds per million over the same timed loop (with its share
+of the loop's wall time: a broker below 1.0 waited for the client part of the time). Written to
+benchmarks/results/sync_consume.json.
 
 usage: python benchmarks/sync_consume.py [--count N] [--rounds R] [--size 100] [--baseline-src DIR] [--label NAME]
 (``--label``: the report becomes that block of the results file, whose other blocks are kept;
@@ -51,7 +53,17 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def consume(kind: str, url: str, topic: str, count: int) -> dict:
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (0 when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def consume(kind: str, url: str, topic: str, count: int, broker_pid: int = 0) -> dict:
     """Receive and acknowledge ``count`` messages one by one (the first one is not timed)."""
     if kind == "official":
         import pulsar
@@ -67,15 +79,20 @@ def consume(kind: str, url: str, topic: str, count: int) -> dict:
     consumer.acknowledge(consumer.receive(30000))
     receive, acknowledge = consumer.receive, consumer.acknowledge
     collections = [g["collections"] for g in gc.get_stats()]
+    broker_cpu = _process_cpu(broker_pid)
     cpu = _cpu()
     start = time.perf_counter()
     for _ in range(count - 1):
         acknowledge(receive(30000))
     elapsed = time.perf_counter() - start
     cpu = _cpu() - cpu
+    broker_cpu = _process_cpu(broker_pid) - broker_cpu
     collections = [g["collections"] - before for g, before in zip(gc.get_stats(), collections, strict=True)]
     client.close()
-    return {"seconds": elapsed, "cpu_seconds": cpu, "count_timed": count - 1, "gc_collections": collections}
+    return {
+        "seconds": elapsed, "cpu_seconds": cpu, "count_timed": count - 1, "gc_collections": collections,
+        "broker_cpu_seconds": broker_cpu,
+    }
 
 
 def fill(url: str, topic: str, count: int, size: int, batched: bool) -> None:
@@ -105,11 +122,11 @@ def fill(url: str, topic: str, count: int, size: int, batched: bool) -> None:
     client.close()
 
 
-def run_consume(kind: str, url: str, topic: str, count: int, env: dict[str, str]) -> dict:
-    """One consume run in its own process: {msg_per_s, cpu_s_per_million}."""
+def run_consume(kind: str, url: str, topic: str, count: int, env: dict[str, str], broker_pid: int) -> dict:
+    """One consume run in its own process: {msg_per_s, cpu_s_per_million, broker_...}."""
     client = "official" if kind == "official" else "magnetar"
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", client, url, topic, str(count)],
+        [sys.executable, __file__, "--worker", client, url, topic, str(count), "--broker-pid", str(broker_pid)],
         capture_output=True, text=True, timeout=600, env={**os.environ, **env},
     )
     if out.returncode != 0:
@@ -119,6 +136,8 @@ def run_consume(kind: str, url: str, topic: str, count: int, env: dict[str, str]
         "msg_per_s": report["count_timed"] / report["seconds"],
         "cpu_s_per_million": report["cpu_seconds"] / report["count_timed"] * 1e6,
         "gc_collections": report["gc_collections"],
+        "broker_cpu_s_per_million": report["broker_cpu_seconds"] / report["count_timed"] * 1e6,
+        "broker_busy": report["broker_cpu_seconds"] / report["seconds"],
     }
 
 
@@ -133,10 +152,11 @@ def main() -> None:
     parser.add_argument("--label", help="write the report as this block of the results file, keeping the rest")
     parser.add_argument("--broker-src", help="the source tree the broker runs from (default: this tree)")
     parser.add_argument("--worker", nargs=4, metavar=("CLIENT", "URL", "TOPIC", "COUNT"))
+    parser.add_argument("--broker-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         client, url, topic, count = args.worker
-        print(json.dumps(consume(client, url, topic, int(count))))
+        print(json.dumps(consume(client, url, topic, int(count), args.broker_pid)))
         return
 
     from magnetar.testing import BrokerProcess
@@ -161,9 +181,11 @@ def main() -> None:
             runs: dict[str, list[dict]] = {side: [] for side in sides}
             for r in range(args.rounds):
                 for side, env in sides.items():
-                    runs[side].append(run_consume(side, broker.service_url, topic, args.count, env))
+                    runs[side].append(run_consume(side, broker.service_url, topic, args.count, env, broker.proc.pid))
                 print(f"{layout} round {r}: " + ", ".join(
-                    f"{s} {v[-1]['msg_per_s']:,.0f} msg/s {v[-1]['cpu_s_per_million']:.1f} cpu-s/M" for s, v in runs.items()
+                    f"{s} {v[-1]['msg_per_s']:,.0f} msg/s {v[-1]['cpu_s_per_million']:.2f} cpu-s/M"
+                    f" (broker {v[-1]['broker_cpu_s_per_million']:.2f}, busy {v[-1]['broker_busy']:.2f})"
+                    for s, v in runs.items()
                 ), flush=True)
             med = {s: statistics.median(x["msg_per_s"] for x in v) for s, v in runs.items()}
             cpu = {s: statistics.median(x["cpu_s_per_million"] for x in v) for s, v in runs.items()}
@@ -171,13 +193,21 @@ def main() -> None:
                 "msg_per_s": {s: [round(x["msg_per_s"]) for x in v] for s, v in runs.items()},
                 "client_cpu_s_per_million": {s: [round(x["cpu_s_per_million"], 2) for x in v] for s, v in runs.items()},
                 "client_gc_collections_per_generation": {s: [x["gc_collections"] for x in v] for s, v in runs.items()},
+                "broker_cpu_s_per_million": {s: [round(x["broker_cpu_s_per_million"], 2) for x in v] for s, v in runs.items()},
+                "broker_busy": {s: [round(x["broker_busy"], 2) for x in v] for s, v in runs.items()},
                 "median_msg_per_s": {s: round(v) for s, v in med.items()},
                 "median_client_cpu_s_per_million": {s: round(v, 2) for s, v in cpu.items()},
                 "ratio_magnetar_to_official": round(med["magnetar"] / med["official"], 2),
+                "ratio_magnetar_to_official_per_round": [
+                    round(m["msg_per_s"] / o["msg_per_s"], 2) for m, o in zip(runs["magnetar"], runs["official"], strict=True)
+                ],
             }
             if "baseline" in med:
                 entry["ratio_baseline_to_official"] = round(med["baseline"] / med["official"], 2)
                 entry["speedup_magnetar_over_baseline"] = round(med["magnetar"] / med["baseline"], 2)
+                entry["ratio_baseline_to_official_per_round"] = [
+                    round(b["msg_per_s"] / o["msg_per_s"], 2) for b, o in zip(runs["baseline"], runs["official"], strict=True)
+                ]
             results[layout] = entry
     finally:
         broker.stop()

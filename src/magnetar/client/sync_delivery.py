@@ -7,17 +7,42 @@ buffer on the loop thread and counted as consumed there, so the broker gets its 
 while the rest of the read is still being decoded, and sends the next messages meanwhile. Taking
 the messages only once the whole read was decoded, as a refill does, left the broker idle for
 that time and the client idle while the broker answered the FLOW: stop and wait.
+
+A move stops where the core's count reaches its FLOW (half the queue; :meth:`DeliveryWait._move`)
+and that FLOW is written at once (:func:`flush_output`), not with the rest of the loop iteration's
+output: the iteration still has the rest of the read to decode (about a millisecond for 500
+messages), and the broker, out of permits, waited for it.
+
+The waiting thread sleeps on a bare lock that the loop thread releases (one futex wake; nothing
+to do on the loop thread when nobody waits), and wakes the loop only when the buffer is not being
+filled already.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
+from _thread import LockType, allocate_lock
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from magnetar.client.message import Message
+
+
+def flush_output(core: Any, moved: list[Message]) -> None:
+    """(loop thread) Write now what the connection of the consumer(s) that delivered ``moved`` has
+    queued (the FLOW that counting them as consumed may have queued, and any ACK before it).
+
+    A single-topic core has one connection; a multi-topic core's messages come from its children,
+    each with its own connection."""
+    if hasattr(core, "conn"):
+        owners: Any = (core,)
+    else:
+        owners = {msg._consumer for msg in moved}
+    for owner in owners:
+        conn = owner.conn
+        if conn is not None:
+            conn.flush()
 
 
 class DeliveryWait:
@@ -33,21 +58,41 @@ class DeliveryWait:
         self._core = core
         self._buffer = buffer
         self._size = size
-        self._arrived = threading.Event()
-        #: an application thread waits: deliveries go to the buffer until it holds ``size``
+        #: the lock a waiting application thread sleeps on (held; the loop thread releases it),
+        #: set and cleared by that thread
+        self._sleeper: LockType | None = None
+        #: deliveries go to the buffer until it holds ``size`` (set when a thread waits)
         self._wanted = False
         core.on_delivered = self.delivered
 
     def wait(self, timeout_s: float | None) -> bool:
-        """(application thread) Wait until messages were moved to the buffer, or the core closed;
-        False when ``timeout_s`` passed first."""
-        self._arrived.clear()
-        self._loop.call_soon_threadsafe(self._want)
-        return self._arrived.wait(timeout_s)
+        """(application thread) Wait until messages were moved to the buffer, or the core closed
+        (True; the buffer may still be empty if it was voided meanwhile: look again); False when
+        ``timeout_s`` passed first."""
+        sleeper = allocate_lock()
+        sleeper.acquire()
+        self._sleeper = sleeper
+        # published before looking: a delivery (or close) either comes after, and finds the
+        # sleeper, or came before, and is seen here
+        if self._buffer() or self._core._closed:
+            self._sleeper = None
+            return True
+        if not self._wanted:
+            self._loop.call_soon_threadsafe(self._want)
+        woken = sleeper.acquire(True, -1 if timeout_s is None else timeout_s)
+        self._sleeper = None
+        return woken
 
     def _want(self) -> None:
         self._wanted = True
         self.delivered()
+
+    def _wake(self) -> None:
+        # only the waiting thread writes _sleeper (clearing it here could clear its next wait's);
+        # only the loop thread releases, so locked() then release() cannot release twice
+        sleeper = self._sleeper
+        if sleeper is not None and sleeper.locked():
+            sleeper.release()
 
     def delivered(self) -> None:
         """(loop thread) The core delivered messages, or stopped: move what it holds if wanted."""
@@ -55,17 +100,42 @@ class DeliveryWait:
             return
         core = self._core
         if core._closed:
-            self._arrived.set()
+            self._wake()
             return
         if core.queued():
-            buffer = self._buffer()
-            buffer.extend(core.receive_nowait(self._size))
-            if len(buffer) >= self._size:
+            if self._move() >= self._size:
                 self._wanted = False
-            self._arrived.set()
+            self._wake()
+
+    def _move(self) -> int:
+        """Move up to a refill's worth of what the core holds to the buffer, counted as consumed,
+        a FLOW this causes written at once; how many the buffer holds now.
+
+        A move stops where the core's count reaches its FLOW, then goes on: moved a run at a time,
+        the FLOW came with the run that crossed half the queue, and the rest of the read (up to
+        half the queue again) stayed counted but not granted, so the broker had one FLOW's worth
+        to send at a time and waited for the next one. When what follows the FLOW makes another
+        one (a batch of 1,000 does), nothing is left counted but not granted anyway: one move.
+        """
+        core = self._core
+        buffer = self._buffer()
+        room = self._size
+        # a single-topic core's FLOW threshold and count (a multi-topic core's children each have theirs)
+        flow_at = getattr(core, "_flow_at", 0)
+        if flow_at:
+            first = flow_at - core._permits_to_grant
+            if 0 < first < min(room, core.queued()) < first + flow_at:
+                moved = core.receive_nowait(first)
+                buffer.extend(moved)
+                flush_output(core, moved)
+                room -= len(moved)
+        moved = core.receive_nowait(room)
+        buffer.extend(moved)
+        flush_output(core, moved)
+        return len(buffer)
 
     def reset(self) -> None:
         """(loop thread) The buffer was voided: stop filling it until a thread waits again (a
         thread waiting now is woken, finds nothing and waits again)."""
         self._wanted = False
-        self._arrived.set()
+        self._wake()

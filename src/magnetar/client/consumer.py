@@ -275,6 +275,10 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         conn = self.conn
         return conn is not None and not conn.closed
 
+    def messages_until_flow(self) -> int:
+        """How many more messages counted as consumed send the next FLOW (0: zero-size queue)."""
+        return self._flow_at - self._permits_to_grant if self._flow_at else 0
+
     def _send_flow(self, permits: int) -> None:
         conn = self.conn
         if conn is None or conn.closed or permits <= 0:

@@ -123,7 +123,7 @@ class DeliveryWait:
         # a single-topic core's FLOW threshold and count (a multi-topic core's children each have theirs)
         flow_at = getattr(core, "_flow_at", 0)
         if flow_at:
-            first = flow_at - core._permits_to_grant
+            first = core.messages_until_flow()
             if 0 < first < min(room, core.queued()) < first + flow_at:
                 moved = core.receive_nowait(first)
                 buffer.extend(moved)

@@ -16,10 +16,18 @@ PERCENTILES = [("p50", "50"), ("p95", "95"), ("p99", "99"), ("p99_9", "99.9"), (
 RATIO_KEYS = ["produce-100", "produce-1024", "consume-100", "consume-1024", "fanout", "topics-100", "catch-up", "sync"]
 
 
+def error_reason(error: str) -> str:
+    """The line of a worker's error that says what went wrong: the exit status and the last line of
+    its stderr (the exception's message), not the traceback above it."""
+    head, _, tail = error.partition(": ")
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return f"{head}: {lines[-1]}" if lines else error
+
+
 def brief(result: dict[str, Any]) -> str:
     """One line for the progress log."""
     if "error" in result:
-        return f"ERROR {result['error'][:200]}"
+        return f"ERROR {error_reason(result['error'])[:200]}"
     text = f"{result.get('msg_per_s', 0):>12,.0f} msg/s"
     if "latency_ms" in result:
         lat = result["latency_ms"]
@@ -155,7 +163,7 @@ def markdown(doc: dict[str, Any], summary: dict[str, Any], ratio_rows: list[dict
     out += [f"- {name} started with: `{peer['command']}`" for name, peer in doc["peers"].items()]
     errors = [(key, label, e) for key, by in summary.items() for label, entry in by.items() for e in entry["errors"]]
     if errors:
-        out += ["", "## Errors", ""] + [f"- {key} / {label}: {e[:300]}" for key, label, e in errors]
+        out += ["", "## Errors", ""] + [f"- {key} / {label}: {error_reason(e)[:300]}" for key, label, e in errors]
     return "\n".join(out) + "\n"
 
 

@@ -11,10 +11,16 @@
    fsync rounds and the seconds spent in them (from /metrics), which show where the time goes.
    ``--compare NAME=SRC`` runs another magnetar source tree (PYTHONPATH=SRC) side by side, round by
    round, e.g. a tree with a different commit path.
+3. ``creation``: how fast topics are created and what it costs the loop: a broker run under
+   benchmarks/loop_probe.py; ``--topics`` topics set up as in ``memory`` (``--batch`` at a time),
+   while one producer of a topic created before publishes one message every 10 ms and times each
+   send (how long a publish of another topic waits while topics load). Recorded: ms per topic, the
+   broker's CPU seconds, its loop lag and stalls (loop_probe), the other topic's send latency.
+   With ``--compare NAME=SRC`` the systems alternate round by round (``--rounds``).
 
 Results: benchmarks/results/many_topics.json.
 
-usage: python benchmarks/many_topics.py [--only memory|throughput] [--topics 10000] [--messages 100000]
+usage: python benchmarks/many_topics.py [--only memory|throughput|creation] [--topics 10000] [--messages 100000]
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -47,12 +54,17 @@ PRODUCER_OPTIONS = {"batching_enabled": True, "batching_max_messages": 1000, "ba
 class Broker:
     """A `magnetar standalone` child process on free ports with a fresh data dir."""
 
-    def __init__(self, src: str | None = None, args: tuple[str, ...] = ()) -> None:
+    def __init__(self, src: str | None = None, args: tuple[str, ...] = (), probe: bool = False) -> None:
         self.port, self.http_port = free_port(), free_port()
         self.data = Path(tempfile.mkdtemp(prefix="many-topics-"))
         warm_bytecode(src)
         env = python_env(src)
-        argv = [str(VENV / "python"), "-c", "from magnetar.cli.main import main; main()", "standalone",
+        #: where benchmarks/loop_probe.py appends a record at each probe_dump() (with ``probe``)
+        self.probe_out = self.data / "probe.jsonl"
+        entry = [str(HERE / "loop_probe.py")] if probe else ["-c", "from magnetar.cli.main import main; main()"]
+        if probe:
+            env["MAGNETAR_PROBE_OUT"] = str(self.probe_out)
+        argv = [str(VENV / "python"), *entry, "standalone",
                 "--data-dir", str(self.data / "data"), "--port", str(self.port), "--http-port", str(self.http_port),
                 "--log-level", "WARNING", *args]
         self.log = open(self.data / "broker.log", "wb")  # noqa: SIM115 - closed in stop()
@@ -81,6 +93,20 @@ class Broker:
             return None
         match = re.search(rf"^{re.escape(name)}(?:{{[^}}]*}})? ([0-9.e+-]+)$", text, re.M)
         return float(match.group(1)) if match else None
+
+    def probe_dump(self) -> dict:
+        """What the loop probe saw since the previous dump (it starts afresh)."""
+        count = len(self.probe_out.read_text().splitlines()) if self.probe_out.exists() else 0
+        for _ in range(3):  # a signal now and then goes unanswered: ask again
+            os.kill(self.proc.pid, signal.SIGUSR1)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                lines = self.probe_out.read_text().splitlines() if self.probe_out.exists() else []
+                if len(lines) > count:
+                    return json.loads(lines[-1])
+                time.sleep(0.05)
+        log = (self.data / "broker.log").read_text()[-3000:]
+        raise RuntimeError(f"the loop probe wrote nothing (broker alive: {self.proc.poll() is None}): {log}")
 
     def stop(self) -> None:
         """SIGTERM (SIGKILL after 60 s), remove the data."""
@@ -185,10 +211,77 @@ def throughput_phase(topic_counts: list[int], messages: int, rounds: int, system
     return results
 
 
+async def creation_run(broker: Broker, topics: int, clients_count: int, batch: int, deadline_s: float) -> dict:
+    """Phase 3: create ``topics`` topics (a producer, a consumer, one message each) while another topic's
+    producer sends every 10 ms; the creation time and the other topic's send latencies."""
+    from magnetar.client import AsyncClient
+
+    clients = [AsyncClient(broker.url, operation_timeout_seconds=120) for _ in range(clients_count)]
+    other = await clients[0].create_producer(f"persistent://public/default/other-{time.time_ns()}", batching_enabled=False)
+    await other.send(b"warm")
+    latencies: list[float] = []
+    stop = asyncio.Event()
+
+    async def tick() -> None:
+        while not stop.is_set():
+            started = time.perf_counter()
+            await other.send(b"y" * 100)
+            latencies.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(0.01)
+
+    broker.probe_dump()  # start the probe afresh: startup and the warm-up are not counted
+    ticker = asyncio.create_task(tick())
+    run, done, started = str(time.time_ns()), 0, time.perf_counter()
+    while done < topics and time.perf_counter() - started < deadline_s:
+        step = min(batch, topics - done)
+        await add_topics(clients, done, step, run, b"x" * 100)
+        done += step
+    elapsed = time.perf_counter() - started
+    stop.set()
+    await ticker
+    probe = broker.probe_dump()
+    for client in clients:
+        await client.close()
+    stalls = probe["stalls"]
+    return {"topics": done, "seconds": round(elapsed, 2), "ms_per_topic": round(elapsed * 1000 / max(done, 1), 2),
+            "broker_cpu_s": probe["cpu_s"], "loop_lag_ms": probe["loop_lag_ms"],
+            "stalls_over_10ms": len(stalls), "worst_stalls_ms": [round(s[0], 1) for s in stalls[:5]],
+            "stall_stacks": probe["stall_stacks"][:3],
+            "other_topic_send_ms": percentiles(latencies)}
+
+
+def percentiles(values: list[float]) -> dict:
+    """p50 / p99 / max of ``values`` and how many."""
+    if not values:
+        return {"count": 0}
+    ordered = sorted(values)
+    return {"count": len(ordered), "p50": round(ordered[len(ordered) // 2], 2),
+            "p99": round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 2), "max": round(ordered[-1], 2)}
+
+
+def creation_phase(args: argparse.Namespace, systems: dict[str, str | None], runner: object) -> dict:
+    """Every system, alternated round by round; medians of ms per topic and broker CPU seconds."""
+    runs: dict = {name: [] for name in systems}
+    for round_no in range(args.rounds):
+        for name, src in systems.items():
+            broker = Broker(src, probe=True)
+            try:
+                outcome = runner(creation_run(broker, args.topics, args.clients, args.batch, args.deadline))  # type: ignore[operator]
+            finally:
+                broker.stop()
+            runs[name].append(outcome)
+            print(f"creation round {round_no + 1} {name}: "
+                  f"{ {k: v for k, v in outcome.items() if k != 'stall_stacks'} }", file=sys.stderr, flush=True)
+    return {"topics": args.topics, "clients": args.clients, "batch": args.batch,
+            "median_ms_per_topic": {n: statistics.median(r["ms_per_topic"] for r in rs) for n, rs in runs.items()},
+            "median_broker_cpu_s": {n: statistics.median(r["broker_cpu_s"] for r in rs) for n, rs in runs.items()},
+            "runs": runs}
+
+
 def main() -> None:
     """Run the phases and write the results JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("memory", "throughput"), default=None)
+    parser.add_argument("--only", choices=("memory", "throughput", "creation"), default=None)
     parser.add_argument("--topics", type=int, default=10000)
     parser.add_argument("--clients", type=int, default=4, help="client connections of the memory phase")
     parser.add_argument("--batch", type=int, default=500, help="topics set up concurrently")
@@ -211,9 +304,11 @@ def main() -> None:
     report["note"] = "one machine shared with other work; systems alternated round by round"
     if args.only in (None, "memory"):
         report["memory"] = runner(memory_run(args.topics, args.clients, args.deadline, args.batch))
+    systems: dict[str, str | None] = {"magnetar": None}
+    systems.update(dict(spec.split("=", 1) for spec in args.compare))
+    if args.only == "creation":
+        report["creation"] = creation_phase(args, systems, runner)
     if args.only in (None, "throughput"):
-        systems: dict[str, str | None] = {"magnetar": None}
-        systems.update(dict(spec.split("=", 1) for spec in args.compare))
         counts = [int(c) for c in args.topic_counts.split(",")]
         runs = throughput_phase(counts, args.messages, args.rounds, systems)
         report["throughput"] = {

@@ -1,9 +1,9 @@
 """The broker service: topic registry, metadata, group commit and background work.
 
-One asyncio loop owns every piece of broker state; only fsync and the metadata store's
-cursor writes run in worker threads, and their results come back to the loop. What the broker
-knows of names and namespaces is its base, :class:`~magnetar.broker.topic_directory.TopicDirectory`;
-cursors are persisted by :class:`~magnetar.broker.cursor_persistence.CursorPersistence`.
+One asyncio loop owns every piece of broker state; only fsync, the metadata store's cursor writes
+and the storage part of topic loads (:meth:`BrokerService.load_topic`) run in worker threads, and
+their results come back to the loop. What the broker knows of names and namespaces is its base,
+:class:`~magnetar.broker.topic_directory.TopicDirectory`; cursors are persisted by :class:`~magnetar.broker.cursor_persistence.CursorPersistence`.
 The modules needed only once a topic exists (topics, subscriptions, compaction, policy resolution,
 lifecycle) load with the first topic: a broker answers its first CONNECT without them.
 """
@@ -16,6 +16,7 @@ import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -37,12 +38,14 @@ from magnetar.storage.repair import metadata_problem, repair_data_dir
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from magnetar.broker.policies.resolution import TopicPolicies
     from magnetar.broker.security.authentication import AuthenticationService
     from magnetar.broker.security.authorization import AuthorizationService
     from magnetar.broker.topics.base import Topic
     from magnetar.broker.topics.compaction import Compactor
     from magnetar.broker.topics.persistent import PersistentTopic
     from magnetar.broker.transport import ClientSession
+    from magnetar.storage.ledger import ManagedLedger
 
 log = logging.getLogger("magnetar.broker")
 
@@ -53,6 +56,19 @@ _COMPACTION_STATUS_PREFIX = "compaction-status/"
 
 def _terminated_key(topic: str) -> str:
     return f"terminated/{topic}"
+
+
+@dataclass
+class _PreparedTopic:
+    """What the topic-load thread read of a stored topic, for the loop to build the topic from."""
+
+    ledger: ManagedLedger
+    #: subscription name -> persisted cursor state
+    cursors: dict[str, bytes]
+    #: (last sequence id of each producer, the entry id they were taken at)
+    dedup: tuple[dict[str, int], int]
+    terminated: bool
+    policies: TopicPolicies
 
 
 class BrokerService(TopicDirectory):
@@ -74,6 +90,14 @@ class BrokerService(TopicDirectory):
         # Closes and unlinks the files of trimmed segments and deleted ledgers (tens of ms per 64 MiB
         # segment on ext4). One worker: files go oldest first, so a crash never leaves a hole.
         self._reap_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-reap")
+        # Runs the blocking part of topic loads (metadata commits, ledger opens), so that a congested
+        # disk stalls the loads and not the loop. Four: one load's file work overlaps another's commit
+        # (one thread: 3.9 ms a topic against 2.6, benchmarks/PROFILES.md section 24).
+        self._load_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="magnetar-load")
+        #: the loads under way by topic name: (the task every caller of the name awaits, whether it creates)
+        self._loading: dict[str, tuple[asyncio.Task[Topic], bool]] = {}
+        #: counts policy changes, so a load whose thread resolved policies before one re-resolves them
+        self._policy_changes = 0
         #: the durable cursors and their persistence (set in start())
         self.persistence: CursorPersistence
         self._tasks: list[asyncio.Task] = []
@@ -134,6 +158,8 @@ class BrokerService(TopicDirectory):
         self.running = False
         for task in self._tasks:
             task.cancel()
+        # loads under way end before storage closes; they register nothing now (_register_loaded)
+        await asyncio.gather(*(task for task, _ in list(self._loading.values())), return_exceptions=True)
         await self.persistence.stop()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._compactor is not None:
@@ -151,6 +177,7 @@ class BrokerService(TopicDirectory):
         self.metadata.close()
         self.committer.close()
         self.persistence.close()
+        self._load_executor.shutdown(wait=True)
         self._reap_executor.shutdown(wait=True)
 
     @property
@@ -195,15 +222,84 @@ class BrokerService(TopicDirectory):
 
     # -- topics --------------------------------------------------------------------------
     def get_topic(self, topic_name: TopicName, create: bool = True) -> Topic:
-        """The loaded topic, loading or creating it as needed."""
+        """The loaded topic, loading or creating it as needed, on the loop (the admin REST callers);
+        the binary protocol uses :meth:`load_topic`. Refused with ServiceNotReady while an
+        asynchronous load of the same topic is under way."""
         name = str(topic_name)
         topic = self.topics.get(name)
         if topic is not None:
             return topic
+        if name in self._loading:
+            raise BrokerError(ServerError.ServiceNotReady, f"topic {name} is being loaded: retry")
+        return self._register(topic_name, self._prepare_topic(topic_name, create))
+
+    async def load_topic(self, topic_name: TopicName, create: bool = True) -> Topic:
+        """The loaded topic, loading or creating it as needed without blocking the loop: the metadata
+        reads and writes and the ledger, cursor and snapshot reads run in the topic-load thread, the
+        topic is registered on the loop. Concurrent loads of one topic share one load (one Topic);
+        a refusal (TopicNotFound, NotAllowedError...) is raised to every caller it concerns."""
+        name = str(topic_name)
+        while True:
+            topic = self.topics.get(name)
+            if topic is not None:
+                return topic
+            pending = self._loading.get(name)
+            if pending is None:
+                if not self.running:
+                    raise BrokerError(ServerError.ServiceNotReady, "the broker is stopping")
+                # a task of its own: a caller that goes away does not cancel the load the others await
+                pending = (asyncio.create_task(self._load(topic_name, create), name=f"load {name}"), create)
+                self._loading[name] = pending
+            task, creating = pending
+            try:
+                topic = await asyncio.shield(task)
+            except BrokerError as exc:
+                # a load that did not create may not speak for one that does: try again then
+                if creating or not create or exc.code != ServerError.TopicNotFound:
+                    raise
+                continue
+            if topic.closed:
+                raise BrokerError(ServerError.ServiceNotReady, f"topic {name} was deleted while it loaded")
+            return topic
+
+    async def _load(self, topic_name: TopicName, create: bool) -> Topic:
+        """One load: prepared in the topic-load thread, registered on the loop."""
+        policy_changes = self._policy_changes
+        try:
+            prepared = await asyncio.get_running_loop().run_in_executor(
+                self._load_executor, self._prepare_topic, topic_name, create
+            )
+            topic = self._register_loaded(topic_name, prepared)
+            if prepared is not None and self._policy_changes != policy_changes:
+                self.apply_policies(topic)  # a change made while the thread read the old policies
+            return topic
+        finally:
+            del self._loading[str(topic_name)]
+
+    def _register_loaded(self, topic_name: TopicName, prepared: _PreparedTopic | None) -> Topic:
+        """Register what the load thread prepared, unless the broker stopped meanwhile (then the
+        ledger it opened is closed and ServiceNotReady raised: nothing stays half-registered)."""
+        if not self.running:
+            if prepared is not None:
+                prepared.ledger.close()
+            raise BrokerError(ServerError.ServiceNotReady, "the broker is stopping")
+        try:
+            return self._register(topic_name, prepared)
+        except BaseException:
+            if prepared is not None:
+                prepared.ledger.close()  # not registered: nothing else would ever close it
+            raise
+
+    def _prepare_topic(self, topic_name: TopicName, create: bool) -> _PreparedTopic | None:
+        """The blocking part of a load (any thread): the namespace and creation checks, the metadata row
+        (created when allowed), the opened ledger and what is stored of its cursors, deduplication,
+        termination and policies. None for a non-persistent topic (only checked)."""
         assert self.metadata is not None
+        name = str(topic_name)
         self.check_namespace(topic_name)
         if not topic_name.persistent:
-            return self._create_non_persistent(topic_name)
+            self._check_partitioned(topic_name)
+            return None
         ledger_id = self.metadata.get_topic(name)
         if ledger_id is None:
             if not create or not self.auto_topic_creation(topic_name.namespace)[0]:
@@ -216,27 +312,11 @@ class BrokerService(TopicDirectory):
                     f"namespace {topic_name.namespace} reached its maximum of {max_topics} topics",
                 )
             ledger_id = self.metadata.get_or_create_topic(name)
-        return self._load_persistent(topic_name, ledger_id)
+        return self._read_stored_topic(topic_name, ledger_id)
 
-    def _create_non_persistent(self, topic_name: TopicName) -> Topic:
-        """A new non-persistent topic, registered."""
-        from magnetar.broker.topics.nonpersistent import NonPersistentTopic
-
-        self._check_partitioned(topic_name)
-        self._non_persistent_ids -= 1
-        topic = NonPersistentTopic(
-            topic_name,
-            self._non_persistent_ids & ((1 << 63) - 1),
-            config=self.config,
-            producer_name_prefix=self.producer_name_prefix,
-        )
-        self.topics[str(topic_name)] = topic
-        return topic
-
-    def _load_persistent(self, topic_name: TopicName, ledger_id: int) -> Topic:
-        """Open a stored topic's ledger, restore its cursors, sequence ids, policies and compacted view,
-        and register it."""
-        from magnetar.broker.topics.persistent import PersistentTopic
+    def _read_stored_topic(self, topic_name: TopicName, ledger_id: int) -> _PreparedTopic:
+        """Open a stored topic's ledger and read its cursors, sequence ids, termination and policies."""
+        from magnetar.broker.policies.resolution import resolve
         from magnetar.storage.ledger import ManagedLedger
 
         assert self.metadata is not None
@@ -252,6 +332,45 @@ class BrokerService(TopicDirectory):
             label=name,
             reaper=self._reap,
         )
+        try:
+            return _PreparedTopic(
+                ledger,
+                self.metadata.load_cursors(name),
+                self.persistence.dedup_snapshot(name),
+                self.metadata.get_kv(_terminated_key(name)) is not None,
+                resolve(self.metadata, self.config, topic_name),
+            )
+        except BaseException:
+            ledger.close()
+            raise
+
+    def _register(self, topic_name: TopicName, prepared: _PreparedTopic | None) -> Topic:
+        """Build the topic of a prepared load on the loop and register it."""
+        if prepared is None:
+            return self._create_non_persistent(topic_name)
+        return self._load_persistent(topic_name, prepared)
+
+    def _create_non_persistent(self, topic_name: TopicName) -> Topic:
+        """A new non-persistent topic, registered."""
+        from magnetar.broker.topics.nonpersistent import NonPersistentTopic
+
+        self._non_persistent_ids -= 1
+        topic = NonPersistentTopic(
+            topic_name,
+            self._non_persistent_ids & ((1 << 63) - 1),
+            config=self.config,
+            producer_name_prefix=self.producer_name_prefix,
+        )
+        self.topics[str(topic_name)] = topic
+        return topic
+
+    def _load_persistent(self, topic_name: TopicName, prepared: _PreparedTopic) -> Topic:
+        """Build a stored topic from its opened ledger and stored state (on the loop), open its
+        compacted view, and register it."""
+        from magnetar.broker.topics.persistent import PersistentTopic
+
+        name = str(topic_name)
+        ledger = prepared.ledger
         topic = PersistentTopic(
             topic_name,
             ledger,
@@ -260,14 +379,15 @@ class BrokerService(TopicDirectory):
             cursors=self,
             producer_name_prefix=self.producer_name_prefix,
         )
-        for cursor in self.persistence.cursors.load(ledger, name):
-            topic.restore_subscription(cursor)
-        topic.restore_sequence_ids(*self.persistence.dedup_snapshot(name))
-        self.apply_policies(topic)
-        topic.terminated = self.metadata.get_kv(_terminated_key(name)) is not None
+        cursors = self.persistence.cursors
+        for sub_name, data in prepared.cursors.items():
+            topic.restore_subscription(cursors.restore(ledger, name, sub_name, data))
+        topic.restore_sequence_ids(*prepared.dedup)
+        topic.apply_policies(prepared.policies)
+        topic.terminated = prepared.terminated
         self.compactor.load(topic)
         self.topics[name] = topic
-        log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger_id, ledger.first_entry_id, ledger.last_entry_id)
+        log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger.ledger_id, ledger.first_entry_id, ledger.last_entry_id)
         return topic
 
     def terminate_topic(self, topic_name: TopicName) -> tuple[int, int]:
@@ -283,6 +403,7 @@ class BrokerService(TopicDirectory):
 
     def policies_changed(self, namespace: str | None = None) -> None:
         """Re-resolve policies of loaded topics (of one namespace, or all) so they take effect live."""
+        self._policy_changes += 1
         for topic in list(self.topics.values()):
             if namespace is None or topic.topic_name.namespace == namespace:
                 self.apply_policies(topic)
@@ -409,9 +530,13 @@ class BrokerService(TopicDirectory):
         """Delete a topic: disconnect its producers and consumers, forget its loaded state, ledger
         files, persisted cursors and metadata row. Returns False when there was nothing to delete.
 
-        Runs under the cursor-flush lock, so no cursor write of the topic is in flight.
+        Runs under the cursor-flush lock, so no cursor write of the topic is in flight. A load of the
+        topic under way ends first (the topic it registers is deleted then).
         """
         assert self.metadata is not None
+        pending = self._loading.get(name)
+        if pending is not None:
+            await asyncio.gather(pending[0], return_exceptions=True)
         async with self.persistence.lock:
             topic = self.topics.pop(name, None)
             if topic is not None:

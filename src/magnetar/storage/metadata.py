@@ -103,7 +103,10 @@ def _dumps(value: dict[str, Any]) -> str:
 class MetadataStore:
     """Persistent broker metadata in ``<data_dir>/metadata.db`` (SQLite, WAL, synchronous=FULL).
 
-    One connection is shared by all threads; every method holds an internal lock.
+    Writes go through one connection under one lock; each thread reads through a connection of its
+    own, so that a read (on the broker's loop) waits neither for another thread's commit and its
+    fsync nor for another thread's reads: in WAL mode a reader sees every transaction committed
+    before its statement began.
     """
 
     def __init__(self, data_dir: Path | str) -> None:
@@ -120,6 +123,10 @@ class MetadataStore:
         except BaseException:
             self._conn.close()
             raise
+        self._local = threading.local()
+        #: every thread's read connection (closed with the store)
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
 
     @classmethod
     def open(cls, data_dir: Path | str) -> MetadataStore:
@@ -132,7 +139,11 @@ class MetadataStore:
         return self._path
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connections."""
+        with self._readers_lock:
+            readers, self._readers = self._readers, []
+        for reader in readers:
+            reader.close()
         with self._lock:
             self._conn.close()
 
@@ -366,10 +377,7 @@ class MetadataStore:
 
     def load_cursors(self, topic: str) -> dict[str, bytes]:
         """Return the saved cursor states of a topic, keyed by subscription."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT subscription, state FROM cursors WHERE topic = ?", (topic,)
-            ).fetchall()
+        rows = self._reader().execute("SELECT subscription, state FROM cursors WHERE topic = ?", (topic,)).fetchall()
         return {sub: bytes(state) for sub, state in rows}
 
     def delete_cursor(self, topic: str, subscription: str) -> bool:
@@ -402,10 +410,14 @@ class MetadataStore:
 
     def list_kv(self, prefix: str = "") -> dict[str, bytes]:
         """Return every key/value whose key starts with ``prefix``."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT key, value FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
-            ).fetchall()
+        if prefix and prefix[-1] != chr(0x10FFFF):
+            # a range of the primary key: the keys from ``prefix`` up to its successor are those it starts
+            sql, params = "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key", (
+                prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            )
+        else:
+            sql, params = "SELECT key, value FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+        rows = self._reader().execute(sql, params).fetchall()
         return {key: bytes(value) for key, value in rows}
 
     # -- internals ------------------------------------------------------------
@@ -429,13 +441,25 @@ class MetadataStore:
                         pass
                 raise
 
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read connection (opened on its first read)."""
+        reader: sqlite3.Connection | None = getattr(self._local, "reader", None)
+        if reader is None:
+            reader = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+            with self._readers_lock:
+                self._readers.append(reader)
+            self._local.reader = reader
+        return reader
+
     def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchone()
+        cursor = self._reader().execute(sql, params)
+        try:
+            return cursor.fetchone()
+        finally:
+            cursor.close()  # ends the statement's read transaction now, whatever holds the cursor
 
     def _names(self, sql: str, params: tuple[Any, ...]) -> list[str]:
-        with self._lock:
-            return [row[0] for row in self._conn.execute(sql, params).fetchall()]
+        return [row[0] for row in self._reader().execute(sql, params).fetchall()]
 
     def _migrate(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.schemas import declared_schema_from_wire
 from magnetar.broker.schemas.topics import topic_is_active
-from magnetar.broker.session.base import SessionBase
+from magnetar.broker.session.deferred import DeferredCommands, PendingRequest
 from magnetar.broker.subscriptions.consumer import Consumer
 from magnetar.broker.subscriptions.dispatchers.key_shared import check_key_shared_meta
 from magnetar.protocol.commands import u64
@@ -17,10 +17,29 @@ from magnetar.protocol.schema import BaseCommand, KeySharedMeta
 
 if TYPE_CHECKING:
     from magnetar.broker.subscriptions.subscription import Subscription
+    from magnetar.broker.topics.base import Topic
     from magnetar.protocol.framing import Frame
+    from magnetar.protocol.schema import CommandSubscribe
+    from magnetar.protocol.topic_name import TopicName
 
 
-class ConsumerCommands(SessionBase):
+class _Subscribing:
+    """What a SUBSCRIBE asks for, as checked before its topic is loaded."""
+
+    __slots__ = ("req", "name", "sub_type", "consumer_name", "key_shared_meta")
+
+    def __init__(
+        self, req: CommandSubscribe, name: TopicName, sub_type: SubType, consumer_name: str,
+        key_shared_meta: KeySharedMeta | None,
+    ) -> None:
+        self.req = req
+        self.name = name
+        self.sub_type = sub_type
+        self.consumer_name = consumer_name
+        self.key_shared_meta = key_shared_meta
+
+
+class ConsumerCommands(DeferredCommands):
     """The consumer commands of a session."""
 
     def _on_subscribe(self, command: BaseCommand, frame: Frame) -> None:
@@ -44,11 +63,32 @@ class ConsumerCommands(SessionBase):
                 key_shared_meta = KeySharedMeta()
                 key_shared_meta.CopyFrom(req.key_shared_meta)
             check_key_shared_meta(key_shared_meta, consumer_name)
+        self.refuse_if_pending(self.pending_consumers, req.consumer_id, "Consumer")
         name = self.service.parse_topic(req.topic)
         self.require_authorized(
             "SUBSCRIBE", lambda authz: authz.check_subscribe(name, self.role, req.subscription), name
         )
-        topic = self.service.get_topic(name, create=req.force_topic_creation)
+        subscribing = _Subscribing(req, name, sub_type, consumer_name, key_shared_meta)
+        topic = self.service.topics.get(str(name))
+        if topic is not None:
+            self._open_consumer(subscribing, topic)
+            return
+        request = self.pending_consumers[req.consumer_id] = PendingRequest()
+        self.answer_later(command, self._open_consumer_after_load(subscribing, request))
+
+    async def _open_consumer_after_load(self, subscribing: _Subscribing, request: PendingRequest) -> None:
+        """SUBSCRIBE to a topic not loaded: load it off the loop, then open the consumer."""
+        req = subscribing.req
+        try:
+            topic = await self.service.load_topic(subscribing.name, create=req.force_topic_creation)
+        finally:
+            wanted = self.pending_done(self.pending_consumers, req.consumer_id, request)
+        if wanted:
+            self._open_consumer(subscribing, topic)
+
+    def _open_consumer(self, subscribing: _Subscribing, topic: Topic) -> None:
+        """Subscribe the consumer a SUBSCRIBE asks for on its loaded topic and answer."""
+        req, name, sub_type = subscribing.req, subscribing.name, subscribing.sub_type
         existing_sub = topic.subscriptions.get(req.subscription)
         if existing_sub is not None:
             existing_sub.check_can_add(sub_type)
@@ -66,10 +106,10 @@ class ConsumerCommands(SessionBase):
             read_compacted=req.read_compacted,
         )
         consumer: Consumer[Subscription] = Consumer(
-            self, req.consumer_id, consumer_name, sub, sub_type, req.priority_level,
+            self, req.consumer_id, subscribing.consumer_name, sub, sub_type, req.priority_level,
             req.read_compacted, {kv.key: kv.value for kv in req.metadata},
         )
-        consumer.key_shared_meta = key_shared_meta
+        consumer.key_shared_meta = subscribing.key_shared_meta
         try:
             sub.add_consumer(consumer)
         except BrokerError:
@@ -108,6 +148,7 @@ class ConsumerCommands(SessionBase):
 
     def _on_close_consumer(self, command: BaseCommand, frame: Frame) -> None:
         req = command.close_consumer
+        self.cancel_pending(self.pending_consumers, req.consumer_id)
         consumer = self.consumers.pop(req.consumer_id, None)
         if consumer is not None:
             consumer.subscription.remove_consumer(consumer)

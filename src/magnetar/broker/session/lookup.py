@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.schemas import schema_from_wire, version_from_bytes, version_to_bytes
 from magnetar.broker.schemas.registry import type_to_wire
-from magnetar.broker.session.base import SessionBase
+from magnetar.broker.session.deferred import DeferredCommands
 from magnetar.protocol import commands
 from magnetar.protocol.enums import (
     CommandType,
@@ -26,6 +26,8 @@ from magnetar.protocol.topic_name import is_transaction_coordinator_assign
 
 if TYPE_CHECKING:
     from magnetar.protocol.framing import Frame
+    from magnetar.protocol.schema import CommandGetOrCreateSchema
+    from magnetar.protocol.topic_name import TopicName
 
 #: what Pulsar answers a client that enables transactions on a broker without a coordinator
 TRANSACTIONS_DISABLED = "Transactions are not enabled."
@@ -35,7 +37,7 @@ TRANSACTIONS_DISABLED = "Transactions are not enabled."
 # that enables transactions learns it from its own check or from TC_CLIENT_CONNECT's refusal.
 
 
-class LookupCommands(SessionBase):
+class LookupCommands(DeferredCommands):
     """Connection-level, lookup and schema commands of a session."""
 
     def _on_ping(self, command: BaseCommand, frame: Frame) -> None:
@@ -149,18 +151,44 @@ class LookupCommands(SessionBase):
 
     def _on_get_or_create_schema(self, command: BaseCommand, frame: Frame) -> None:
         req = command.get_or_create_schema
-        cmd = BaseCommand(type=CommandType.GET_OR_CREATE_SCHEMA_RESPONSE)
-        resp = cmd.get_or_create_schema_response
-        resp.request_id = req.request_id
         try:
             name = self.service.parse_topic(req.topic)
             self.require_authorized("GET_OR_CREATE_SCHEMA", lambda authz: authz.check_schema_update(name, self.role))
-            self.service.get_topic(name, create=False)
+        except BrokerError as exc:
+            self._send_schema_version(req.request_id, None, exc)
+            return
+        if str(name) in self.service.topics:
+            self._get_or_create_schema(req, name)
+        else:
+            self.answer_later(command, self._get_or_create_schema_after_load(req, name))
+
+    async def _get_or_create_schema_after_load(self, req: CommandGetOrCreateSchema, name: TopicName) -> None:
+        """GET_OR_CREATE_SCHEMA of a topic not loaded: load it off the loop (it must exist), then answer."""
+        try:
+            await self.service.load_topic(name, create=False)
+        except BrokerError as exc:
+            self._send_schema_version(req.request_id, None, exc)
+            return
+        if not self.closed:
+            self._get_or_create_schema(req, name)
+
+    def _get_or_create_schema(self, req: CommandGetOrCreateSchema, name: TopicName) -> None:
+        """Register (or find) the schema a GET_OR_CREATE_SCHEMA carries for a loaded topic and answer."""
+        try:
             schema = schema_from_wire(req.schema) if req.HasField("schema") else None
             version = self.service.schemas.producer_schema(name, schema)
         except BrokerError as exc:
-            resp.error_code = exc.code
-            resp.error_message = exc.message
+            self._send_schema_version(req.request_id, None, exc)
+        else:
+            self._send_schema_version(req.request_id, version, None)
+
+    def _send_schema_version(self, request_id: int, version: int | None, error: BrokerError | None) -> None:
+        cmd = BaseCommand(type=CommandType.GET_OR_CREATE_SCHEMA_RESPONSE)
+        resp = cmd.get_or_create_schema_response
+        resp.request_id = request_id
+        if error is not None:
+            resp.error_code = error.code
+            resp.error_message = error.message
         else:
             resp.schema_version = version_to_bytes(version) if version is not None else b""
         self.send_command(cmd)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.schemas import declared_schema_from_wire, version_to_bytes
 from magnetar.broker.session.base import SessionBase
+from magnetar.broker.session.deferred import DeferredCommands, PendingRequest
 from magnetar.broker.topics.producer import Producer
 from magnetar.protocol.enums import CommandType, InitialPosition, ProducerAccessMode, ServerError
 from magnetar.protocol.framing import ProtocolError, crc32c
@@ -21,7 +22,10 @@ from magnetar.protocol.schema import BaseCommand
 from magnetar.storage import StorageError
 
 if TYPE_CHECKING:
+    from magnetar.broker.topics.base import Topic
     from magnetar.protocol.framing import Frame
+    from magnetar.protocol.schema import CommandProducer
+    from magnetar.protocol.topic_name import TopicName
 
 log = logging.getLogger("magnetar.broker.session")
 
@@ -65,7 +69,7 @@ class SendContext:
             session.send_send_error(producer.producer_id, self.sequence_id, code, message)
 
 
-class ProducerCommands(SessionBase):
+class ProducerCommands(DeferredCommands):
     """The producer commands of a session and the producer side of its transport."""
 
     def _on_producer(self, command: BaseCommand, frame: Frame) -> None:
@@ -77,9 +81,28 @@ class ProducerCommands(SessionBase):
                 self._producer_success(req.request_id, existing)
                 return
             raise BrokerError(ServerError.ProducerBusy, f"producer id {req.producer_id} is already in use on this connection")
+        self.refuse_if_pending(self.pending_producers, req.producer_id, "Producer")
         name = service.parse_topic(req.topic)
         self.require_authorized("PRODUCER", lambda authz: authz.check_producer(name, self.role), name)
-        topic = service.get_topic(name)
+        topic = service.topics.get(str(name))
+        if topic is not None:
+            self._open_producer(req, name, topic)
+            return
+        request = self.pending_producers[req.producer_id] = PendingRequest()
+        self.answer_later(command, self._open_producer_after_load(req, name, request))
+
+    async def _open_producer_after_load(self, req: CommandProducer, name: TopicName, request: PendingRequest) -> None:
+        """PRODUCER of a topic not loaded: load it off the loop, then open the producer."""
+        try:
+            topic = await self.service.load_topic(name)
+        finally:
+            wanted = self.pending_done(self.pending_producers, req.producer_id, request)
+        if wanted:
+            self._open_producer(req, name, topic)
+
+    def _open_producer(self, req: CommandProducer, name: TopicName, topic: Topic) -> None:
+        """Add the producer a PRODUCER asks for to its loaded topic and answer."""
+        service = self.service
         schema_version = service.schemas.producer_schema(
             name, declared_schema_from_wire(req.schema) if req.HasField("schema") else None
         )
@@ -152,6 +175,7 @@ class ProducerCommands(SessionBase):
 
     def _on_close_producer(self, command: BaseCommand, frame: Frame) -> None:
         req = command.close_producer
+        self.cancel_pending(self.pending_producers, req.producer_id)
         producer = self.producers.pop(req.producer_id, None)
         if producer is not None:
             producer.topic.remove_producer(producer)

@@ -1,0 +1,99 @@
+"""Commands answered after an await: PRODUCER, SUBSCRIBE and GET_OR_CREATE_SCHEMA of a topic not loaded.
+
+Loading a topic reads and writes storage (:meth:`~magnetar.broker.service.BrokerService.load_topic`
+runs that in a thread), so the command's handler hands the rest of its work to :meth:`answer_later`,
+and the connection reads on. A refusal is answered as :meth:`ServerConnection.frame_received
+<magnetar.broker.session.connection.ServerConnection.frame_received>` answers one; a connection
+closed meanwhile gets nothing. The producer and consumer ids of such requests are held in
+:attr:`~DeferredCommands.pending_producers` and :attr:`~DeferredCommands.pending_consumers` until
+they are answered, so that a CLOSE_PRODUCER or CLOSE_CONSUMER in between cancels them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.session.base import SessionBase
+from magnetar.protocol.commands import request_id_of
+from magnetar.protocol.enums import CommandType, ServerError
+from magnetar.storage import StorageError
+
+if TYPE_CHECKING:
+    from magnetar.broker.service import BrokerService
+    from magnetar.protocol.schema import BaseCommand
+
+log = logging.getLogger("magnetar.broker.session")
+
+
+class PendingRequest:
+    """A PRODUCER or SUBSCRIBE waiting for its topic; ``cancelled`` once closed before it was answered."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+
+class DeferredCommands(SessionBase):
+    """The requests of a session that wait for a topic to load."""
+
+    def __init__(self, service: BrokerService) -> None:
+        super().__init__(service)
+        #: producer / consumer id -> its PRODUCER / SUBSCRIBE waiting for the topic to load
+        self.pending_producers: dict[int, PendingRequest] = {}
+        self.pending_consumers: dict[int, PendingRequest] = {}
+        self._deferred: set[asyncio.Task[None]] = set()
+
+    def answer_later(self, command: BaseCommand, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` (the rest of ``command``'s handling) as a task; what it raises is answered."""
+        task = asyncio.get_running_loop().create_task(self._answer(command, work))
+        self._deferred.add(task)
+        task.add_done_callback(self._deferred.discard)
+
+    async def _answer(self, command: BaseCommand, work: Coroutine[Any, Any, None]) -> None:
+        ctype = command.type
+        try:
+            await work
+        except BrokerError as exc:
+            request_id = request_id_of(command)
+            if request_id is not None:
+                self.send_error(request_id, exc.code, exc.message)
+        except (StorageError, sqlite3.Error) as exc:  # the disk refused: the request failed, the broker did not
+            log.error("storage failure handling %s from %s: %s", CommandType(ctype).name, self.peer, exc)
+            request_id = request_id_of(command)
+            if request_id is not None:
+                self.send_error(request_id, ServerError.PersistenceError, f"storage failure: {exc}")
+        except Exception as exc:  # a broker bug: answer the request, keep the connection
+            log.exception("error handling %s from %s", CommandType(ctype).name, self.peer)
+            request_id = request_id_of(command)
+            if request_id is not None:
+                self.send_error(request_id, ServerError.UnknownError, f"internal broker error: {type(exc).__name__}")
+
+    def pending_done(self, pending: dict[int, PendingRequest], key: int, request: PendingRequest) -> bool:
+        """Forget a request that waited for its topic: False when the connection closed meanwhile
+        (nothing to carry out nor answer), BrokerError ServiceNotReady when the producer or consumer
+        was closed before it was created."""
+        if pending.get(key) is request:
+            del pending[key]
+        if self.closed:
+            return False
+        if request.cancelled:
+            raise BrokerError(ServerError.ServiceNotReady, "closed before its creation completed")
+        return True
+
+    def cancel_pending(self, pending: dict[int, PendingRequest], key: int) -> None:
+        """A CLOSE_PRODUCER / CLOSE_CONSUMER for a request still waiting: it will not be carried out."""
+        request = pending.pop(key, None)
+        if request is not None:
+            request.cancelled = True
+
+    def refuse_if_pending(self, pending: dict[int, PendingRequest], key: int, what: str) -> None:
+        """BrokerError ServiceNotReady when a request for the same id waits for its topic (as Pulsar
+        answers a second PRODUCER or SUBSCRIBE while the first is under way)."""
+        if key in pending:
+            raise BrokerError(ServerError.ServiceNotReady, f"{what} is already present on the connection")

@@ -66,6 +66,9 @@ RECONNECT_TOPIC = "persistent://public/default/soak-reconnect"
 DISCONNECT_TOPIC = "persistent://public/default/soak-disconnect"
 BROKER_ENV = {
     "MAGNETAR_SEGMENT_MAX_BYTES": str(256 * 1024),
+    # small segments roll over as soon as they are full, so that trimming runs all along the soak
+    # (the default keeps a segment at least 10 minutes, as Pulsar keeps a ledger)
+    "MAGNETAR_SEGMENT_MIN_ROLLOVER_MINUTES": "0",
     "MAGNETAR_LIFECYCLE_CHECK_INTERVAL_SECONDS": "5",
     # Pulsar's default (brokerDeleteInactiveTopicsEnabled, 60 s): a producer disconnected by a forced
     # deletion reconnects and so re-creates the topic, which then stays, one open segment each, until

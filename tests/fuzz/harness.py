@@ -164,6 +164,7 @@ class SessionTarget:
                 break
             session.data_received(command_frame(piece))
             await asyncio.sleep(0)
+            await session.settled()  # a PRODUCER / SUBSCRIBE whose topic loads is answered before the next piece
         await asyncio.sleep(0)
         session.connection_lost(None)
         await asyncio.sleep(0)

@@ -55,6 +55,12 @@ class DeferredCommands(SessionBase):
         self._deferred.add(task)
         task.add_done_callback(self._deferred.discard)
 
+    async def settled(self) -> None:
+        """Wait until every command handed to :meth:`answer_later` so far has been answered (for
+        callers that feed a session command after command and want each one done before the next)."""
+        while self._deferred:
+            await asyncio.gather(*self._deferred, return_exceptions=True)
+
     async def _answer(self, command: BaseCommand, work: Coroutine[Any, Any, None]) -> None:
         ctype = command.type
         try:

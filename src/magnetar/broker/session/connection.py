@@ -11,11 +11,9 @@ gets an ERROR (or SEND_ERROR) and affects nothing else; only malformed frames cl
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from magnetar.broker.errors import BrokerError
 from magnetar.broker.session.auth import AuthCommands
 from magnetar.broker.session.consumers import ConsumerCommands
 from magnetar.broker.session.lookup import LookupCommands
@@ -24,7 +22,6 @@ from magnetar.protocol.commands import request_id_of
 from magnetar.protocol.enums import CommandType, ServerError
 from magnetar.protocol.framing import Frame, ProtocolError
 from magnetar.protocol.schema import BaseCommand
-from magnetar.storage import StorageError
 
 if TYPE_CHECKING:
     from magnetar.broker.service import BrokerService
@@ -76,25 +73,11 @@ class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerC
             return
         try:
             handler(command, frame)
-        except BrokerError as exc:
-            request_id = request_id_of(command)
-            if request_id is not None:
-                self.send_error(request_id, exc.code, exc.message)
-            else:
-                log.info("refused %s from %s: %s", ctype, self.peer, exc.message)
         except ProtocolError as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
             self.abort()
-        except (StorageError, sqlite3.Error) as exc:  # the disk refused: the request failed, the broker did not
-            log.error("storage failure handling %s from %s: %s", CommandType(ctype).name, self.peer, exc)
-            request_id = request_id_of(command)
-            if request_id is not None:
-                self.send_error(request_id, ServerError.PersistenceError, f"storage failure: {exc}")
-        except Exception as exc:  # a broker bug: answer the request, keep the connection
-            log.exception("error handling %s from %s", CommandType(ctype).name, self.peer)
-            request_id = request_id_of(command)
-            if request_id is not None:
-                self.send_error(request_id, ServerError.UnknownError, f"internal broker error: {type(exc).__name__}")
+        except Exception as exc:
+            self.answer_failure(command, exc)
 
     def _refuse_unsupported(self, command: BaseCommand) -> None:
         request_id = request_id_of(command)

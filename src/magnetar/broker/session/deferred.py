@@ -62,23 +62,29 @@ class DeferredCommands(SessionBase):
             await asyncio.gather(*self._deferred, return_exceptions=True)
 
     async def _answer(self, command: BaseCommand, work: Coroutine[Any, Any, None]) -> None:
-        ctype = command.type
         try:
             await work
-        except BrokerError as exc:
-            request_id = request_id_of(command)
-            if request_id is not None:
-                self.send_error(request_id, exc.code, exc.message)
-        except (StorageError, sqlite3.Error) as exc:  # the disk refused: the request failed, the broker did not
-            log.error("storage failure handling %s from %s: %s", CommandType(ctype).name, self.peer, exc)
-            request_id = request_id_of(command)
-            if request_id is not None:
-                self.send_error(request_id, ServerError.PersistenceError, f"storage failure: {exc}")
-        except Exception as exc:  # a broker bug: answer the request, keep the connection
-            log.exception("error handling %s from %s", CommandType(ctype).name, self.peer)
-            request_id = request_id_of(command)
-            if request_id is not None:
-                self.send_error(request_id, ServerError.UnknownError, f"internal broker error: {type(exc).__name__}")
+        except Exception as exc:
+            self.answer_failure(command, exc)
+
+    def answer_failure(self, command: BaseCommand, exc: Exception) -> None:
+        """Answer a request whose handling raised ``exc``; the connection stays open. A BrokerError is
+        answered with its code, a storage failure (the disk refused: the request failed, the broker
+        did not) with PersistenceError, anything else (a broker bug, logged) with UnknownError."""
+        request_id = request_id_of(command)
+        name = CommandType(command.type).name if command.type in CommandType._value2member_map_ else str(command.type)
+        if isinstance(exc, BrokerError):
+            code, message = exc.code, exc.message
+            if request_id is None:
+                log.info("refused %s from %s: %s", name, self.peer, message)
+        elif isinstance(exc, (StorageError, sqlite3.Error)):
+            log.error("storage failure handling %s from %s: %s", name, self.peer, exc)
+            code, message = ServerError.PersistenceError, f"storage failure: {exc}"
+        else:
+            log.error("error handling %s from %s", name, self.peer, exc_info=exc)
+            code, message = ServerError.UnknownError, f"internal broker error: {type(exc).__name__}"
+        if request_id is not None:
+            self.send_error(request_id, code, message)
 
     def pending_done(self, pending: dict[int, PendingRequest], key: int, request: PendingRequest) -> bool:
         """Forget a request that waited for its topic: False when the connection closed meanwhile

@@ -283,11 +283,7 @@ class ManagedLedger:
                     if segment.base_entry_id >= chain.bases[0]:  # not trimmed meanwhile
                         self._unsynced[segment.base_entry_id] = segment
         except (OSError, StorageError) as exc:
-            with self._lock:
-                self._fenced = exc
-            storage_health.write_failed(f"write to ledger {self._ledger_id}", exc)
-            storage_health.ledger_fenced()
-            raise LedgerFencedError(f"write to ledger {self._ledger_id} failed: {exc}") from exc
+            raise self._fence("write to", exc) from exc
         finally:
             for fd in fds:
                 if fd is not None:
@@ -296,6 +292,15 @@ class ManagedLedger:
             storage_health.write_succeeded()
         with self._lock:
             return self._chain.written
+
+    def _fence(self, what: str, exc: BaseException) -> LedgerFencedError:
+        """Fence the ledger after a failed write or sync (``what``: "write to", "sync of"), report it,
+        and return the error to raise."""
+        with self._lock:
+            self._fenced = exc
+        storage_health.write_failed(f"{what} ledger {self._ledger_id}", exc)
+        storage_health.ledger_fenced()
+        return LedgerFencedError(f"{what} ledger {self._ledger_id} failed: {exc}")
 
     def sync(self) -> int:
         """Make every appended entry durable and return the last durable entry id.
@@ -322,11 +327,7 @@ class ManagedLedger:
                 if dir_dirty:
                     self._files.sync_directory(self._directory)
             except OSError as exc:
-                with self._lock:
-                    self._fenced = exc
-                storage_health.write_failed(f"sync of ledger {self._ledger_id}", exc)
-                storage_health.ledger_fenced()
-                raise LedgerFencedError(f"sync of ledger {self._ledger_id} failed: {exc}") from exc
+                raise self._fence("sync of", exc) from exc
             finally:
                 for fd in fds:
                     self._files.close(fd)

@@ -3,30 +3,16 @@ and the topic, subscription and compaction modules load only once a topic does."
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from magnetar.broker.config import BrokerConfig
 from magnetar.broker.service import BrokerService
 from magnetar.broker.topics.persistent import PersistentTopic
 from magnetar.protocol.topic_name import TopicName
+from tests.broker.service_runner import run_service
 
 TOPIC = "persistent://public/default/deleted"
-
-
-def _run(data_dir: Path, body: Callable[[BrokerService], Awaitable[None]]) -> None:
-    async def main() -> None:
-        service = BrokerService(BrokerConfig(data_dir=data_dir, fsync="never"))
-        await service.start()
-        try:
-            await body(service)
-        finally:
-            await service.stop()
-
-    asyncio.run(main())
 
 
 def _write_topic(data_dir: Path) -> Path:
@@ -40,7 +26,7 @@ def _write_topic(data_dir: Path) -> Path:
             topic.ledger.append(b"x" * 100)
         directory.append(topic.ledger.directory)
 
-    _run(data_dir, body)
+    run_service(data_dir, body)
     assert any(directory[0].glob("*.log"))
     return directory[0]
 
@@ -54,7 +40,7 @@ def test_deleting_a_topic_not_loaded_removes_its_files(tmp_path: Path) -> None:
         assert service.metadata is not None and service.metadata.get_topic(TOPIC) is None
         assert not await service.delete_topic_storage(TOPIC), "nothing left to delete"
 
-    _run(tmp_path, body)
+    run_service(tmp_path, body)
     assert not directory.exists(), "the ledger files went with the topic"
 
 
@@ -67,7 +53,7 @@ def test_deleting_a_loaded_topic_removes_its_files(tmp_path: Path) -> None:
         assert await service.delete_topic_storage(TOPIC)
         assert topic.closed and TOPIC not in service.topics
 
-    _run(tmp_path, body)
+    run_service(tmp_path, body)
     assert not directory.exists()
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.service import BrokerService
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.topic_name import TopicName
+from tests.broker.service_runner import run_service
 
 TOPIC = "persistent://public/default/loading"
 
@@ -45,18 +45,6 @@ class HeldLoads:
         await asyncio.get_running_loop().run_in_executor(None, self.started.wait, 10)
 
 
-def _run(tmp_path: Path, body: Callable[[BrokerService], Awaitable[None]], **settings: object) -> None:
-    async def main() -> None:
-        service = BrokerService(BrokerConfig(data_dir=tmp_path / "data", fsync="never", **settings))  # type: ignore[arg-type]
-        await service.start()
-        try:
-            await body(service)
-        finally:
-            await service.stop()
-
-    asyncio.run(main())
-
-
 def test_concurrent_loads_of_one_topic_share_one_load(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
         held = HeldLoads(service, TOPIC)
@@ -72,7 +60,7 @@ def test_concurrent_loads_of_one_topic_share_one_load(tmp_path: Path) -> None:
         assert await service.load_topic(name) is topics[0]
         assert held.calls == [TOPIC], "a loaded topic is not loaded again"
 
-    _run(tmp_path, body)
+    run_service(tmp_path / "data", body)
 
 
 def test_refusals_keep_their_codes(tmp_path: Path) -> None:
@@ -93,7 +81,7 @@ def test_refusals_keep_their_codes(tmp_path: Path) -> None:
         assert service.metadata.get_topic("persistent://public/default/second") is None
         assert set(service.topics) == {"persistent://public/default/first"}
 
-    _run(tmp_path, body, max_topics_per_namespace=1)
+    run_service(tmp_path / "data", body, max_topics_per_namespace=1)
 
 
 def test_a_creating_load_does_not_take_the_refusal_of_a_load_that_does_not_create(tmp_path: Path) -> None:
@@ -110,7 +98,7 @@ def test_a_creating_load_does_not_take_the_refusal_of_a_load_that_does_not_creat
         topic = await create
         assert service.topics[TOPIC] is topic
 
-    _run(tmp_path, body)
+    run_service(tmp_path / "data", body)
 
 
 def test_sync_get_topic_is_refused_while_a_load_is_under_way(tmp_path: Path) -> None:
@@ -126,7 +114,7 @@ def test_sync_get_topic_is_refused_while_a_load_is_under_way(tmp_path: Path) -> 
         topic = await load
         assert service.get_topic(name) is topic
 
-    _run(tmp_path, body)
+    run_service(tmp_path / "data", body)
 
 
 def test_deleting_a_topic_while_it_loads_leaves_nothing_registered(tmp_path: Path) -> None:
@@ -147,7 +135,7 @@ def test_deleting_a_topic_while_it_loads_leaves_nothing_registered(tmp_path: Pat
             await service.load_topic(TopicName.parse(TOPIC), create=False)
         assert info.value.code == ServerError.TopicNotFound
 
-    _run(tmp_path, body)
+    run_service(tmp_path / "data", body)
 
 
 def test_stopping_the_broker_while_a_topic_loads_registers_nothing(tmp_path: Path) -> None:
@@ -172,7 +160,7 @@ def test_stopping_the_broker_while_a_topic_loads_registers_nothing(tmp_path: Pat
 
     asyncio.run(main())
     # the row was created before the stop: the topic loads on the next start, with its ledger intact
-    _run(tmp_path, _expect_loadable)
+    run_service(tmp_path / "data", _expect_loadable)
 
 
 async def _expect_loadable(service: BrokerService) -> None:
@@ -203,4 +191,4 @@ def test_a_policy_change_made_while_the_load_thread_read_policies_applies(tmp_pa
         topic = await load
         assert topic.policies.message_ttl_seconds == 321
 
-    _run(tmp_path, body)
+    run_service(tmp_path / "data", body)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -20,20 +19,12 @@ from magnetar.broker.resources.errors import (
     PreconditionFailedError,
 )
 from magnetar.broker.service import BrokerService
+from tests.broker.service_runner import run_service
 
 
 def run_with_admin(tmp_path: Path, body: Callable[[BrokerAdmin], Awaitable[None]], **settings: object) -> None:
     """Start a service on a data dir in ``tmp_path``, run ``body`` with its admin, stop it."""
-
-    async def main() -> None:
-        service = BrokerService(BrokerConfig(data_dir=tmp_path / "data", fsync="never", **settings))
-        await service.start()
-        try:
-            await body(admin_for(service))
-        finally:
-            await service.stop()
-
-    asyncio.run(main())
+    run_service(tmp_path / "data", lambda service: body(admin_for(service)), **settings)
 
 
 def test_admin_is_one_per_service(tmp_path: Path) -> None:

@@ -5,12 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from magnetar.broker.config import BrokerConfig
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.service import BrokerService
 from magnetar.broker.subscriptions.consumer import Consumer
@@ -23,6 +21,7 @@ from magnetar.protocol.schema import MessageMetadata
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import CompactedView, compacted_root, longs_to_mask
 from magnetar.storage.compacted import INDEX_FILE
+from tests.broker.service_runner import run_service
 
 CODECS = list(CompressionType)
 TOPIC = "persistent://public/default/compacted"
@@ -146,18 +145,6 @@ def test_a_batch_whose_messages_all_go_is_dropped() -> None:
 
 
 # -- a broker service on a temporary directory ----------------------------------------------
-def run(tmp_path: Path, body: Callable[[BrokerService], Awaitable[None]], **config: object) -> None:
-    async def main() -> None:
-        service = BrokerService(BrokerConfig(data_dir=tmp_path, fsync="never", **config))  # type: ignore[arg-type]
-        await service.start()
-        try:
-            await body(service)
-        finally:
-            await service.stop()
-
-    asyncio.run(main())
-
-
 def load(service: BrokerService, name: str = TOPIC) -> Topic:
     return service.get_topic(TopicName.parse(name))
 
@@ -212,7 +199,7 @@ def test_compaction_through_the_service_keeps_original_ids_and_is_incremental(tm
         assert not first_dir.exists()  # the previous view is deleted after the switch
         assert [p.name for p in compacted_root(tmp_path, topic.ledger_id).iterdir()] == [view.name]
 
-    run(tmp_path, body)
+    run_service(tmp_path, body)
 
 
 def test_a_failure_mid_way_keeps_the_old_view(tmp_path: Path) -> None:
@@ -260,7 +247,7 @@ def test_a_failure_mid_way_keeps_the_old_view(tmp_path: Path) -> None:
             await asyncio.sleep(0.05)
         assert [p.name for p in compacted_root(tmp_path, topic.ledger_id).iterdir()] == [old.name]
 
-    run(tmp_path, body)
+    run_service(tmp_path, body)
 
 
 def test_orphans_of_a_crash_are_removed_on_load(tmp_path: Path) -> None:
@@ -283,8 +270,8 @@ def test_orphans_of_a_crash_are_removed_on_load(tmp_path: Path) -> None:
         assert [p.name for p in root.iterdir()] == [topic.compacted.name]
         assert view_table(topic.compacted) == {"a": b"2"}
 
-    run(tmp_path, first)
-    run(tmp_path, second)
+    run_service(tmp_path, first)
+    run_service(tmp_path, second)
 
 
 # -- reading: horizon, subscriptions, last message id, retention -----------------------------
@@ -350,7 +337,7 @@ def test_read_compacted_sees_the_view_then_the_tail(tmp_path: Path) -> None:
         sub = topic.subscriptions["compacted"]
         assert sub.last_message_id(True) == (topic.ledger_id, 4, -1)
 
-    run(tmp_path, body)
+    run_service(tmp_path, body)
 
 
 def test_last_message_id_of_a_compacted_reader_at_the_horizon(tmp_path: Path) -> None:
@@ -385,7 +372,7 @@ def test_last_message_id_of_a_compacted_reader_at_the_horizon(tmp_path: Path) ->
         await service.compact(topic.topic_name)
         assert sub.last_message_id(True) == (topic.ledger_id, 3, 1)
 
-    run(tmp_path, body)
+    run_service(tmp_path, body)
 
 
 def test_read_compacted_is_refused_on_shared_subscriptions(tmp_path: Path) -> None:
@@ -395,7 +382,7 @@ def test_read_compacted_is_refused_on_shared_subscriptions(tmp_path: Path) -> No
             attach(topic, "s", True, SubType.Shared)
         assert info.value.code == ServerError.NotAllowedError
 
-    run(tmp_path, body)
+    run_service(tmp_path, body)
 
 
 def test_retention_keeps_what_compaction_has_not_read(tmp_path: Path) -> None:
@@ -417,7 +404,7 @@ def test_retention_keeps_what_compaction_has_not_read(tmp_path: Path) -> None:
         assert got[:5] == [(95 + i, f"k{i}", b"x" * 200 + b"%d" % (95 + i)) for i in range(5)]
         assert len(got) == 105
 
-    run(tmp_path, body, segment_max_bytes=4096, segment_min_rollover_minutes=0)
+    run_service(tmp_path, body, segment_max_bytes=4096, segment_min_rollover_minutes=0)
 
 
 def test_size_threshold_policy_triggers_compaction(tmp_path: Path) -> None:
@@ -434,7 +421,7 @@ def test_size_threshold_policy_triggers_compaction(tmp_path: Path) -> None:
         assert topic.compacted is not None and topic.compacted.horizon == 49
         assert not lifecycle.compaction_due(topic)
 
-    run(tmp_path, body)
+    run_service(tmp_path, body)
 
 
 def test_deleting_a_topic_removes_its_compacted_ledgers(tmp_path: Path) -> None:
@@ -449,4 +436,4 @@ def test_deleting_a_topic_removes_its_compacted_ledgers(tmp_path: Path) -> None:
         assert not root.exists()
         assert service.metadata.get_kv(POINTER_PREFIX + TOPIC) is None
 
-    run(tmp_path, body)
+    run_service(tmp_path, body)

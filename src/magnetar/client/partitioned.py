@@ -90,8 +90,8 @@ class PartitionedProducer:
         self.client = client
         self.topic = topic
         self.config = config
-        self.routing_mode = routing_mode
-        self.router = router
+        self._routing_mode = routing_mode
+        self._router = router
         self.hashing_scheme = hashing_scheme
         self.clock = clock
         self._base = TopicName.parse(topic)
@@ -110,6 +110,34 @@ class PartitionedProducer:
         self._batch_count = 0
         self._batch_bytes = 0
         self._last_switch = clock()
+        self._batch_turns = self._routes_by_batch_turns()
+
+    def _routes_by_batch_turns(self) -> bool:
+        """Whether messages without options go round robin at batch boundaries (no router, batching on)."""
+        return (
+            self._router is None and self.config.batching_enabled
+            and self._routing_mode not in (PartitionsRoutingMode.UseSinglePartition, PartitionsRoutingMode.CustomPartition)
+        )
+
+    @property
+    def routing_mode(self) -> int:
+        """The PartitionsRoutingMode used when no router is set."""
+        return self._routing_mode
+
+    @routing_mode.setter
+    def routing_mode(self, mode: int) -> None:
+        self._routing_mode = mode
+        self._batch_turns = self._routes_by_batch_turns()
+
+    @property
+    def router(self) -> Callable[[Any, int], int] | None:
+        """The message router (message, partitions) -> partition, if one is set."""
+        return self._router
+
+    @router.setter
+    def router(self, router: Callable[[Any, int], int] | None) -> None:
+        self._router = router
+        self._batch_turns = self._routes_by_batch_turns()
 
     @property
     def name(self) -> str:
@@ -182,7 +210,11 @@ class PartitionedProducer:
         if not self.config.batching_enabled:
             self._cursor += 1
             return self._cursor % n
-        size = len(content) if content is not None else 0
+        return self._batch_turn(len(content) if content is not None else 0)
+
+    def _batch_turn(self, size: int) -> int:
+        """Round robin at batch boundaries: the partition of the next message of ``size`` bytes
+        (the same as the previous one's until that one's batch would be cut)."""
         now = self.clock()
         cfg = self.config
         if (
@@ -197,7 +229,7 @@ class PartitionedProducer:
         else:
             self._batch_count += 1
             self._batch_bytes += size
-        return self._cursor % n
+        return self._cursor % len(self.producers)
 
     def _choose(self, content: bytes, options: dict) -> Producer:
         return self.producers[self.partition_for(content, options)]
@@ -210,9 +242,15 @@ class PartitionedProducer:
         """Queue one message on the partition its router picks."""
         return await self._choose(content, options).send_async(content, callback, **options)
 
-    def send_nowait(self, content: Any, waiter: Any = None, **options: Any) -> None:
-        """Queue a message without waiting."""
-        self._choose(content, options).send_nowait(content, waiter, **options)
+    def send_nowait(self, content: Any, waiter: Any = None, sequence_id: int | None = None, **options: Any) -> None:
+        """Queue a message without waiting (as :meth:`Producer.send_nowait`)."""
+        if sequence_id is not None:
+            options["sequence_id"] = sequence_id
+        if options or content.__class__ is not bytes or not self._batch_turns:
+            self._choose(content, options).send_nowait(content, waiter, **options)
+            return
+        # what partition_for decides for bytes without options, once per message
+        self.producers[self._batch_turn(len(content))].send_nowait(content, waiter)
 
     async def flush(self) -> None:
         """Flush every partition."""

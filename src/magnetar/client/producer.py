@@ -50,6 +50,19 @@ _U32 = struct.Struct(">I")
 #: room left in a chunk (and in the size check of a chunking producer) for the metadata
 _CHUNK_HEADROOM = 1024
 _producer_ids = itertools.count()
+_NOT_AN_OPTION = object()
+#: send_nowait's options as they are when not given (the sync producer passes them all when it
+#: passes any): a message with only these is plain
+_OPTION_DEFAULTS: dict[str, Any] = {
+    "properties": None, "partition_key": None, "ordering_key": None, "event_timestamp": None, "deliver_at": None,
+    "deliver_after": None, "null_value": False, "replication_clusters": None, "disable_replication": False,
+    "raw": False,
+}
+
+
+def _only_defaults(options: dict[str, Any]) -> bool:
+    """Whether every option given is a send_nowait option at its default (an unknown one is not)."""
+    return all(value is _OPTION_DEFAULTS.get(name, _NOT_AN_OPTION) for name, value in options.items())
 
 
 class Producer(ConnectionHandler, SendCompletion):
@@ -85,11 +98,11 @@ class Producer(ConnectionHandler, SendCompletion):
         self.schema_version = b""
         self.max_message_size = 5 * 1024 * 1024
         self._batching = bool(config.batching_enabled)
-        #: messages go into the one open batch (batching on, not by key)
-        self._plain_batching = self._batching and not self._key_based
         schema = config.schema
         #: encodes typed values (None: payloads are bytes)
         self._encode = None if schema is None or getattr(schema, "schema_type", 0) == 0 else schema.encode
+        #: bytes without options go into the one open batch as they are (batching on, not by key, no schema)
+        self._plain_open = self._batching and not self._key_based and self._encode is None
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
@@ -179,9 +192,45 @@ class Producer(ConnectionHandler, SendCompletion):
         self.send_nowait(content, fut, **options)
         return fut
 
-    def send_nowait(
+    def send_nowait(self, content: Any, waiter: Any = None, sequence_id: int | None = None, **options: Any) -> None:
+        """Queue a message without waiting; ``waiter`` is a future or a callable(error, id); the
+        sequence id is the producer's next unless given.
+
+        ``options``: properties, partition_key, ordering_key, event_timestamp, deliver_at,
+        deliver_after, null_value, replication_clusters, disable_replication, raw (see
+        :meth:`_queue_message`). A message of bytes with none of them (or all at their defaults)
+        goes straight into the open batch here: this runs once per message, so it does only what
+        that case needs.
+        """
+        batch = self._batch
+        if ((not options or _only_defaults(options)) and batch is not None and batch.count
+                and content.__class__ is bytes and self._plain_open and not self._closed
+                and batch.payload_bytes + len(content) < self._max_bytes):
+            if sequence_id is None:
+                sequence_id = self._sequence_id
+                self._sequence_id += 1
+            elif sequence_id >= self._sequence_id:
+                self._sequence_id = sequence_id + 1
+            self._pending_messages += 1
+            size = len(content)
+            if size == batch.head_size:
+                batch.parts.append(content)
+            else:
+                batch.add(PLAIN_HEADS.get(size) or plain_head(size), content, True)
+            batch.payload_bytes += size
+            batch.count += 1
+            batch.callbacks.append(waiter)
+            if batch.first_sequence_id < 0:
+                batch.first_sequence_id = sequence_id
+            batch.last_sequence_id = sequence_id
+            if batch.count >= self._max_count:
+                self._flush_batch(batch)
+            return
+        self._queue_message(content, waiter, sequence_id=sequence_id, **options)
+
+    def _queue_message(
         self,
-        content: bytes,
+        content: Any,
         waiter: Any = None,
         *,
         properties: dict[str, str] | None = None,
@@ -196,35 +245,11 @@ class Producer(ConnectionHandler, SendCompletion):
         disable_replication: bool = False,
         raw: bool = False,
     ) -> None:
-        """Queue a message without waiting; ``waiter`` is a future or a callable(error, id).
+        """:meth:`send_nowait` of any message: with options, into a batch of its own, or as a send of its own.
 
         ``content`` is encoded with the producer's schema unless ``raw`` (already bytes); None
         sends a null value (a tombstone).
         """
-        batch = self._batch
-        if (batch is not None and batch.count and content.__class__ is bytes and self._plain_batching
-                and properties is None and partition_key is None and ordering_key is None and not event_timestamp
-                and deliver_at is None and deliver_after is None and not null_value and not replication_clusters
-                and not disable_replication and (raw or self._encode is None) and not self._closed
-                and self._fenced is None and batch.payload_bytes + len(content) < self._max_bytes):
-            # the common case, into the open batch: what the general path below does for it
-            if sequence_id is None:
-                sequence_id = self._sequence_id
-                self._sequence_id += 1
-            elif sequence_id >= self._sequence_id:
-                self._sequence_id = sequence_id + 1
-            self._pending_messages += 1
-            size = len(content)
-            batch.parts += (PLAIN_HEADS.get(size) or plain_head(size), content)
-            batch.payload_bytes += size
-            batch.count += 1
-            batch.callbacks.append(waiter)
-            if batch.first_sequence_id < 0:
-                batch.first_sequence_id = sequence_id
-            batch.last_sequence_id = sequence_id
-            if batch.count >= self._max_count:
-                self._flush_batch(batch)
-            return
         if self._closed:
             raise AlreadyClosed(f"producer {self.name} on {self.topic} is closed")
         if self._fenced is not None:
@@ -272,14 +297,13 @@ class Producer(ConnectionHandler, SendCompletion):
             # as the Java client: a message that does not fit closes the batch before it
             self._flush_batch(batch)
             batch = self._open_batch(key, ordering_key)
-        if properties is None and key is None and ordering_key is None and not event_time and not null_value:
+        plain = properties is None and key is None and ordering_key is None and not event_time and not null_value
+        if plain:
             head = PLAIN_HEADS.get(size) or plain_head(size)
         else:
             single = encode_single_metadata(size, properties, key, ordering_key, event_time, None, null_value)
             head = _U32.pack(len(single)) + single
-        parts = batch.parts
-        parts.append(head)
-        parts.append(content)
+        batch.add(head, content, plain)
         batch.payload_bytes += size
         batch.count += 1
         batch.callbacks.append(waiter)
@@ -365,7 +389,7 @@ class Producer(ConnectionHandler, SendCompletion):
             meta.partition_key = batch.key
         if batch.ordering_key is not None:
             meta.ordering_key = batch.ordering_key
-        payload = b"".join(batch.parts)
+        payload = batch.payload()
         self._enqueue(meta, payload, batch.count, batch.first_sequence_id, batch.last_sequence_id, batch.callbacks, batched=True)
 
     def _send_single(

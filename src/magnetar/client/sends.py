@@ -59,15 +59,23 @@ def encode_single_metadata(
 
 
 class Batch:
-    """Messages collected for one entry."""
+    """Messages collected for one entry.
+
+    While every message has the same head (plain messages of one size, the usual batch), ``parts``
+    holds only their contents and ``head`` that head: one list append per message, and the payload
+    is joined with the head as separator. The first message with another head turns ``parts``
+    into heads and contents in turn (``head`` None)."""
 
     __slots__ = (
-        "parts", "payload_bytes", "count", "callbacks", "first_sequence_id", "last_sequence_id", "key",
+        "parts", "head", "head_size", "payload_bytes", "count", "callbacks", "first_sequence_id", "last_sequence_id", "key",
         "ordering_key", "created",
     )
 
     def __init__(self, key: str | None = None, ordering_key: bytes | None = None) -> None:
         self.parts: list[bytes] = []
+        self.head: bytes | None = None
+        #: the payload size of the messages ``head`` is for, when they are plain (else -1)
+        self.head_size = -1
         self.payload_bytes = 0
         self.count = 0
         self.callbacks: list[Any] = []
@@ -76,6 +84,31 @@ class Batch:
         self.key = key
         self.ordering_key = ordering_key
         self.created = time.monotonic()
+
+    def add(self, head: bytes, content: bytes, plain: bool) -> None:
+        """Append a message's head and content (the parts only; the counters are the caller's);
+        ``plain``: the head is :func:`plain_head` of the content's size."""
+        if head is self.head:
+            self.parts.append(content)
+        elif not self.count:
+            self.head = head
+            self.head_size = len(content) if plain else -1
+            self.parts.append(content)
+        else:
+            shared = self.head
+            if shared is not None:
+                self.parts = [piece for body in self.parts for piece in (shared, body)]
+                self.head = None
+                self.head_size = -1
+            self.parts += (head, content)
+
+    def payload(self) -> bytes:
+        """The batch's payload, every message's head and content (once: the batch is then sent)."""
+        head = self.head
+        if head is None:
+            return b"".join(self.parts)
+        self.parts.insert(0, b"")  # the separator then comes before every content, in one copy
+        return head.join(self.parts)
 
 
 class PendingSend:

@@ -34,7 +34,7 @@ class FakeProducer:
         self._pending = 0
         self._open: list[Any] = []
 
-    def send_nowait(self, payload: bytes, callback: Any, *, sequence_id: int, partition_key: str | None = None) -> None:
+    def send_nowait(self, payload: bytes, callback: Any, sequence_id: int, *, partition_key: str | None = None) -> None:
         self.sent.append((payload, sequence_id, partition_key))
         self._pending += 1
         self.most_pending = max(self.most_pending, self._pending)

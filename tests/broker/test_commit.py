@@ -25,10 +25,29 @@ class FakeLedger:
         self.syncs += 1
         return covered
 
+    def begin_sync(self) -> FakeSync:
+        return FakeSync(self)
+
+    def end_sync(self, pending: FakeSync) -> int:
+        return pending.covered
+
     def flush(self) -> int:
         self.flushes += 1
         self.flush_threads.append(threading.current_thread().name)
         return self.last_entry_id
+
+
+class FakeSync:
+    """A sync of a FakeLedger begun by a round of several topics: its run is the ledger's sync."""
+
+    needed = True
+
+    def __init__(self, ledger: FakeLedger) -> None:
+        self.ledger = ledger
+        self.covered = -1
+
+    def run(self) -> None:
+        self.covered = self.ledger.sync()
 
 
 class FakeTopic:
@@ -195,10 +214,13 @@ def test_receipts_wait_for_the_commit_thread_to_write_and_sync(tmp_path: Path) -
     from tests.broker.topics.topic_harness import TopicHarness
 
     gate = threading.Event()
+    write_gate = threading.Event()  # the commit thread may write at once: the check below must see before
+    write_gate.set()  # until the ledger is open
     threads: dict[str, str] = {}
 
     class GatedLayer(FaultyFileLayer):
         def writev(self, fd: int, buffers: list) -> int:  # type: ignore[override]
+            write_gate.wait(5)
             threads["write"] = threading.current_thread().name
             return super().writev(fd, buffers)
 
@@ -210,6 +232,7 @@ def test_receipts_wait_for_the_commit_thread_to_write_and_sync(tmp_path: Path) -
         harness = TopicHarness(tmp_path)
         harness.ledger.close()
         ledger = ManagedLedger.open(tmp_path / "gated", 12, files=GatedLayer())
+        write_gate.clear()
         topic = harness.topic
         topic.ledger = ledger
         committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
@@ -218,6 +241,7 @@ def test_receipts_wait_for_the_commit_thread_to_write_and_sync(tmp_path: Path) -
         harness.publish(producer, 0)
         segment = tmp_path / "gated" / segment_file_name(0)
         assert segment.stat().st_size == 0  # queued on the loop, not written
+        write_gate.set()
         await asyncio.sleep(0.2)
         assert segment.stat().st_size > 0 and threads["write"] == "magnetar-commit"
         assert harness.log == [] and topic.last_readable_id == -1  # written, not yet synced

@@ -8,6 +8,11 @@ completes, each topic learns how far its ledger is durable and sends the receipt
 Appends keep being queued while a round runs, and the next round starts as soon as the previous
 one ends. With fsync "never", entries count as durable once written.
 
+With fsync "always" and several topics, the commit thread writes every ledger of the round first,
+then runs their fdatasyncs at once (itself and up to ``SYNC_CONCURRENCY - 1`` pool threads, each
+taking the next ledger not taken), and ends each ledger's sync; without fsync it only writes, on its
+own thread.
+
 A round costs two thread hops besides the fsync: the loop hands the round to the commit thread
 through a :class:`queue.SimpleQueue` (a lock release in C: the cheapest wake-up Python has), and
 the commit thread hands the outcome back with one ``call_soon_threadsafe``, which runs the
@@ -22,14 +27,26 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 log = logging.getLogger("magnetar.broker.commit")
 
-#: syncs of one round run this many at once: the file system's journal commits concurrent
+#: fdatasyncs of one round run this many at once (the commit thread and SYNC_CONCURRENCY - 1 pool
+#: threads, each taking the next ledger): the file system's journal commits concurrent
 #: fdatasyncs together (ext4, xfs), where one after the other a round lasts topics x one commit
 SYNC_CONCURRENCY = 16
+
+
+class LedgerSyncRun(Protocol):
+    """A ledger sync begun (its records written) whose fdatasyncs are still to run."""
+
+    #: whether :meth:`run` has anything to do
+    needed: bool
+
+    def run(self) -> None:
+        """fdatasync what the sync covers (any thread); never raises."""
 
 
 class SyncedLedger(Protocol):
@@ -40,6 +57,12 @@ class SyncedLedger(Protocol):
 
     def sync(self) -> int:
         """Make every entry appended so far durable; returns the last entry id it covers."""
+
+    def begin_sync(self) -> LedgerSyncRun:
+        """:meth:`sync` in parts: write, and take what to fdatasync (ended by :meth:`end_sync`)."""
+
+    def end_sync(self, pending: LedgerSyncRun) -> int:
+        """End a sync begun once it ran; returns the last entry id it covers (raises if it failed)."""
 
     def flush(self) -> int:
         """Write every entry appended so far (no fdatasync); returns the last entry id written."""
@@ -103,8 +126,8 @@ class GroupCommitter:
     def _start_round(self) -> None:
         topics, self._dirty = list(self._dirty.values()), {}
         self._running = True
-        if len(topics) > 1 and self._sync_pool is None:
-            self._sync_pool = ThreadPoolExecutor(SYNC_CONCURRENCY, thread_name_prefix="magnetar-fsync")
+        if self._fsync and len(topics) > 1 and self._sync_pool is None:
+            self._sync_pool = ThreadPoolExecutor(max(1, SYNC_CONCURRENCY - 1), thread_name_prefix="magnetar-fsync")
         if self._thread is None:
             self._thread = threading.Thread(target=self._commit_thread, name="magnetar-commit", daemon=True)
             self._thread.start()
@@ -188,12 +211,66 @@ def _flush_one(topic: CommittedTopic) -> int | BaseException:
 def _sync_all(
     topics: list[CommittedTopic], pool: ThreadPoolExecutor | None, fsync: bool = True
 ) -> tuple[list[int | BaseException], float]:
-    """Write and (with ``fsync``) sync every topic of a round (through ``pool`` when there are
-    several); the outcomes in order."""
+    """Write and (with ``fsync``) sync every topic of a round; the outcomes in order.
+
+    Without fsync, or for one topic, on this thread: a flush is one writev, and a lone sync gains
+    nothing from another thread. With fsync and several topics see :func:`_sync_many`.
+    """
     start = time.perf_counter()
-    one = _sync_one if fsync else _flush_one
-    if len(topics) == 1 or pool is None:
-        results = [one(topic) for topic in topics]
+    if not fsync:
+        results = [_flush_one(topic) for topic in topics]
+    elif len(topics) == 1 or pool is None:
+        results = [_sync_one(topic) for topic in topics]
     else:
-        results = list(pool.map(one, topics))
+        results = _sync_many(topics, pool)
     return results, time.perf_counter() - start
+
+
+def _sync_many(topics: list[CommittedTopic], pool: ThreadPoolExecutor) -> list[int | BaseException]:
+    """Sync several ledgers: write them all on this thread, run their fdatasyncs at once (this
+    thread and up to SYNC_CONCURRENCY - 1 of ``pool``'s), then end each sync.
+
+    A failed write or fdatasync is that ledger's outcome only (it fenced itself); the others'
+    syncs go on. Every sync begun is ended, whatever happens, so no ledger stays locked.
+    """
+    results: list[int | BaseException] = []
+    begun: list[tuple[int, LedgerSyncRun]] = []
+    ledgers: set[int] = set()
+    again: list[int] = []  # a ledger met twice: a second begin_sync would wait for the first's end
+    for index, topic in enumerate(topics):
+        results.append(-1)
+        if id(topic.ledger) in ledgers:
+            again.append(index)
+            continue
+        ledgers.add(id(topic.ledger))
+        try:
+            begun.append((index, topic.ledger.begin_sync()))
+        except BaseException as exc:  # reported on the loop, per topic
+            results[index] = exc
+    try:
+        _fdatasync_at_once([pending for _, pending in begun if pending.needed], pool)
+    finally:
+        for index, pending in begun:
+            try:
+                results[index] = topics[index].ledger.end_sync(pending)
+            except BaseException as exc:  # reported on the loop, per topic
+                results[index] = exc
+    for index in again:
+        results[index] = _sync_one(topics[index])
+    return results
+
+
+def _fdatasync_at_once(pendings: list[LedgerSyncRun], pool: ThreadPoolExecutor) -> None:
+    """Run ``pendings`` (their fdatasyncs) concurrently on this thread and up to SYNC_CONCURRENCY - 1
+    of ``pool``'s (one future per thread, not per ledger); each thread takes the next one not
+    taken, so one slow fdatasync holds up no other."""
+    remaining = iter(pendings)  # a list iterator's next() is atomic under the GIL
+    futures = [pool.submit(_run_taken, remaining) for _ in range(min(SYNC_CONCURRENCY, len(pendings)) - 1)]
+    _run_taken(remaining)
+    for future in futures:
+        future.result()
+
+
+def _run_taken(pendings: Iterator[LedgerSyncRun]) -> None:
+    for pending in pendings:
+        pending.run()

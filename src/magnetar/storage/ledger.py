@@ -35,6 +35,7 @@ __all__ = [
     "Entry",
     "EntryNotFoundError",
     "LedgerFencedError",
+    "LedgerSync",
     "ManagedLedger",
     "Reaper",
     "RolloverPolicy",
@@ -47,6 +48,40 @@ log = logging.getLogger("magnetar.storage.ledger")
 
 class LedgerFencedError(StorageError):
     """A sync of the ledger failed: it accepts no appends until :meth:`ManagedLedger.recover`."""
+
+
+class LedgerSync:
+    """One sync of a ledger between :meth:`ManagedLedger.begin_sync` and :meth:`ManagedLedger.end_sync`:
+    its records are written; the fdatasyncs that make them durable are still to :meth:`run`."""
+
+    __slots__ = ("_files", "target", "fds", "directory", "error")
+
+    def __init__(self, files: FileLayer, target: int, fds: list[int], directory: Path | None) -> None:
+        """What :meth:`ManagedLedger.begin_sync` took: the last entry id written, duplicated
+        descriptors of the segments to fdatasync, the directory to sync (None: none)."""
+        self._files = files
+        #: the last entry id durable once the sync ran without error
+        self.target = target
+        self.fds = fds
+        self.directory = directory
+        #: what the fdatasync raised (None: it succeeded or did not run yet)
+        self.error: BaseException | None = None
+
+    @property
+    def needed(self) -> bool:
+        """Whether :meth:`run` has anything to sync."""
+        return bool(self.fds) or self.directory is not None
+
+    def run(self) -> None:
+        """fdatasync the written segments (and the directory when it changed); any thread. Never
+        raises: an error is kept for :meth:`ManagedLedger.end_sync`."""
+        try:
+            for fd in self.fds:
+                self._files.datasync(fd)
+            if self.directory is not None:
+                self._files.sync_directory(self.directory)
+        except BaseException as exc:  # reported by end_sync, on the thread that began the sync
+            self.error = exc
 
 
 DEFAULT_CACHE_MAX_BYTES = 32 * 1024 * 1024
@@ -312,7 +347,20 @@ class ManagedLedger:
         pages and a second fsync would succeed without writing them): the ledger is fenced and
         raises LedgerFencedError until :meth:`recover` cut it back to what is known durable.
         """
-        with self._sync_mutex:
+        pending = self.begin_sync()
+        pending.run()
+        return self.end_sync(pending)
+
+    def begin_sync(self) -> LedgerSync:
+        """The first part of :meth:`sync`: write the queued records and take the files to fdatasync.
+
+        The caller runs the returned :meth:`LedgerSync.run` (on any thread: a committer runs many
+        ledgers' at once, so that the file system's journal commits them together) and must then
+        pass it to :meth:`end_sync`; until then the ledger's other syncs and flushes wait. A failed
+        write fences the ledger and raises LedgerFencedError (nothing to end then).
+        """
+        self._sync_mutex.acquire()
+        try:
             self._check_not_fenced()
             target = self._write_queued()
             with self._lock:
@@ -321,20 +369,28 @@ class ManagedLedger:
                 dir_dirty, self._chain.dir_dirty = self._chain.dir_dirty, False
                 # Duplicated descriptors stay valid even if trim/close closes the originals.
                 fds = [self._files.dup(s.fileno()) for s in pending if not s.closed]
-            try:
-                for fd in fds:
-                    self._files.datasync(fd)
-                if dir_dirty:
-                    self._files.sync_directory(self._directory)
-            except OSError as exc:
-                raise self._fence("sync of", exc) from exc
-            finally:
-                for fd in fds:
-                    self._files.close(fd)
+        except BaseException:
+            self._sync_mutex.release()
+            raise
+        return LedgerSync(self._files, target, fds, self._directory if dir_dirty else None)
+
+    def end_sync(self, pending: LedgerSync) -> int:
+        """The end of :meth:`sync` once ``pending`` (from :meth:`begin_sync`) ran: the last durable
+        entry id, or LedgerFencedError when an fdatasync failed (the ledger is fenced)."""
+        try:
+            for fd in pending.fds:
+                self._files.close(fd)
+            error = pending.error
+            if isinstance(error, OSError):
+                raise self._fence("sync of", error) from error
+            if error is not None:
+                raise error
             with self._lock:
-                if target > self._durable:
-                    self._durable = target
+                if pending.target > self._durable:
+                    self._durable = pending.target
                 return self._durable
+        finally:
+            self._sync_mutex.release()
 
     def recover(self) -> int:
         """Reopen a fenced ledger from what is known durable; returns the last entry id kept.

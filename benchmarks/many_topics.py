@@ -16,7 +16,8 @@
    while one producer of a topic created before publishes one message every 10 ms and times each
    send (how long a publish of another topic waits while topics load). Recorded: ms per topic, the
    broker's CPU seconds, its loop lag and stalls (loop_probe), the other topic's send latency.
-   With ``--compare NAME=SRC`` the systems alternate round by round (``--rounds``).
+   With ``--compare NAME=SRC`` the systems alternate round by round (``--rounds``), every other round
+   in the reverse order.
 
 Results: benchmarks/results/many_topics.json.
 
@@ -263,7 +264,9 @@ def creation_phase(args: argparse.Namespace, systems: dict[str, str | None], run
     """Every system, alternated round by round; medians of ms per topic and broker CPU seconds."""
     runs: dict = {name: [] for name in systems}
     for round_no in range(args.rounds):
-        for name, src in systems.items():
+        # every other round in the reverse order: the first system of a round is not always the same
+        order = list(systems.items())[:: -1 if round_no % 2 else 1]
+        for name, src in order:
             broker = Broker(src, probe=True)
             try:
                 outcome = runner(creation_run(broker, args.topics, args.clients, args.batch, args.deadline))  # type: ignore[operator]

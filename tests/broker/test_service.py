@@ -20,7 +20,7 @@ def _write_topic(data_dir: Path) -> Path:
     directory: list[Path] = []
 
     async def body(service: BrokerService) -> None:
-        topic = service.get_topic(TopicName.parse(TOPIC))
+        topic = await service.load_topic(TopicName.parse(TOPIC))
         assert isinstance(topic, PersistentTopic)
         for _ in range(3):
             topic.ledger.append(b"x" * 100)
@@ -48,7 +48,7 @@ def test_deleting_a_loaded_topic_removes_its_files(tmp_path: Path) -> None:
     directory = _write_topic(tmp_path)
 
     async def body(service: BrokerService) -> None:
-        topic = service.get_topic(TopicName.parse(TOPIC), create=False)
+        topic = await service.load_topic(TopicName.parse(TOPIC), create=False)
         assert isinstance(topic, PersistentTopic) and topic.ledger.last_entry_id == 2
         assert await service.delete_topic_storage(TOPIC)
         assert topic.closed and TOPIC not in service.topics
@@ -73,7 +73,7 @@ async def main() -> None:
     server = BrokerServer(BrokerConfig(data_dir=Path({str(tmp_path)!r}), port=0, fsync="never"))
     await server.start()
     print("started", sorted(m for m in (*LAZY, "magnetar.broker.topics.nonpersistent") if m in sys.modules))
-    server.service.get_topic(TopicName.parse("persistent://public/default/t"))
+    await server.service.load_topic(TopicName.parse("persistent://public/default/t"))
     print("loaded", sorted(m for m in LAZY if m in sys.modules) == sorted(LAZY))
     await server.stop()
 

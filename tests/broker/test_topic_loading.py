@@ -1,5 +1,5 @@
-"""Loading a topic off the loop (BrokerService.load_topic): one load per topic name however many ask,
-the same refusals as the sync get_topic, and nothing half-registered when the topic is deleted or the
+"""Loading a topic off the loop (TopicLoader, through BrokerService.load_topic): one load per topic name
+however many ask, the refusals of every load, and nothing half-registered when the topic is deleted or the
 broker stops while a load is under way."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class HeldLoads:
         self.gate = threading.Event()
         self.started = threading.Event()
         self.calls: list[str] = []
-        original = service._prepare_topic
+        original = service.topic_loader.prepare
 
         def held(topic_name: TopicName, create: bool):  # noqa: ANN202 - what the original returns
             self.calls.append(str(topic_name))
@@ -36,7 +36,7 @@ class HeldLoads:
                 assert self.gate.wait(10), "the test never released the load"
             return original(topic_name, create)
 
-        service._prepare_topic = held  # type: ignore[method-assign]
+        service.topic_loader.prepare = held  # type: ignore[method-assign]
 
     def release(self) -> None:
         self.gate.set()
@@ -101,22 +101,6 @@ def test_a_creating_load_does_not_take_the_refusal_of_a_load_that_does_not_creat
     run_service(tmp_path / "data", body)
 
 
-def test_sync_get_topic_is_refused_while_a_load_is_under_way(tmp_path: Path) -> None:
-    async def body(service: BrokerService) -> None:
-        held = HeldLoads(service, TOPIC)
-        name = TopicName.parse(TOPIC)
-        load = asyncio.create_task(service.load_topic(name))
-        await held.wait_started()
-        with pytest.raises(BrokerError) as info:
-            service.get_topic(name)
-        assert info.value.code == ServerError.ServiceNotReady
-        held.release()
-        topic = await load
-        assert service.get_topic(name) is topic
-
-    run_service(tmp_path / "data", body)
-
-
 def test_deleting_a_topic_while_it_loads_leaves_nothing_registered(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
         held = HeldLoads(service, TOPIC)
@@ -173,7 +157,7 @@ def test_a_policy_change_made_while_the_load_thread_read_policies_applies(tmp_pa
         assert service.metadata is not None
         read = threading.Event()
         gate = threading.Event()
-        original = service._prepare_topic
+        original = service.topic_loader.prepare
 
         def read_then_hold(topic_name: TopicName, create: bool):  # noqa: ANN202 - what the original returns
             prepared = original(topic_name, create)  # policies resolved here: no TTL yet
@@ -181,7 +165,7 @@ def test_a_policy_change_made_while_the_load_thread_read_policies_applies(tmp_pa
             assert gate.wait(10), "the test never released the load"
             return prepared
 
-        service._prepare_topic = read_then_hold  # type: ignore[method-assign]
+        service.topic_loader.prepare = read_then_hold  # type: ignore[method-assign]
         load = asyncio.create_task(service.load_topic(TopicName.parse(TOPIC)))
         await asyncio.get_running_loop().run_in_executor(None, read.wait, 10)
         policies = service.metadata.get_namespace("public/default") or {}

@@ -95,7 +95,7 @@ def _add_topic_routes(r: APIRouter, admin: BrokerAdmin, domain: str, name: Topic
     async def create_topic(
         tenant: str, namespace: str, topic: str, properties: Annotated[dict[str, str] | None, Body()] = None
     ) -> Response:
-        topics.create_topic(name(tenant, namespace, topic), properties)
+        await topics.create_topic(name(tenant, namespace, topic), properties)
         return _no_content()
 
     @r.delete(T, status_code=204, dependencies=need.namespace(NamespaceOperation.DELETE_TOPIC),
@@ -122,7 +122,7 @@ def _add_partition_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
     async def update_partitioned(
         tenant: str, namespace: str, topic: str, partitions: Annotated[StrictInt, Body()], force: bool = False
     ) -> Response:
-        topics.update_partitioned_topic(name(tenant, namespace, topic), partitions)
+        await topics.update_partitioned_topic(name(tenant, namespace, topic), partitions)
         return _no_content()
 
     @r.get(T + "/partitions", dependencies=need.topic(TopicOperation.LOOKUP),
@@ -145,21 +145,21 @@ def _add_stats_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: 
 
     @r.get(T + "/stats", dependencies=stats_access, summary="Topic statistics")
     async def stats(tenant: str, namespace: str, topic: str) -> dict:
-        return stats_of.topic_stats(name(tenant, namespace, topic))
+        return await stats_of.topic_stats(name(tenant, namespace, topic))
 
     @r.get(T + "/partitioned-stats", dependencies=stats_access, summary="Statistics of a partitioned topic, summed over its partitions")
     async def partitioned_stats(
         tenant: str, namespace: str, topic: str, perPartition: bool = True  # noqa: N803
     ) -> dict:
-        return stats_of.partitioned_stats(name(tenant, namespace, topic), perPartition)
+        return await stats_of.partitioned_stats(name(tenant, namespace, topic), perPartition)
 
     @r.get(T + "/internalStats", dependencies=stats_access, summary="Storage-level statistics: ledger and cursors")
     async def internal_stats(tenant: str, namespace: str, topic: str) -> dict:
-        return stats_of.internal_stats(name(tenant, namespace, topic))
+        return await stats_of.internal_stats(name(tenant, namespace, topic))
 
     @r.get(T + "/lastMessageId", dependencies=need.topic(TopicOperation.PEEK_MESSAGES), summary="Id of the last message")
     async def last_message_id(tenant: str, namespace: str, topic: str) -> dict:
-        return stats_of.last_message_id(name(tenant, namespace, topic))
+        return await stats_of.last_message_id(name(tenant, namespace, topic))
 
 
 def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
@@ -167,7 +167,7 @@ def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer,
 
     @r.get(T + "/subscriptions", dependencies=need.topic(TopicOperation.GET_SUBSCRIPTIONS), summary="List subscriptions")
     async def subscriptions(tenant: str, namespace: str, topic: str) -> list[str]:
-        return subscriptions_of.list_subscriptions(name(tenant, namespace, topic))
+        return await subscriptions_of.list_subscriptions(name(tenant, namespace, topic))
 
     @r.put(S, status_code=204, dependencies=need.topic(TopicOperation.SUBSCRIBE),
            summary="Create a subscription at a message id (latest by default)")
@@ -190,7 +190,7 @@ def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer,
             where = (position.ledgerId, position.entryId)
         else:
             where = None
-        subscriptions_of.create_subscription(name(tenant, namespace, topic), subName, where)
+        await subscriptions_of.create_subscription(name(tenant, namespace, topic), subName, where)
         return _no_content()
 
     @r.delete(S, status_code=204, dependencies=need.topic(TopicOperation.UNSUBSCRIBE),
@@ -198,7 +198,7 @@ def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer,
     async def delete_subscription(
         tenant: str, namespace: str, topic: str, subName: str, force: bool = False  # noqa: N803
     ) -> Response:
-        subscriptions_of.delete_subscription(name(tenant, namespace, topic), subName, force)
+        await subscriptions_of.delete_subscription(name(tenant, namespace, topic), subName, force)
         return _no_content()
 
 
@@ -209,12 +209,12 @@ def _add_cursor_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need:
 
     @r.post(S + "/skip/{numMessages}", status_code=204, dependencies=skip_access, summary="Skip messages of a subscription")
     async def skip(tenant: str, namespace: str, topic: str, subName: str, numMessages: int) -> Response:  # noqa: N803
-        subs.skip_messages(name(tenant, namespace, topic), subName, numMessages)
+        await subs.skip_messages(name(tenant, namespace, topic), subName, numMessages)
         return _no_content()
 
     @r.post(S + "/skip_all", status_code=204, dependencies=skip_access, summary="Clear a subscription's backlog")
     async def skip_all(tenant: str, namespace: str, topic: str, subName: str) -> Response:  # noqa: N803
-        subs.skip_all(name(tenant, namespace, topic), subName)
+        await subs.skip_all(name(tenant, namespace, topic), subName)
         return _no_content()
 
     @r.post(S + "/expireMessages/{expireTimeInSeconds}", status_code=204, dependencies=expire_access,
@@ -222,27 +222,27 @@ def _add_cursor_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need:
     async def expire(
         tenant: str, namespace: str, topic: str, subName: str, expireTimeInSeconds: int  # noqa: N803
     ) -> Response:
-        subs.expire_messages(name(tenant, namespace, topic), subName, expireTimeInSeconds)
+        await subs.expire_messages(name(tenant, namespace, topic), subName, expireTimeInSeconds)
         return _no_content()
 
     @r.post(T + "/all_subscription/expireMessages/{expireTimeInSeconds}", status_code=204, dependencies=expire_access,
             summary="Expire messages older than N seconds on every subscription")
     async def expire_all(tenant: str, namespace: str, topic: str, expireTimeInSeconds: int) -> Response:  # noqa: N803
-        subs.expire_all_subscriptions(name(tenant, namespace, topic), expireTimeInSeconds)
+        await subs.expire_all_subscriptions(name(tenant, namespace, topic), expireTimeInSeconds)
         return _no_content()
 
     @r.post(S + "/resetcursor/{timestamp}", status_code=204, dependencies=reset_access, summary="Reset a subscription to a publish time (ms)")
     async def reset_to_time(
         tenant: str, namespace: str, topic: str, subName: str, timestamp: int  # noqa: N803
     ) -> Response:
-        subs.reset_cursor_to_time(name(tenant, namespace, topic), subName, timestamp)
+        await subs.reset_cursor_to_time(name(tenant, namespace, topic), subName, timestamp)
         return _no_content()
 
     @r.post(S + "/resetcursor", status_code=204, dependencies=reset_access, summary="Reset a subscription to a message id")
     async def reset_to_position(
         tenant: str, namespace: str, topic: str, subName: str, messageId: Annotated[MessageIdData, Body()]  # noqa: N803
     ) -> Response:
-        subs.reset_cursor_to_position(
+        await subs.reset_cursor_to_position(
             name(tenant, namespace, topic), subName, messageId.ledgerId, messageId.entryId,
             messageId.isExcluded, messageId.partitionIndex,
         )
@@ -259,7 +259,7 @@ def _add_message_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need
     async def peek(
         tenant: str, namespace: str, topic: str, subName: str, messagePosition: int  # noqa: N803
     ) -> Response:
-        return entry_response(messages.peek(name(tenant, namespace, topic), subName, messagePosition))
+        return entry_response(await messages.peek(name(tenant, namespace, topic), subName, messagePosition))
 
     @r.get(T + "/examinemessage", dependencies=peek_access, summary="Examine the n-th message from the earliest or the latest",
            response_class=Response)
@@ -270,14 +270,14 @@ def _add_message_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need
         initialPosition: str = "latest",  # noqa: N803
         messagePosition: int = 1,  # noqa: N803
     ) -> Response:
-        return entry_response(messages.examine(name(tenant, namespace, topic), initialPosition, messagePosition))
+        return entry_response(await messages.examine(name(tenant, namespace, topic), initialPosition, messagePosition))
 
     @r.get(T + "/ledger/{ledgerId}/entry/{entryId}", dependencies=peek_access,
            summary="Get a stored message by its id (ledger and entry)", response_class=Response)
     async def by_id(
         tenant: str, namespace: str, topic: str, ledgerId: int, entryId: int  # noqa: N803
     ) -> Response:
-        return entry_response(messages.by_id(name(tenant, namespace, topic), ledgerId, entryId))
+        return entry_response(await messages.by_id(name(tenant, namespace, topic), ledgerId, entryId))
 
 
 def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
@@ -286,7 +286,7 @@ def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
 
     @r.post(T + "/terminate", dependencies=need.topic(TopicOperation.TERMINATE), summary="Terminate a topic: no more messages are accepted")
     async def terminate(tenant: str, namespace: str, topic: str) -> dict:
-        return topics.terminate(name(tenant, namespace, topic))
+        return await topics.terminate(name(tenant, namespace, topic))
 
     @r.put(T + "/unload", status_code=204, dependencies=need.topic(TopicOperation.UNLOAD),
            summary="Unload a topic (every partition of a partitioned one): its clients reconnect")
@@ -297,7 +297,7 @@ def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
     @r.put(T + "/compaction", status_code=204, dependencies=compact_access,
            summary="Start compacting the topic (409 while a compaction runs)")
     async def compact(tenant: str, namespace: str, topic: str) -> Response:
-        topics.trigger_compaction(name(tenant, namespace, topic))
+        await topics.trigger_compaction(name(tenant, namespace, topic))
         return _no_content()
 
     @r.get(T + "/compaction", dependencies=compact_access, summary="Compaction status")

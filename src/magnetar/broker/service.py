@@ -1,8 +1,8 @@
 """The broker service: topic registry, metadata, group commit and background work.
 
 One asyncio loop owns every piece of broker state; only fsync, the metadata store's cursor writes
-and the storage part of topic loads (:meth:`BrokerService.load_topic`) run in worker threads, and
-their results come back to the loop. What the broker knows of names and namespaces is its base,
+and the storage part of topic loads (:class:`~magnetar.broker.topic_loading.TopicLoader`) run in
+worker threads, and their results come back to the loop. What the broker knows of names and namespaces is its base,
 :class:`~magnetar.broker.topic_directory.TopicDirectory`; cursors are persisted by :class:`~magnetar.broker.cursor_persistence.CursorPersistence`.
 The modules needed only once a topic exists (topics, subscriptions, compaction, policy resolution,
 lifecycle) load with the first topic: a broker answers its first CONNECT without them.
@@ -16,7 +16,6 @@ import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -28,6 +27,7 @@ from magnetar.broker.cursor_persistence import CursorPersistence
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.schemas.topics import TopicSchemas
 from magnetar.broker.topic_directory import TopicDirectory
+from magnetar.broker.topic_loading import TopicLoader, terminated_key
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage.ledger import CacheBudget
@@ -38,37 +38,18 @@ from magnetar.storage.repair import metadata_problem, repair_data_dir
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from magnetar.broker.policies.resolution import TopicPolicies
     from magnetar.broker.security.authentication import AuthenticationService
     from magnetar.broker.security.authorization import AuthorizationService
     from magnetar.broker.topics.base import Topic
     from magnetar.broker.topics.compaction import Compactor
     from magnetar.broker.topics.persistent import PersistentTopic
     from magnetar.broker.transport import ClientSession
-    from magnetar.storage.ledger import ManagedLedger
 
 log = logging.getLogger("magnetar.broker")
 
 SERVER_VERSION = f"magnetar-{__version__}"
 #: the metadata keys of compaction statuses (``magnetar.broker.topics.compaction.STATUS_PREFIX``)
 _COMPACTION_STATUS_PREFIX = "compaction-status/"
-
-
-def _terminated_key(topic: str) -> str:
-    return f"terminated/{topic}"
-
-
-@dataclass
-class _PreparedTopic:
-    """What the topic-load thread read of a stored topic, for the loop to build the topic from."""
-
-    ledger: ManagedLedger
-    #: subscription name -> persisted cursor state
-    cursors: dict[str, bytes]
-    #: (last sequence id of each producer, the entry id they were taken at)
-    dedup: tuple[dict[str, int], int]
-    terminated: bool
-    policies: TopicPolicies
 
 
 class BrokerService(TopicDirectory):
@@ -90,19 +71,11 @@ class BrokerService(TopicDirectory):
         # Closes and unlinks the files of trimmed segments and deleted ledgers (tens of ms per 64 MiB
         # segment on ext4). One worker: files go oldest first, so a crash never leaves a hole.
         self._reap_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-reap")
-        # Runs the blocking part of topic loads (metadata commits, ledger opens), so that a congested
-        # disk stalls the loads and not the loop. Four: one load's file work overlaps another's commit
-        # (one thread: 3.9 ms a topic against 2.6, benchmarks/PROFILES.md section 24).
-        self._load_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="magnetar-load")
-        #: the loads under way by topic name: (the task every caller of the name awaits, whether it creates)
-        self._loading: dict[str, tuple[asyncio.Task[Topic], bool]] = {}
-        #: counts policy changes, so a load whose thread resolved policies before one re-resolves them
-        self._policy_changes = 0
+        #: loads and registers topics, their storage half in load threads
+        self.topic_loader = TopicLoader(self)
         #: the durable cursors and their persistence (set in start())
         self.persistence: CursorPersistence
         self._tasks: list[asyncio.Task] = []
-        #: ledger ids of non-persistent topics count down from the top, away from stored ones
-        self._non_persistent_ids = 0
         self._compactor: Compactor | None = None
         self.started_at = time.time()
         self.running = False
@@ -158,8 +131,8 @@ class BrokerService(TopicDirectory):
         self.running = False
         for task in self._tasks:
             task.cancel()
-        # loads under way end before storage closes; they register nothing now (_register_loaded)
-        await asyncio.gather(*(task for task, _ in list(self._loading.values())), return_exceptions=True)
+        # loads under way end before storage closes; they register nothing now
+        await self.topic_loader.wait_all()
         await self.persistence.stop()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._compactor is not None:
@@ -177,7 +150,7 @@ class BrokerService(TopicDirectory):
         self.metadata.close()
         self.committer.close()
         self.persistence.close()
-        self._load_executor.shutdown(wait=True)
+        self.topic_loader.shutdown()
         self._reap_executor.shutdown(wait=True)
 
     @property
@@ -191,7 +164,7 @@ class BrokerService(TopicDirectory):
                 self._compactor.start(self.metadata)
         return self._compactor
 
-    def _reap(self, job: Callable[[], None]) -> None:
+    def reap(self, job: Callable[[], None]) -> None:
         """The ledgers' reaper: run a file clean-up job in the reaper thread, off the loop."""
         try:
             self._reap_executor.submit(job)
@@ -221,189 +194,27 @@ class BrokerService(TopicDirectory):
             self.metadata.create_cluster("standalone", {})
 
     # -- topics --------------------------------------------------------------------------
-    def get_topic(self, topic_name: TopicName, create: bool = True) -> Topic:
-        """The loaded topic, loading or creating it as needed, on the loop (the admin REST callers);
-        the binary protocol uses :meth:`load_topic`. Refused with ServiceNotReady while an
-        asynchronous load of the same topic is under way."""
-        name = str(topic_name)
-        topic = self.topics.get(name)
-        if topic is not None:
-            return topic
-        if name in self._loading:
-            raise BrokerError(ServerError.ServiceNotReady, f"topic {name} is being loaded: retry")
-        return self._register(topic_name, self._prepare_topic(topic_name, create))
-
     async def load_topic(self, topic_name: TopicName, create: bool = True) -> Topic:
-        """The loaded topic, loading or creating it as needed without blocking the loop: the metadata
-        reads and writes and the ledger, cursor and snapshot reads run in the topic-load thread, the
-        topic is registered on the loop. Concurrent loads of one topic share one load (one Topic);
-        a refusal (TopicNotFound, NotAllowedError...) is raised to every caller it concerns."""
-        name = str(topic_name)
-        while True:
-            topic = self.topics.get(name)
-            if topic is not None:
-                return topic
-            pending = self._loading.get(name)
-            if pending is None:
-                if not self.running:
-                    raise BrokerError(ServerError.ServiceNotReady, "the broker is stopping")
-                # a task of its own: a caller that goes away does not cancel the load the others await
-                pending = (asyncio.create_task(self._load(topic_name, create), name=f"load {name}"), create)
-                self._loading[name] = pending
-            task, creating = pending
-            try:
-                topic = await asyncio.shield(task)
-            except BrokerError as exc:
-                # a load that did not create may not speak for one that does: try again then
-                if creating or not create or exc.code != ServerError.TopicNotFound:
-                    raise
-                continue
-            if topic.closed:
-                raise BrokerError(ServerError.ServiceNotReady, f"topic {name} was deleted while it loaded")
-            return topic
+        """The loaded topic, loading or creating it as needed without blocking the loop (the storage
+        half in a load thread, see :class:`~magnetar.broker.topic_loading.TopicLoader`). Concurrent
+        loads of one topic share one load; a refusal (TopicNotFound, NotAllowedError...) is raised
+        to every caller it concerns."""
+        return await self.topic_loader.load(topic_name, create)
 
-    async def _load(self, topic_name: TopicName, create: bool) -> Topic:
-        """One load: prepared in the topic-load thread, registered on the loop."""
-        policy_changes = self._policy_changes
-        try:
-            prepared = await asyncio.get_running_loop().run_in_executor(
-                self._load_executor, self._prepare_topic, topic_name, create
-            )
-            topic = self._register_loaded(topic_name, prepared)
-            if prepared is not None and self._policy_changes != policy_changes:
-                self.apply_policies(topic)  # a change made while the thread read the old policies
-            return topic
-        finally:
-            del self._loading[str(topic_name)]
-
-    def _register_loaded(self, topic_name: TopicName, prepared: _PreparedTopic | None) -> Topic:
-        """Register what the load thread prepared, unless the broker stopped meanwhile (then the
-        ledger it opened is closed and ServiceNotReady raised: nothing stays half-registered)."""
-        if not self.running:
-            if prepared is not None:
-                prepared.ledger.close()
-            raise BrokerError(ServerError.ServiceNotReady, "the broker is stopping")
-        try:
-            return self._register(topic_name, prepared)
-        except BaseException:
-            if prepared is not None:
-                prepared.ledger.close()  # not registered: nothing else would ever close it
-            raise
-
-    def _prepare_topic(self, topic_name: TopicName, create: bool) -> _PreparedTopic | None:
-        """The blocking part of a load (any thread): the namespace and creation checks, the metadata row
-        (created when allowed), the opened ledger and what is stored of its cursors, deduplication,
-        termination and policies. None for a non-persistent topic (only checked)."""
-        assert self.metadata is not None
-        name = str(topic_name)
-        self.check_namespace(topic_name)
-        if not topic_name.persistent:
-            self._check_partitioned(topic_name)
-            return None
-        ledger_id = self.metadata.get_topic(name)
-        if ledger_id is None:
-            if not create or not self.auto_topic_creation(topic_name.namespace)[0]:
-                raise BrokerError(ServerError.TopicNotFound, f"topic {name} does not exist")
-            self._check_partitioned(topic_name)
-            max_topics = self.config.max_topics_per_namespace
-            if max_topics > 0 and len(self.metadata.list_topics(topic_name.namespace)) >= max_topics:
-                raise BrokerError(
-                    ServerError.NotAllowedError,
-                    f"namespace {topic_name.namespace} reached its maximum of {max_topics} topics",
-                )
-            ledger_id = self.metadata.get_or_create_topic(name)
-        return self._read_stored_topic(topic_name, ledger_id)
-
-    def _read_stored_topic(self, topic_name: TopicName, ledger_id: int) -> _PreparedTopic:
-        """Open a stored topic's ledger and read its cursors, sequence ids, termination and policies."""
-        from magnetar.broker.policies.resolution import resolve
-        from magnetar.storage.ledger import ManagedLedger
-
-        assert self.metadata is not None
-        name = str(topic_name)
-        ledger = ManagedLedger.open(
-            self.config.data_dir / "ledgers" / str(ledger_id),
-            ledger_id,
-            segment_max_bytes=self.config.segment_max_bytes,
-            min_rollover_seconds=self.config.segment_min_rollover_minutes * 60,
-            max_rollover_seconds=self.config.segment_max_rollover_minutes * 60,
-            cache_max_bytes=self.config.entry_cache_max_bytes,
-            cache_budget=self.cache_budget,
-            label=name,
-            reaper=self._reap,
-        )
-        try:
-            return _PreparedTopic(
-                ledger,
-                self.metadata.load_cursors(name),
-                self.persistence.dedup_snapshot(name),
-                self.metadata.get_kv(_terminated_key(name)) is not None,
-                resolve(self.metadata, self.config, topic_name),
-            )
-        except BaseException:
-            ledger.close()
-            raise
-
-    def _register(self, topic_name: TopicName, prepared: _PreparedTopic | None) -> Topic:
-        """Build the topic of a prepared load on the loop and register it."""
-        if prepared is None:
-            return self._create_non_persistent(topic_name)
-        return self._load_persistent(topic_name, prepared)
-
-    def _create_non_persistent(self, topic_name: TopicName) -> Topic:
-        """A new non-persistent topic, registered."""
-        from magnetar.broker.topics.nonpersistent import NonPersistentTopic
-
-        self._non_persistent_ids -= 1
-        topic = NonPersistentTopic(
-            topic_name,
-            self._non_persistent_ids & ((1 << 63) - 1),
-            config=self.config,
-            producer_name_prefix=self.producer_name_prefix,
-        )
-        self.topics[str(topic_name)] = topic
-        return topic
-
-    def _load_persistent(self, topic_name: TopicName, prepared: _PreparedTopic) -> Topic:
-        """Build a stored topic from its opened ledger and stored state (on the loop), open its
-        compacted view, and register it."""
-        from magnetar.broker.topics.persistent import PersistentTopic
-
-        name = str(topic_name)
-        ledger = prepared.ledger
-        topic = PersistentTopic(
-            topic_name,
-            ledger,
-            config=self.config,
-            committer=self.committer,
-            cursors=self,
-            producer_name_prefix=self.producer_name_prefix,
-        )
-        cursors = self.persistence.cursors
-        for sub_name, data in prepared.cursors.items():
-            topic.restore_subscription(cursors.restore(ledger, name, sub_name, data))
-        topic.restore_sequence_ids(*prepared.dedup)
-        topic.apply_policies(prepared.policies)
-        topic.terminated = prepared.terminated
-        self.compactor.load(topic)
-        self.topics[name] = topic
-        log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger.ledger_id, ledger.first_entry_id, ledger.last_entry_id)
-        return topic
-
-    def terminate_topic(self, topic_name: TopicName) -> tuple[int, int]:
+    async def terminate_topic(self, topic_name: TopicName) -> tuple[int, int]:
         """Terminate a persistent topic for good; returns its last (ledger id, entry id)."""
         from magnetar.broker.topics.persistent import PersistentTopic
 
-        topic = self.get_topic(topic_name, create=False)
+        topic = await self.load_topic(topic_name, create=False)
         if not isinstance(topic, PersistentTopic):
             raise BrokerError(ServerError.NotAllowedError, f"{topic_name} is non-persistent: it cannot be terminated")
         assert self.metadata is not None
-        self.metadata.put_kv(_terminated_key(topic.name), b"1")
+        self.metadata.put_kv(terminated_key(topic.name), b"1")
         return topic.terminate()
 
     def policies_changed(self, namespace: str | None = None) -> None:
         """Re-resolve policies of loaded topics (of one namespace, or all) so they take effect live."""
-        self._policy_changes += 1
+        self.topic_loader.policies_changed()
         for topic in list(self.topics.values()):
             if namespace is None or topic.topic_name.namespace == namespace:
                 self.apply_policies(topic)
@@ -469,18 +280,18 @@ class BrokerService(TopicDirectory):
             log.info("deleting inactive topic %s", topic.name)
             asyncio.get_running_loop().create_task(self.delete_topic_storage(topic.name))
 
-    def trigger_compaction(self, topic_name: TopicName) -> asyncio.Task:
+    async def trigger_compaction(self, topic_name: TopicName) -> asyncio.Task:
         """Start compacting a persistent topic in the background (or return the compaction running).
 
         Its status is kept under ``compaction-status/<topic>``: RUNNING, then SUCCESS or ERROR.
         """
         if not topic_name.persistent:
             raise BrokerError(ServerError.NotAllowedError, f"{topic_name} is non-persistent: it cannot be compacted")
-        return self.compactor.trigger(self.get_topic(topic_name, create=False))
+        return self.compactor.trigger(await self.load_topic(topic_name, create=False))
 
     async def compact(self, topic_name: TopicName) -> None:
         """Compact a topic now and wait until it is done (raises what made it fail)."""
-        await asyncio.shield(self.trigger_compaction(topic_name))
+        await asyncio.shield(await self.trigger_compaction(topic_name))
 
     async def _lifecycle_loop(self) -> None:
         interval = self.config.lifecycle_check_interval_seconds
@@ -534,9 +345,7 @@ class BrokerService(TopicDirectory):
         topic under way ends first (the topic it registers is deleted then).
         """
         assert self.metadata is not None
-        pending = self._loading.get(name)
-        if pending is not None:
-            await asyncio.gather(pending[0], return_exceptions=True)
+        await self.topic_loader.wait_for(name)
         async with self.persistence.lock:
             topic = self.topics.pop(name, None)
             if topic is not None:
@@ -556,7 +365,7 @@ class BrokerService(TopicDirectory):
                 stored.ledger.delete()
             elif ledger_id is not None:
                 # stored but not loaded (e.g. since a restart): its segment files are on disk all the same
-                self._reap(partial(shutil.rmtree, self.config.data_dir / "ledgers" / str(ledger_id), True))
+                self.reap(partial(shutil.rmtree, self.config.data_dir / "ledgers" / str(ledger_id), True))
             if ledger_id is not None or stored is not None:
                 self.compactor.forget(name, ledger_id if ledger_id is not None else stored.ledger_id, topic)
         return existed or topic is not None

@@ -62,7 +62,9 @@ class TopicDirectory:
 
     def partitions_for_client(self, topic_name: TopicName, auto_create: bool = True) -> int:
         """PARTITIONED_METADATA: the partition count, creating a partitioned topic on first use
-        when auto-creation makes new topics partitioned (broker setting or namespace policy)."""
+        when auto-creation makes new topics partitioned (broker setting or namespace policy). The
+        namespaces and partitioned topics are in the store's memory: only that creation reads or
+        writes the database."""
         assert self.metadata is not None
         name = str(topic_name)
         n = self.metadata.get_partitioned_topic(name)
@@ -70,13 +72,13 @@ class TopicDirectory:
             return n
         if not auto_create or topic_name.partition_index >= 0 or name in self.topics:
             return 0
-        if topic_name.persistent and self.metadata.get_topic(name) is not None:
-            return 0
         allowed, partitions = self.auto_topic_creation(topic_name.namespace)
-        if allowed and partitions > 0:
-            self.metadata.set_partitioned_topic(name, partitions)
-            return partitions
-        return 0
+        if not allowed or partitions <= 0:
+            return 0
+        if topic_name.persistent and self.metadata.get_topic(name) is not None:
+            return 0  # an existing non-partitioned topic stays one
+        self.metadata.set_partitioned_topic(name, partitions)
+        return partitions
 
     def auto_topic_creation(self, namespace: str) -> tuple[bool, int]:
         """(auto-creation allowed, partitions of auto-created topics) for a namespace."""
@@ -105,7 +107,7 @@ class TopicDirectory:
                 out.append(name)
         return out
 
-    def _check_partitioned(self, topic_name: TopicName) -> None:
+    def check_not_partitioned(self, topic_name: TopicName) -> None:
         """BrokerError NotAllowedError when ``topic_name`` is a partitioned topic (only its partitions load)."""
         if self.partitions_of(topic_name) > 0:
             raise BrokerError(

@@ -6,8 +6,9 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,11 @@ class MetadataStore:
     own, so that a read (on the broker's loop) waits neither for another thread's commit and its
     fsync nor for another thread's reads: in WAL mode a reader sees every transaction committed
     before its statement began.
+
+    Namespaces and partitioned topics are also held in memory (every row, read when the store opens,
+    changed by this store's writes after they commit): the broker reads both on every lookup, and
+    a SQLite call on its loop hands the GIL to the topic-load threads (benchmarks/PROFILES.md
+    section 25). So one store must be the only writer of its database while it is open.
     """
 
     def __init__(self, data_dir: Path | str) -> None:
@@ -120,6 +126,10 @@ class MetadataStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._migrate()
+            #: namespace -> its policies as stored (JSON text)
+            self._namespaces: dict[str, str] = dict(self._conn.execute("SELECT name, policies FROM namespaces"))
+            #: partitioned topic -> its partition count
+            self._partitioned: dict[str, int] = dict(self._conn.execute("SELECT name, partitions FROM partitioned_topics"))
         except BaseException:
             self._conn.close()
             raise
@@ -157,7 +167,7 @@ class MetadataStore:
 
     def ensure_defaults(self) -> None:
         """Create cluster ``standalone``, tenant ``public`` and namespace ``public/default`` if missing."""
-        with self._tx() as db:
+        with self._tx(then=lambda: self._namespaces.setdefault(DEFAULT_NAMESPACE, "{}")) as db:
             db.execute("INSERT OR IGNORE INTO clusters (name, config) VALUES (?, ?)", (DEFAULT_CLUSTER, "{}"))
             tenant_config = {"adminRoles": [], "allowedClusters": [DEFAULT_CLUSTER]}
             db.execute(
@@ -227,21 +237,22 @@ class MetadataStore:
         tenant, sep, local = name.partition("/")
         if not sep or not tenant or not local or "/" in local:
             raise ValueError(f"invalid namespace name {name!r}")
-        with self._tx() as db:
+        text = _dumps(policies or {})
+        with self._tx(then=partial(self._namespaces.__setitem__, name, text)) as db:
             if not db.execute("SELECT 1 FROM tenants WHERE name = ?", (tenant,)).fetchone():
                 raise MetadataNotFoundError(f"tenant {tenant!r} does not exist")
             try:
                 db.execute(
                     "INSERT INTO namespaces (name, tenant, policies) VALUES (?, ?, ?)",
-                    (name, tenant, _dumps(policies or {})),
+                    (name, tenant, text),
                 )
             except sqlite3.IntegrityError as exc:
                 raise MetadataConflictError(f"namespace {name!r} already exists") from exc
 
     def get_namespace(self, name: str) -> dict[str, Any] | None:
         """Return a namespace's policies, or None when it does not exist."""
-        row = self._one("SELECT policies FROM namespaces WHERE name = ?", (name,))
-        return json.loads(row[0]) if row else None
+        text = self._namespaces.get(name)
+        return json.loads(text) if text is not None else None
 
     def list_namespaces(self, tenant: str) -> list[str]:
         """Return the namespaces (``tenant/ns``) of a tenant, sorted."""
@@ -249,14 +260,15 @@ class MetadataStore:
 
     def set_namespace_policies(self, name: str, policies: dict[str, Any]) -> None:
         """Replace a namespace's policies; raises MetadataNotFoundError if missing."""
-        with self._tx() as db:
-            cur = db.execute("UPDATE namespaces SET policies = ? WHERE name = ?", (_dumps(policies), name))
+        text = _dumps(policies)
+        with self._tx(then=partial(self._namespaces.__setitem__, name, text)) as db:
+            cur = db.execute("UPDATE namespaces SET policies = ? WHERE name = ?", (text, name))
             if cur.rowcount == 0:
                 raise MetadataNotFoundError(f"namespace {name!r} does not exist")
 
     def delete_namespace(self, name: str) -> None:
         """Delete a namespace that has no topics or partitioned topics left."""
-        with self._tx() as db:
+        with self._tx(then=partial(self._namespaces.pop, name, None)) as db:
             for table in ("topics", "partitioned_topics"):
                 if db.execute(f"SELECT 1 FROM {table} WHERE namespace = ? LIMIT 1", (name,)).fetchone():
                     raise MetadataConflictError(f"namespace {name!r} still has topics")
@@ -339,7 +351,7 @@ class MetadataStore:
         if partitions <= 0:
             raise ValueError("partitions must be positive")
         namespace = topic_namespace(name)
-        with self._tx() as db:
+        with self._tx(then=partial(self._partitioned.__setitem__, name, partitions)) as db:
             db.execute(
                 "INSERT INTO partitioned_topics (name, namespace, partitions) VALUES (?, ?, ?) "
                 "ON CONFLICT (name) DO UPDATE SET partitions = excluded.partitions",
@@ -348,12 +360,11 @@ class MetadataStore:
 
     def get_partitioned_topic(self, name: str) -> int | None:
         """Return the partition count of a partitioned topic, or None."""
-        row = self._one("SELECT partitions FROM partitioned_topics WHERE name = ?", (name,))
-        return int(row[0]) if row else None
+        return self._partitioned.get(name)
 
     def delete_partitioned_topic(self, name: str) -> bool:
         """Delete a partitioned topic's metadata; return False when it did not exist."""
-        with self._tx() as db:
+        with self._tx(then=partial(self._partitioned.pop, name, None)) as db:
             return db.execute("DELETE FROM partitioned_topics WHERE name = ?", (name,)).rowcount > 0
 
     def list_partitioned_topics(self, namespace: str | None = None) -> list[str]:
@@ -423,8 +434,9 @@ class MetadataStore:
     # -- internals ------------------------------------------------------------
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """Run the body in one write transaction while holding the lock."""
+    def _tx(self, then: Callable[[], object] | None = None) -> Iterator[sqlite3.Connection]:
+        """Run the body in one write transaction while holding the lock; ``then`` after it committed,
+        still under the lock (what changes the in-memory rows, so they follow the database)."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -440,6 +452,8 @@ class MetadataStore:
                     except sqlite3.Error:
                         pass
                 raise
+            if then is not None:
+                then()
 
     def _reader(self) -> sqlite3.Connection:
         """This thread's read connection (opened on its first read)."""

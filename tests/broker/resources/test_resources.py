@@ -47,7 +47,7 @@ def test_tenants_and_namespaces(tmp_path: Path) -> None:
             admin.policies.get_namespace_policy("acme/none", "message_ttl_in_seconds")
         with pytest.raises(PreconditionFailedError, match="Namespace name is not valid"):
             admin.ctx.namespace_name("acme", "bad/name")
-        admin.topics.create_topic(admin.ctx.parse_topic("persistent://acme/ns/t"))
+        await admin.topics.create_topic(admin.ctx.parse_topic("persistent://acme/ns/t"))
         with pytest.raises(ConflictError, match="Cannot delete non empty namespace"):
             await admin.namespaces.delete_namespace("acme/ns")
         with pytest.raises(ConflictError, match="The tenant still has active namespaces"):
@@ -66,14 +66,14 @@ def test_partitioned_topics(tmp_path: Path) -> None:
         admin.topics.create_partitioned_topic(tn, 3)
         assert admin.topics.get_partitioned_metadata(tn) == {"partitions": 3}
         with pytest.raises(InvalidChangeError, match="can't less than current partitions 3"):
-            admin.topics.update_partitioned_topic(tn, 2)
+            await admin.topics.update_partitioned_topic(tn, 2)
         with pytest.raises(NotAllowedError, match="partitioned topic is not allowed"):
-            admin.messages.examine(tn, "latest", 1)
+            await admin.messages.examine(tn, "latest", 1)
         with pytest.raises(ConflictError, match="is a partitioned topic"):
             await admin.topics.delete_topic(tn)
         await admin.topics.delete_partitioned_topic(tn)
         with pytest.raises(NotFoundError, match="Partitioned Topic"):
-            admin.stats.partitioned_stats(tn)
+            await admin.stats.partitioned_stats(tn)
 
     run_with_admin(tmp_path, body)
 
@@ -81,7 +81,7 @@ def test_partitioned_topics(tmp_path: Path) -> None:
 def test_topic_policy_falls_back_to_namespace_then_broker_setting(tmp_path: Path) -> None:
     async def body(admin: BrokerAdmin) -> None:
         tn = admin.ctx.parse_topic("persistent://public/default/pol")
-        admin.topics.create_topic(tn)
+        await admin.topics.create_topic(tn)
         policies = admin.policies
         assert policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 17
         policies.set_namespace_policy("public/default", "message_ttl_in_seconds", 20)
@@ -101,20 +101,20 @@ def test_topic_policy_falls_back_to_namespace_then_broker_setting(tmp_path: Path
 def test_subscriptions_and_stats(tmp_path: Path) -> None:
     async def body(admin: BrokerAdmin) -> None:
         tn = admin.ctx.parse_topic("persistent://public/default/s")
-        admin.topics.create_topic(tn)
-        admin.subscriptions.create_subscription(tn, "sub", None)
+        await admin.topics.create_topic(tn)
+        await admin.subscriptions.create_subscription(tn, "sub", None)
         with pytest.raises(ConflictError, match="Subscription already exists"):
-            admin.subscriptions.create_subscription(tn, "sub", None)
-        assert admin.subscriptions.list_subscriptions(tn) == ["sub"]
-        stats = admin.stats.topic_stats(tn)
+            await admin.subscriptions.create_subscription(tn, "sub", None)
+        assert await admin.subscriptions.list_subscriptions(tn) == ["sub"]
+        stats = await admin.stats.topic_stats(tn)
         assert stats["subscriptions"]["sub"]["msgBacklog"] == 0
         assert stats["deduplicationStatus"] == "Disabled"
         with pytest.raises(NotFoundError, match="Subscription nope not found"):
-            admin.subscriptions.skip_all(tn, "nope")
+            await admin.subscriptions.skip_all(tn, "nope")
         non_persistent = admin.ctx.parse_topic("non-persistent://public/default/np")
         with pytest.raises(NotAllowedError, match="non-persistent"):
-            admin.stats.internal_stats(non_persistent)
-        admin.subscriptions.delete_subscription(tn, "sub")
-        assert admin.subscriptions.list_subscriptions(tn) == []
+            await admin.stats.internal_stats(non_persistent)
+        await admin.subscriptions.delete_subscription(tn, "sub")
+        assert await admin.subscriptions.list_subscriptions(tn) == []
 
     run_with_admin(tmp_path, body)

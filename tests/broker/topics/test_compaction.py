@@ -145,8 +145,8 @@ def test_a_batch_whose_messages_all_go_is_dropped() -> None:
 
 
 # -- a broker service on a temporary directory ----------------------------------------------
-def load(service: BrokerService, name: str = TOPIC) -> Topic:
-    return service.get_topic(TopicName.parse(name))
+async def load(service: BrokerService, name: str = TOPIC) -> Topic:
+    return await service.load_topic(TopicName.parse(name))
 
 
 def append(topic: Topic, *entries: bytes) -> list[int]:
@@ -166,7 +166,7 @@ def status(service: BrokerService, name: str = TOPIC) -> dict:
 
 def test_compaction_through_the_service_keeps_original_ids_and_is_incremental(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
-        topic = load(service)
+        topic = await load(service)
         await service.compact(topic.topic_name)  # empty topic: nothing to do, still a success
         assert topic.compacted is None and status(service)["status"] == "SUCCESS"
         append(
@@ -204,7 +204,7 @@ def test_compaction_through_the_service_keeps_original_ids_and_is_incremental(tm
 
 def test_a_failure_mid_way_keeps_the_old_view(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
-        topic = load(service)
+        topic = await load(service)
         append(topic, *[single(f"k{i % 10}", b"old%d" % i) for i in range(50)])
         await service.compact(topic.topic_name)
         old = topic.compacted
@@ -252,7 +252,7 @@ def test_a_failure_mid_way_keeps_the_old_view(tmp_path: Path) -> None:
 
 def test_orphans_of_a_crash_are_removed_on_load(tmp_path: Path) -> None:
     async def first(service: BrokerService) -> None:
-        topic = load(service)
+        topic = await load(service)
         append(topic, single("a", b"1"), single("a", b"2"))
         await service.compact(topic.topic_name)
         root = compacted_root(tmp_path, topic.ledger_id)
@@ -265,7 +265,7 @@ def test_orphans_of_a_crash_are_removed_on_load(tmp_path: Path) -> None:
 
     async def second(service: BrokerService) -> None:
         assert status(service)["status"] == "ERROR"
-        topic = load(service)
+        topic = await load(service)
         root = compacted_root(tmp_path, topic.ledger_id)
         assert [p.name for p in root.iterdir()] == [topic.compacted.name]
         assert view_table(topic.compacted) == {"a": b"2"}
@@ -314,7 +314,7 @@ def received(conn: FakeConnection) -> list[tuple[int, str | None, bytes]]:
 
 def test_read_compacted_sees_the_view_then_the_tail(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
-        topic = load(service)
+        topic = await load(service)
         append(
             topic,
             single("a", b"1"),
@@ -342,7 +342,7 @@ def test_read_compacted_sees_the_view_then_the_tail(tmp_path: Path) -> None:
 
 def test_last_message_id_of_a_compacted_reader_at_the_horizon(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
-        topic = load(service)
+        topic = await load(service)
         append(
             topic,
             batch(
@@ -377,7 +377,7 @@ def test_last_message_id_of_a_compacted_reader_at_the_horizon(tmp_path: Path) ->
 
 def test_read_compacted_is_refused_on_shared_subscriptions(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
-        topic = load(service)
+        topic = await load(service)
         with pytest.raises(BrokerError) as info:
             attach(topic, "s", True, SubType.Shared)
         assert info.value.code == ServerError.NotAllowedError
@@ -387,7 +387,7 @@ def test_read_compacted_is_refused_on_shared_subscriptions(tmp_path: Path) -> No
 
 def test_retention_keeps_what_compaction_has_not_read(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
-        topic = load(service)
+        topic = await load(service)
         append(topic, *[single(f"k{i % 5}", b"x" * 200 + b"%d" % i) for i in range(100)])
         assert topic.trim_position() == 100  # no subscription, never compacted: everything may go
         await service.compact(topic.topic_name)
@@ -409,7 +409,7 @@ def test_retention_keeps_what_compaction_has_not_read(tmp_path: Path) -> None:
 
 def test_size_threshold_policy_triggers_compaction(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
-        topic = load(service)
+        topic = await load(service)
         append(topic, *[single(f"k{i % 3}", b"v" * 100) for i in range(50)])
         assert not lifecycle.compaction_due(topic)  # no threshold set
         service.metadata.set_namespace_policies("public/default", {"compaction_threshold": 1000})
@@ -426,7 +426,7 @@ def test_size_threshold_policy_triggers_compaction(tmp_path: Path) -> None:
 
 def test_deleting_a_topic_removes_its_compacted_ledgers(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
-        topic = load(service)
+        topic = await load(service)
         append(topic, single("a", b"1"))
         await service.compact(topic.topic_name)
         root = compacted_root(tmp_path, topic.ledger_id)

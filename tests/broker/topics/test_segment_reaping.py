@@ -37,9 +37,9 @@ class SlowCloseFiles(FileLayer):
         super().close(fd)
 
 
-def _loaded_topic(service: BrokerService, files: SlowCloseFiles) -> tuple[PersistentTopic, list[Path]]:
+async def _loaded_topic(service: BrokerService, files: SlowCloseFiles) -> tuple[PersistentTopic, list[Path]]:
     """A topic of several 4 KiB segments, all consumed (no subscription); its oldest file is slow."""
-    topic = service.get_topic(TopicName.parse(TOPIC))
+    topic = await service.load_topic(TopicName.parse(TOPIC))
     assert isinstance(topic, PersistentTopic)
     for _ in range(20):
         topic.ledger.append(b"x" * 1000)
@@ -73,7 +73,7 @@ def _ticker() -> list[float]:
 
 def test_trimmed_segments_are_deleted_off_the_loop_and_stop_waits_for_them(tmp_path: Path) -> None:
     async def body(service: BrokerService, files: SlowCloseFiles) -> None:
-        topic, segments = _loaded_topic(service, files)
+        topic, segments = await _loaded_topic(service, files)
         ticks = _ticker()
         started = time.monotonic()
         service.maybe_trim(topic)
@@ -92,7 +92,7 @@ def test_trimmed_segments_are_deleted_off_the_loop_and_stop_waits_for_them(tmp_p
 
 def test_a_deleted_topic_is_removed_off_the_loop(tmp_path: Path) -> None:
     async def body(service: BrokerService, files: SlowCloseFiles) -> None:
-        topic, _ = _loaded_topic(service, files)
+        topic, _ = await _loaded_topic(service, files)
         directory = topic.ledger.directory
         ticks = _ticker()
         started = time.monotonic()

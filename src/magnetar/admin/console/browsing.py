@@ -26,13 +26,13 @@ def _messages(peeked: PeekedEntry, schema_of: SchemaLookup) -> list[dict[str, An
     return entry_messages(bytes(peeked.entry.data), message_id, schema_of)
 
 
-def peek_messages(admin: BrokerAdmin, tn: TopicName, sub: str, count: int, schema_of: SchemaLookup) -> list[dict[str, Any]]:
+async def peek_messages(admin: BrokerAdmin, tn: TopicName, sub: str, count: int, schema_of: SchemaLookup) -> list[dict[str, Any]]:
     """The next ``count`` unacknowledged entries of a subscription, as messages."""
     out: list[dict[str, Any]] = []
     seen: set[int] = set()
     for position in range(1, min(count, MAX_COUNT) + 1):
         try:
-            peeked = admin.messages.peek(tn, sub, position)
+            peeked = await admin.messages.peek(tn, sub, position)
         except NotFoundError:
             break
         if peeked.entry.entry_id in seen:
@@ -42,9 +42,9 @@ def peek_messages(admin: BrokerAdmin, tn: TopicName, sub: str, count: int, schem
     return out
 
 
-def _examine(admin: BrokerAdmin, tn: TopicName, where: str, position: int) -> PeekedEntry | None:
+async def _examine(admin: BrokerAdmin, tn: TopicName, where: str, position: int) -> PeekedEntry | None:
     try:
-        return admin.messages.examine(tn, where, position)
+        return await admin.messages.examine(tn, where, position)
     except (NotFoundError, PreconditionFailedError):
         return None
 
@@ -56,12 +56,12 @@ def _publish_time(peeked: PeekedEntry) -> int:
         return 0
 
 
-def _first_at_or_after(admin: BrokerAdmin, tn: TopicName, total: int, time_ms: int) -> int:
+async def _first_at_or_after(admin: BrokerAdmin, tn: TopicName, total: int, time_ms: int) -> int:
     """The position (from 1, from the earliest) of the first entry published at or after ``time_ms``."""
     low, high = 1, total + 1
     while low < high:
         middle = (low + high) // 2
-        peeked = _examine(admin, tn, "earliest", middle)
+        peeked = await _examine(admin, tn, "earliest", middle)
         if peeked is None or _publish_time(peeked) >= time_ms:
             high = middle
         else:
@@ -76,7 +76,7 @@ def _parse_message_id(text: str) -> int:
         raise HttpError(412, f"Invalid message id {text!r}: expected ledgerId:entryId") from None
 
 
-def browse_messages(
+async def browse_messages(
     admin: BrokerAdmin, tn: TopicName, start: str, count: int, schema_of: SchemaLookup
 ) -> list[dict[str, Any]]:
     """Up to ``count`` entries from ``start`` (earliest, latest, ledger:entry or a time in ms), oldest first.
@@ -84,8 +84,8 @@ def browse_messages(
     ``latest`` reads the last ``count`` entries.
     """
     count = max(1, min(count, MAX_COUNT))
-    first = _examine(admin, tn, "earliest", 1)
-    last = _examine(admin, tn, "latest", 1)
+    first = await _examine(admin, tn, "earliest", 1)
+    last = await _examine(admin, tn, "latest", 1)
     if first is None or last is None:
         return []
     first_id, last_id = first.entry.entry_id, last.entry.entry_id
@@ -102,10 +102,10 @@ def browse_messages(
             time_ms = int(where)
         except ValueError:
             raise HttpError(412, f"Invalid start {start!r}: earliest, latest, ledgerId:entryId or a time in ms") from None
-        position = _first_at_or_after(admin, tn, total, time_ms)
+        position = await _first_at_or_after(admin, tn, total, time_ms)
     out: list[dict[str, Any]] = []
     for offset in range(max(1, position), min(total, max(1, position) + count - 1) + 1):
-        peeked = _examine(admin, tn, "earliest", offset)
+        peeked = await _examine(admin, tn, "earliest", offset)
         if peeked is not None:
             out.extend(_messages(peeked, schema_of))
     return out

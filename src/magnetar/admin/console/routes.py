@@ -91,8 +91,8 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
         tn = _topic_name(admin, domain, tenant, namespace, topic)
         lookup = schema_lookup(admin, tn)
         if subscription:
-            return peek_messages(admin, tn, subscription, count, lookup)
-        return browse_messages(admin, tn, start, count, lookup)
+            return await peek_messages(admin, tn, subscription, count, lookup)
+        return await browse_messages(admin, tn, start, count, lookup)
 
     @r.post(
         "/topics" + T, tags=["REST producer"], summary="Publish messages (Pulsar's REST producer)",

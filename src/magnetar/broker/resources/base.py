@@ -1,7 +1,9 @@
 """What every admin resource shares: the service, names, existence checks and topic loading.
 
 Every method runs on the broker's event loop (the HTTP server shares it), so broker state is read
-and changed without locks.
+and changed without locks; the methods that need a loaded topic are coroutines, since a topic not
+loaded loads in the broker's load threads (:meth:`BrokerService.load_topic
+<magnetar.broker.service.BrokerService.load_topic>`).
 """
 
 from __future__ import annotations
@@ -123,27 +125,28 @@ class ResourceContext:
             raise NotAllowedError(f"{what} is not supported on non-persistent topics: nothing is stored")
 
     # -- loaded topics ---------------------------------------------------------------------
-    def load_topic(self, tn: TopicName) -> Topic:
-        """The loaded non-partitioned topic (or partition); NotFoundError when it does not exist."""
+    async def load_topic(self, tn: TopicName) -> Topic:
+        """The loaded non-partitioned topic (or partition); NotFoundError when it does not exist. A topic
+        not loaded loads off the loop; a load under way (a client's) is awaited, not refused."""
         self.check_namespace(tn.namespace)
         if self.partitions_of(tn) > 0:
             raise NotFoundError(f"Topic {tn} not found: it is a partitioned topic, use its partitions")
         if not self.topic_exists(tn):
             raise NotFoundError(f"Topic {tn} not found")
-        return self.service.get_topic(tn, create=False)
+        return await self.service.load_topic(tn, create=False)
 
-    def load_or_create(self, tn: TopicName) -> Topic:
+    async def load_or_create(self, tn: TopicName) -> Topic:
         """The topic, created when it does not exist and auto topic creation is on."""
         if not self.topic_exists(tn) and not self.config.allow_auto_topic_creation:
             raise NotFoundError(f"Topic {tn} not found")
-        return self.service.get_topic(tn, create=True)
+        return await self.service.load_topic(tn, create=True)
 
-    def targets(self, tn: TopicName) -> list[Topic]:
+    async def targets(self, tn: TopicName) -> list[Topic]:
         """The loaded topics an operation on ``tn`` applies to: itself, or its existing partitions."""
         if self.partitions_of(tn) == 0:
-            return [self.load_topic(tn)]
+            return [await self.load_topic(tn)]
         self.check_namespace(tn.namespace)
-        return [self.load_topic(p) for p in self.partitions(tn) if self.topic_exists(p)]
+        return [await self.load_topic(p) for p in self.partitions(tn) if self.topic_exists(p)]
 
     @staticmethod
     def subscription(topic: Topic, sub: str) -> Subscription:
@@ -153,9 +156,9 @@ class ResourceContext:
             raise NotFoundError(f"Subscription {sub} not found for topic {topic.name}")
         return subscription
 
-    def subscriptions_named(self, tn: TopicName, sub: str) -> list[tuple[Topic, Subscription]]:
+    async def subscriptions_named(self, tn: TopicName, sub: str) -> list[tuple[Topic, Subscription]]:
         """Every (topic, subscription) named ``sub`` on ``tn`` or its partitions; NotFoundError when none."""
-        found = [(t, t.subscriptions[sub]) for t in self.targets(tn) if sub in t.subscriptions]
+        found = [(t, t.subscriptions[sub]) for t in await self.targets(tn) if sub in t.subscriptions]
         if not found:
             raise NotFoundError(f"Subscription {sub} not found for topic {tn}")
         return found

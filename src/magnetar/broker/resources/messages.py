@@ -30,7 +30,7 @@ class MessageResources:
     def __init__(self, ctx: ResourceContext) -> None:
         self.ctx = ctx
 
-    def peek(self, tn: TopicName, sub: str, position: int) -> PeekedEntry:
+    async def peek(self, tn: TopicName, sub: str, position: int) -> PeekedEntry:
         """The ``position``-th (from 1) unacknowledged entry of a subscription."""
         ctx = self.ctx
         if ctx.partitions_of(tn) > 0:
@@ -38,7 +38,7 @@ class MessageResources:
         if position < 1:
             raise PreconditionFailedError("Invalid message position: it must be 1 or more")
         ctx.persistent_only(tn, "Peeking messages")
-        topic = ctx.load_topic(tn)
+        topic = await ctx.load_topic(tn)
         cursor = ctx.subscription(topic, sub).cursor
         last = topic.last_entry_id
         entry_id = cursor.next_unacked(max(cursor.mark_delete + 1, topic.first_entry_id))
@@ -48,7 +48,7 @@ class MessageResources:
             entry_id = cursor.next_unacked(entry_id + 1)
         return _read(topic, entry_id, tn.partition_index)
 
-    def examine(self, tn: TopicName, initial_position: str, position: int) -> PeekedEntry:
+    async def examine(self, tn: TopicName, initial_position: str, position: int) -> PeekedEntry:
         """The ``position``-th (from 1) entry from the earliest or the latest one."""
         ctx = self.ctx
         if ctx.partitions_of(tn) > 0:
@@ -59,7 +59,7 @@ class MessageResources:
         where = (initial_position or "latest").lower()
         if where not in ("earliest", "latest"):
             raise PreconditionFailedError("initialPosition must be 'earliest' or 'latest'")
-        topic = ctx.load_topic(tn)
+        topic = await ctx.load_topic(tn)
         if topic.last_entry_id < topic.first_entry_id:
             raise PreconditionFailedError("Could not examine messages due to the total message is zero")
         if where == "earliest":
@@ -68,13 +68,13 @@ class MessageResources:
             entry_id = topic.last_entry_id - position + 1
         return _read(topic, entry_id, tn.partition_index)
 
-    def by_id(self, tn: TopicName, ledger_id: int, entry_id: int) -> PeekedEntry:
+    async def by_id(self, tn: TopicName, ledger_id: int, entry_id: int) -> PeekedEntry:
         """The stored entry ``ledger_id:entry_id`` of a topic (or partition), as Pulsar's getMessageById."""
         ctx = self.ctx
         if ctx.partitions_of(tn) > 0:
             raise NotAllowedError("GetMessageById is not allowed on partitioned-topic")
         ctx.persistent_only(tn, "Getting a message by id")
-        topic = ctx.load_topic(tn)
+        topic = await ctx.load_topic(tn)
         if ledger_id != topic.ledger_id:
             raise NotFoundError(f"Message ID {ledger_id}:{entry_id} not found")
         return _read(topic, entry_id, tn.partition_index)

@@ -76,9 +76,9 @@ class StatsResources:
         self.policies = policies
         self.tracker = tracker
 
-    def topic_stats(self, tn: TopicName) -> dict[str, Any]:
+    async def topic_stats(self, tn: TopicName) -> dict[str, Any]:
         """A topic's TopicStats."""
-        return self._stats_of(self.ctx.load_topic(tn))
+        return self._stats_of(await self.ctx.load_topic(tn))
 
     def _stats_of(self, topic: Topic) -> dict[str, Any]:
         numbers = self.tracker.topic_numbers(topic)
@@ -202,7 +202,7 @@ class StatsResources:
             "subscriptionProperties": {},
         }
 
-    def partitioned_stats(self, tn: TopicName, per_partition: bool = True) -> dict[str, Any]:
+    async def partitioned_stats(self, tn: TopicName, per_partition: bool = True) -> dict[str, Any]:
         """A partitioned topic's stats: its partitions' summed (and each, with ``per_partition``)."""
         ctx = self.ctx
         ctx.check_namespace(tn.namespace)
@@ -215,17 +215,17 @@ class StatsResources:
         for p in ctx.partitions(tn):
             if not ctx.topic_exists(p):
                 continue
-            stats = self._stats_of(ctx.load_topic(p))
+            stats = self._stats_of(await ctx.load_topic(p))
             _add_partition(out, stats)
             if per_partition:
                 out["partitions"][str(p)] = stats
         out["averageMsgSize"] = out["msgThroughputIn"] / out["msgRateIn"] if out["msgRateIn"] else 0.0
         return out
 
-    def internal_stats(self, tn: TopicName) -> dict[str, Any]:
+    async def internal_stats(self, tn: TopicName) -> dict[str, Any]:
         """A topic's PersistentTopicInternalStats: its ledger and cursors."""
         self.ctx.persistent_only(tn, "internalStats")
-        topic = cast("PersistentTopic", self.ctx.load_topic(tn))
+        topic = cast("PersistentTopic", await self.ctx.load_topic(tn))
         ledger = topic.ledger
         lid = topic.ledger_id
         entries = max(0, topic.last_entry_id - topic.first_entry_id + 1)
@@ -247,9 +247,9 @@ class StatsResources:
             "compactedLedger": _compacted_ledger(topic),
         }
 
-    def last_message_id(self, tn: TopicName) -> dict[str, Any]:
+    async def last_message_id(self, tn: TopicName) -> dict[str, Any]:
         """The id of a topic's last message."""
-        topic = self.ctx.load_topic(tn)
+        topic = await self.ctx.load_topic(tn)
         ledger_id, entry_id, batch_index = topic.last_message_id()
         out: dict[str, Any] = {"ledgerId": ledger_id, "entryId": entry_id, "partitionIndex": tn.partition_index}
         if batch_index >= 0:

@@ -59,7 +59,7 @@ class TopicResources:
         self.ctx.check_namespace(ns)
         return [t for t in self.ctx.metadata.list_partitioned_topics(ns) if t.startswith(domain + "://")]
 
-    def create_topic(self, tn: TopicName, properties: dict[str, str] | None = None) -> None:
+    async def create_topic(self, tn: TopicName, properties: dict[str, str] | None = None) -> None:
         """Create a non-partitioned topic; ConflictError when it (or a partitioned topic of that name) exists."""
         ctx = self.ctx
         ctx.check_namespace(tn.namespace)
@@ -71,7 +71,7 @@ class TopicResources:
                 raise PreconditionFailedError("Exceed maximum number of topics in namespace.")
             ctx.metadata.get_or_create_topic(str(tn), properties or {})
             return
-        ctx.service.get_topic(tn, create=True)
+        await ctx.service.load_topic(tn, create=True)
 
     async def delete_topic(self, tn: TopicName, force: bool = False) -> None:
         """Delete a non-partitioned topic; refused while it has producers or consumers, unless forced."""
@@ -113,7 +113,7 @@ class TopicResources:
         for i in range(first, count):
             self.ctx.metadata.get_or_create_topic(str(tn.partition(i)))
 
-    def update_partitioned_topic(self, tn: TopicName, partitions: int) -> None:
+    async def update_partitioned_topic(self, tn: TopicName, partitions: int) -> None:
         """Add partitions (never remove); new partitions get partition 0's durable subscriptions."""
         ctx = self.ctx
         ctx.check_namespace(tn.namespace)
@@ -130,9 +130,9 @@ class TopicResources:
         first = tn.partition(0)
         if not ctx.topic_exists(first):
             return
-        subs = [s.name for s in ctx.load_topic(first).subscriptions.values() if s.durable]
+        subs = [s.name for s in (await ctx.load_topic(first)).subscriptions.values() if s.durable]
         for i in range(current, partitions):
-            topic = ctx.load_topic(tn.partition(i))
+            topic = await ctx.load_topic(tn.partition(i))
             for name in subs:
                 if name not in topic.subscriptions:
                     topic.subscribe(name, durable=True, initial_position=InitialPosition.Earliest, start_message_id=None)
@@ -188,14 +188,14 @@ class TopicResources:
             ctx.metadata.delete_kv(prefix + str(tn))
 
     # -- terminate, compaction, lookup -----------------------------------------------------
-    def terminate(self, tn: TopicName) -> dict[str, Any]:
+    async def terminate(self, tn: TopicName) -> dict[str, Any]:
         """Terminate a topic: no more messages are accepted. Returns the last message id."""
         ctx = self.ctx
         ctx.persistent_only(tn, "Termination")
         ctx.existing(tn)
         if ctx.partitions_of(tn):
             raise NotAllowedError("Termination of a partitioned topic is not allowed: terminate its partitions")
-        ledger_id, entry_id = ctx.service.terminate_topic(tn)
+        ledger_id, entry_id = await ctx.service.terminate_topic(tn)
         return {"ledgerId": ledger_id, "entryId": entry_id, "partitionIndex": -1}
 
     def unload(self, tn: TopicName) -> int:
@@ -219,7 +219,7 @@ class TopicResources:
                     closed += 1
         return closed
 
-    def trigger_compaction(self, tn: TopicName) -> None:
+    async def trigger_compaction(self, tn: TopicName) -> None:
         """Start compacting a topic in the background; its progress shows in compaction_status."""
         ctx = self.ctx
         ctx.persistent_only(tn, "Compaction")
@@ -230,7 +230,7 @@ class TopicResources:
             raise ConflictError("Compaction already in progress")
         ctx.metadata.put_kv(COMPACTION_PREFIX + str(tn), json.dumps({"requestedAt": time.time()}).encode())
         for target in targets:
-            ctx.service.trigger_compaction(target)
+            await ctx.service.trigger_compaction(target)
 
     def compaction_status(self, tn: TopicName) -> dict[str, Any]:
         """What a compactor recorded under ``compaction-status/<topic>``; NOT_RUN until one exists."""

@@ -143,18 +143,14 @@ class Producer:
                     finally:
                         self._blocked -= 1
                 self._pending += 1
-        if (properties is None and partition_key is None and ordering_key is None and sequence_id is None
-                and event_timestamp is None and deliver_at is None and deliver_after is None
-                and not replication_clusters and not disable_replication):
-            item: tuple = (content, callback)
+        options = _given_options(properties, partition_key, ordering_key, replication_clusters, disable_replication,
+                                 event_timestamp, deliver_at, deliver_after)
+        if options is not None:
+            item: tuple = (content, callback, sequence_id, options)
+        elif sequence_id is not None:
+            item = (content, callback, sequence_id)
         else:
-            options = {
-                "properties": properties, "partition_key": partition_key, "ordering_key": ordering_key,
-                "sequence_id": sequence_id, "replication_clusters": replication_clusters,
-                "disable_replication": disable_replication, "event_timestamp": event_timestamp,
-                "deliver_at": deliver_at, "deliver_after": deliver_after,
-            }
-            item = (content, callback, options)
+            item = (content, callback)
         self._queue.append(item)
         if not self._scheduled:
             self._scheduled = True
@@ -181,8 +177,10 @@ class Producer:
             try:
                 if len(item) == 2:
                     send(item[0], item[1])
+                elif len(item) == 3:
+                    send(item[0], item[1], item[2])
                 else:
-                    send(item[0], item[1], **item[2])
+                    send(item[0], item[1], item[2], **item[3])
             except Exception as exc:  # refused before it was queued: the core never counted it
                 self._settled(1)
                 error = exc if isinstance(exc, PulsarError) else PulsarError(f"cannot send: {exc!r}")
@@ -213,6 +211,27 @@ class Producer:
     def is_connected(self) -> bool:
         """Whether the producer is connected."""
         return self._core.is_connected()
+
+
+def _given_options(
+    properties: dict[str, str] | None, partition_key: str | None, ordering_key: bytes | None,
+    replication_clusters: Any, disable_replication: bool, event_timestamp: int | None, deliver_at: int | None,
+    deliver_after: Any,
+) -> dict[str, Any] | None:
+    """The send options given (not at their defaults) as ``send_nowait`` keywords, or None if none is."""
+    if (properties is None and partition_key is None and ordering_key is None and event_timestamp is None
+            and deliver_at is None and deliver_after is None and not replication_clusters and not disable_replication):
+        return None
+    given = {
+        "properties": properties, "partition_key": partition_key, "ordering_key": ordering_key,
+        "event_timestamp": event_timestamp, "deliver_at": deliver_at, "deliver_after": deliver_after,
+    }
+    options = {name: value for name, value in given.items() if value is not None}
+    if replication_clusters:
+        options["replication_clusters"] = replication_clusters
+    if disable_replication:
+        options["disable_replication"] = disable_replication
+    return options
 
 
 __all__ = ["Producer"]

@@ -22,7 +22,8 @@ class FakeId:
 class FakeProducer:
     """Completes each send on the next loop iteration, after ``delay_s``; with ``batch`` > 1 it
     collects messages in batches of that many (sent when full, or at the next loop iteration) and
-    answers each batch's waiters as the client does: skipping None, ids with batch positions."""
+    answers each batch's waiters as the client does: its ``settled_hook`` told the count first, then
+    the waiters, skipping None, with ids with batch positions."""
 
     def __init__(self, name: str, delay_s: float = 0.0, batch: int = 1) -> None:
         self.name = name
@@ -33,6 +34,7 @@ class FakeProducer:
         self.batches: list[int] = []
         self._pending = 0
         self._open: list[Any] = []
+        self.settled_hook: Any = None
 
     def send_nowait(self, payload: bytes, callback: Any, sequence_id: int, *, partition_key: str | None = None) -> None:
         self.sent.append((payload, sequence_id, partition_key))
@@ -52,6 +54,8 @@ class FakeProducer:
 
         def done() -> None:
             self._pending -= len(waiters)
+            if self.settled_hook is not None:
+                self.settled_hook(len(waiters))
             for i, waiter in enumerate(waiters):
                 if waiter is not None:
                     waiter(None, FakeId(i if self.batch > 1 else -1, len(waiters) if self.batch > 1 else 0))

@@ -4,7 +4,7 @@ Every topic is resolved to its partitions and each partition gets its own produc
 the messages in turn. Each message has an intended send time: its slot in the rate schedule, or,
 without a rate, the moment its chunk of messages was handed to the client. The publish latency is
 the receipt time minus that, so a broker that makes the sender wait shows as latency. Without a
-rate, a producer's messages of one chunk share two receipt callbacks (:mod:`.send_groups`).
+rate, a producer's receipts are counted as it settles them, per batch (:mod:`.send_groups`).
 Sequence ids are set here, 0, 1, 2... per producer, so that an end-to-end run can tell by
 (producer name, sequence id) when a received message was meant to be sent.
 """
@@ -23,7 +23,7 @@ from magnetar.cli.perf.rate_limiter import NANOS, RateSchedule, wait_until_due
 from magnetar.cli.perf.recorder import LatencyRecorder
 from magnetar.cli.perf.report import Rate, Snapshot
 from magnetar.cli.perf.runner import Output, drive, open_client
-from magnetar.cli.perf.send_groups import SendGroup, group_limit
+from magnetar.cli.perf.send_groups import ProducerReceipts, group_limit
 
 if TYPE_CHECKING:
     from magnetar.cli.messaging import Connection
@@ -56,6 +56,9 @@ class ProducerLoad:
         self.send_end_ns = 0
         self.end_ns = 0
         self._sequences: list[int] = []
+        #: per producer, when messages are sent in groups: its receipts, and their callback
+        self._receipts: list[ProducerReceipts] = []
+        self._results: list[Callable[[Exception | None, Any], None]] = []
         #: what the sender awaits while --max-outstanding messages are pending: resolved by the
         #: receipt that makes room, or by the tick of a stalled run
         self._space: asyncio.Future[None] | None = None
@@ -91,6 +94,12 @@ class ProducerLoad:
                     self.producers.append(producer)
                     self.names.append(producer.name)
         self._sequences = [0] * len(self.producers)
+        if self._group_limit > 1:
+            for producer in self.producers:
+                receipts = ProducerReceipts(self, len(self.producers), self._payload_size)
+                producer.settled_hook = receipts.settled
+                self._receipts.append(receipts)
+                self._results.append(receipts.on_result)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Send until the count or time limit is reached or ``stop`` is set; receipts may still be due."""
@@ -185,78 +194,56 @@ class ProducerLoad:
             )
 
     def _send_grouped(self, first: int, end: int) -> None:
-        """Without a rate: each producer's messages of the chunk in groups, one intended time for all."""
+        """Without a rate: each producer's messages of the chunk as one run with one intended time,
+        a receipt callback on the last message of each group (:mod:`.send_groups`)."""
         intended = time.perf_counter_ns()
-        n_producers, limit = len(self.producers), self._group_limit
         payloads = self.settings.payloads
         if self.on_send is None and self._key_of is None and len(payloads) == 1:
-            self._send_plain_groups(first, end, intended, payloads[0])
+            self._send_plain_runs(first, end, intended, payloads[0])
             return
+        n_producers = len(self.producers)
         for k in range(n_producers):
             index = first + (k - first) % n_producers
-            remaining = (end - 1 - index) // n_producers + 1 if index < end else 0
-            while remaining > 0:
-                n = min(limit, remaining)
-                self._send_group(k, index, n, intended)
-                index += n * n_producers
-                remaining -= n
+            if index < end:
+                self._send_run(k, index, (end - 1 - index) // n_producers + 1, intended)
 
-    def _send_plain_groups(self, first: int, end: int, intended: int, payload: bytes) -> None:
+    def _send_plain_runs(self, first: int, end: int, intended: int, payload: bytes) -> None:
         """:meth:`_send_grouped` of one payload without keys or a send hook, what ``perf produce``
-        does by default: :meth:`_send_group`'s work with what is the same for every group looked up once
-        (with 100 producers a chunk makes 100 groups of 10 messages)."""
+        does by default: :meth:`_send_run`'s work with what is the same for every message looked up
+        once (with 100 producers a chunk makes 100 runs of 10 messages)."""
         producers, sequences, limit = self.producers, self._sequences, self._group_limit
+        receipts, results = self._receipts, self._results
         n_producers = len(producers)
         for k in range(n_producers):
             index = first + (k - first) % n_producers
             if index >= end:
                 continue
             remaining = (end - 1 - index) // n_producers + 1
-            send = producers[k].send_nowait
+            receipts[k].add_run(intended, index, remaining)
+            send, on_result = producers[k].send_nowait, results[k]
             seq = sequences[k]
-            sequences[k] = seq + remaining
-            while remaining > 0:
-                n = limit if limit < remaining else remaining
-                if n == 1:
-                    send(payload, partial(self._settled_one, intended, index), seq)
-                else:
-                    group = SendGroup(self, intended, index, n_producers, n)
-                    send(payload, group.first_settled, seq)
-                    last = seq + n - 1
-                    for s in range(seq + 1, last):
-                        send(payload, None, s)
-                    send(payload, group.last_settled, last)
-                seq += n
-                index += n * n_producers
-                remaining -= n
+            last = sequences[k] = seq + remaining
+            while seq < last:
+                group_end = seq + limit if seq + limit < last else last
+                for s in range(seq, group_end - 1):
+                    send(payload, None, s)
+                send(payload, on_result, group_end - 1)
+                seq = group_end
 
-    def _send_group(self, k: int, index: int, n: int, intended: int) -> None:
+    def _send_run(self, k: int, index: int, n: int, intended: int) -> None:
         """Messages ``index``, ``index + producers``... (``n`` of them) to producer ``k``."""
-        send = self.producers[k].send_nowait
+        send, on_result = self.producers[k].send_nowait, self._results[k]
+        self._receipts[k].add_run(intended, index, n)
         seq = self._sequences[k]
         self._sequences[k] = seq + n
-        if n == 1:
-            first_callback: Any = partial(self._settled_one, intended, index)
-            last_callback: Any = None
-        else:
-            group = SendGroup(self, intended, index, len(self.producers), n)
-            first_callback, last_callback = group.first_settled, group.last_settled
-        payloads, on_send, key_of = self.settings.payloads, self.on_send, self._key_of
-        if on_send is None and key_of is None and len(payloads) == 1:
-            payload = payloads[0]
-            send(payload, first_callback, sequence_id=seq)
-            if n > 1:
-                for s in range(seq + 1, seq + n - 1):
-                    send(payload, None, sequence_id=s)
-                send(payload, last_callback, sequence_id=seq + n - 1)
-            return
+        payloads, on_send, key_of, limit = self.settings.payloads, self.on_send, self._key_of, self._group_limit
         n_payloads, stride, last = len(payloads), len(self.producers), n - 1
         for j in range(n):
             i = index + j * stride
             if on_send is not None:
                 on_send(k, seq + j, intended)
-            send(payloads[i % n_payloads], first_callback if j == 0 else last_callback if j == last else None,
-                 sequence_id=seq + j, partition_key=None if key_of is None else key_of(i))
+            callback = on_result if j == last or (j + 1) % limit == 0 else None
+            send(payloads[i % n_payloads], callback, seq + j, partition_key=None if key_of is None else key_of(i))
 
     def _key_function(self) -> Callable[[int], str] | None:
         mode = self.settings.key_mode
@@ -277,7 +264,7 @@ class ProducerLoad:
         if error is None:
             self.acked += count
             size = self._payload_size
-            self.acked_bytes += count * size if size is not None else self._bytes_of(index, count)
+            self.acked_bytes += count * size if size is not None else self.bytes_of(index, count)
             micros = (now_ns - intended_ns) // 1000
             counts = self.latency.counts
             counts[micros] = counts.get(micros, 0) + count
@@ -291,7 +278,26 @@ class ProducerLoad:
         if space is not None and not space.done() and self.pending < self.settings.max_outstanding:
             space.set_result(None)
 
-    def _bytes_of(self, index: int, count: int) -> int:
+    def count_acknowledged(self, count: int, size: int, now_ns: int) -> None:
+        """``count`` messages of ``size`` bytes in all got their receipt at ``now_ns`` (their latencies
+        are counted by the caller)."""
+        self.acked += count
+        self.acked_bytes += size
+        if now_ns > self.end_ns:
+            self.end_ns = now_ns
+        space = self._space
+        if space is not None and not space.done() and self.pending < self.settings.max_outstanding:
+            space.set_result(None)
+
+    def count_failed(self, count: int, size: int, error: Exception) -> None:
+        """``count`` messages counted as acknowledged (``size`` bytes) failed with ``error`` instead."""
+        self.acked -= count
+        self.acked_bytes -= size
+        self.errors += count
+        if self.first_error is None:
+            self.first_error = f"{type(error).__name__}: {error}"
+
+    def bytes_of(self, index: int, count: int) -> int:
         """Payload bytes of messages ``index``, ``index + producers``... (``count`` of them)."""
         payloads, stride = self.settings.payloads, len(self.producers)
         return sum(len(payloads[(index + j * stride) % len(payloads)]) for j in range(count))

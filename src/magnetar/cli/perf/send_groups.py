@@ -1,17 +1,21 @@
-"""Receipts of messages sent in groups: two callbacks per group instead of one per message.
+"""Receipts of messages sent in groups: counted as the producer settles them, one callback per group.
 
 Without a target rate, the sender hands the client a chunk of messages at a time, all with the
-chunk's start as their intended send time. The consecutive messages of one producer in a chunk
-form a :class:`SendGroup`: only its first and its last message carry a receipt callback (the
-client builds no message id for the others), and each part of the group is counted and timed
-once, with one histogram update for all its messages.
+chunk's start as their intended send time. A producer's messages of one chunk form a *run*
+(:meth:`ProducerReceipts.add_run`). The producer tells its ``settled_hook`` how many of its
+messages each send settled (a batch's receipt, or a failure), always its oldest unsettled ones
+first and before it completes any callback of theirs: :meth:`ProducerReceipts.settled` takes that
+many messages from the oldest runs, counts them as acknowledged and times each run's part from its
+intended time to now, with one histogram update per part. So every message is timed to the
+receipt of its own batch, and the latency counts equal the messages acknowledged.
 
-A group is never longer than the shortest batch the client can cut inside a chunk (see
-:func:`group_limit`; the batching timer only fires between chunks), so it lies in one batch or
-straddles two. The message ids tell how many messages each part holds: the first message's
-batch holds ``batch_size - batch_index`` of them, the last one's ``batch_index + 1``. Each
-part is settled with its own receipt's time and outcome, so the latency counts equal the
-messages acknowledged and every message is timed to the receipt of its own batch.
+A failure also settles its messages through the hook first; then it completes their callbacks with
+the error. The last message of each *group* (consecutive messages of a run, never more than the
+shortest batch the client cuts inside a chunk: :func:`group_limit`) carries
+:meth:`ProducerReceipts.on_result` as its callback, so every send the client makes holds one: the
+first error callback after a settlement turns that settlement's messages from acknowledged into
+failed. (A checksum error may fail a send that is not the oldest: its count is right, but the
+messages timed are the oldest ones, which differ only when the sends span chunks.)
 """
 
 from __future__ import annotations
@@ -19,21 +23,35 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+from magnetar.cli.perf.recorder import LatencyRecorder
 
-class Settler(Protocol):
-    """What a group reports its parts to: the producer load's counters and latency."""
+#: settled runs kept before the lists are cut down
+_COMPACT_AT = 4096
 
-    def settle_part(self, intended_ns: int, index: int, count: int, error: Exception | None, now_ns: int) -> None:
-        """``count`` messages of one producer, from message ``index`` of the run on, got their receipt
-        (or ``error``) at ``now_ns``."""
+
+class ReceiptCounter(Protocol):
+    """What a producer's receipts are counted into: the producer load's counters and latency."""
+
+    latency: LatencyRecorder
+
+    def count_acknowledged(self, count: int, size: int, now_ns: int) -> None:
+        """``count`` messages of ``size`` bytes in all got their receipt at ``now_ns``."""
+        ...
+
+    def count_failed(self, count: int, size: int, error: Exception) -> None:
+        """``count`` messages counted as acknowledged (``size`` bytes) failed with ``error`` instead."""
+        ...
+
+    def bytes_of(self, index: int, count: int) -> int:
+        """Payload bytes of messages ``index``, ``index + producers``... (``count`` of them)."""
         ...
 
 
 def group_limit(batching: bool, limited_rate: bool, batch_max_messages: int, batch_max_bytes: int,
                 largest_payload: int, chunk: int) -> int:
-    """The most messages of one producer that may share two receipt callbacks: 1 when every message
-    may be a send of its own (no batching, a rate: messages then have their own intended times), else
-    at most the fewest messages of a batch the client cuts for its count or byte limit."""
+    """The most messages of one producer between two receipt callbacks: 1 when every message may be
+    a send of its own (no batching, a rate: messages then have their own intended times), else at
+    most the fewest messages of a batch the client cuts for its count or byte limit."""
     if not batching or limited_rate:
         return 1
     size = max(1, largest_payload)
@@ -45,60 +63,108 @@ def group_limit(batching: bool, limited_rate: bool, batch_max_messages: int, bat
     return max(1, min(batch_max_messages, by_bytes, chunk))
 
 
-def _count_from_first(message_id: Any, n: int) -> int | None:
-    """Messages of a group of ``n`` in its first message's batch, from that message's id."""
-    size = getattr(message_id, "batch_size", 0)
-    index = getattr(message_id, "batch_index", -1)
-    if not size or index < 0:
-        return None
-    return min(n, size - index)
+class ProducerReceipts:
+    """The runs of one producer's messages awaiting their receipts, oldest first.
 
+    :meth:`settled` is the producer's ``settled_hook``; :meth:`on_result` the receipt callback of
+    each group's last message. ``stride`` is the number of producers, which take messages in turn,
+    and ``size`` the payload size when every payload has it (else sizes come from the counter)."""
 
-def _count_to_last(message_id: Any, n: int) -> int | None:
-    """Messages of a group of ``n`` in its last message's batch, from that message's id."""
-    index = getattr(message_id, "batch_index", -1)
-    if not getattr(message_id, "batch_size", 0) or index < 0:
-        return None
-    return min(n, index + 1)
+    __slots__ = ("counter", "stride", "size", "intended", "firsts", "lengths", "head", "used", "last")
 
-
-class SendGroup:
-    """``n`` consecutive messages of one producer with one intended send time: messages ``index``,
-    ``index + stride``... of the run (``stride``: the number of producers, which take messages in
-    turn). :meth:`first_settled` and :meth:`last_settled` are the receipt callbacks of its first and
-    last message (``n`` >= 2)."""
-
-    __slots__ = ("settler", "intended_ns", "index", "stride", "n", "_first")
-
-    def __init__(self, settler: Settler, intended_ns: int, index: int, stride: int, n: int) -> None:
-        self.settler = settler
-        self.intended_ns = intended_ns
-        self.index = index
+    def __init__(self, counter: ReceiptCounter, stride: int, size: int | None) -> None:
+        self.counter = counter
         self.stride = stride
-        self.n = n
-        #: the first message's receipt: (time, error, message id), until the last one's comes
-        self._first: tuple[int, Exception | None, Any] | None = None
+        self.size = size
+        #: per run: intended send time, index of its first message in the run, number of messages
+        self.intended: list[int] = []
+        self.firsts: list[int] = []
+        self.lengths: list[int] = []
+        #: the oldest run with unsettled messages, and how many of its messages are settled
+        self.head = 0
+        self.used = 0
+        #: the latest settlement, until an error callback claims it: (head, used, count, bytes, time)
+        self.last: tuple[int, int, int, int, int] | None = None
 
-    def first_settled(self, error: Exception | None, message_id: Any) -> None:
-        """Receipt callback of the group's first message."""
-        self._first = (time.perf_counter_ns(), error, message_id)
+    def add_run(self, intended_ns: int, index: int, count: int) -> None:
+        """``count`` messages ``index``, ``index + stride``... with one intended send time are sent next."""
+        self.intended.append(intended_ns)
+        self.firsts.append(index)
+        self.lengths.append(count)
 
-    def last_settled(self, error: Exception | None, message_id: Any) -> None:
-        """Receipt callback of the group's last message: settle both parts."""
+    def settled(self, count: int) -> None:
+        """The producer's ``settled_hook``: its ``count`` oldest unsettled messages are settled;
+        they count as acknowledged until an error callback says otherwise."""
         now = time.perf_counter_ns()
-        first = self._first
-        n, settler = self.n, self.settler
-        if first is None:
-            # the first message's outcome is not known (receipts come in order, so only a failure
-            # can overtake it): the last one's stands for the whole group
-            settler.settle_part(self.intended_ns, self.index, n, error, now)
+        head = self.head
+        if head >= _COMPACT_AT:
+            self._compact()
+            head = 0
+        used, size = self.used, self.size
+        if size is None:
+            self.head, self.used, total = self._walk(head, used, count, now, 1)
+        else:  # _walk's work inline for the usual case, one payload size: this runs for every batch
+            total = count * size
+            intended, lengths = self.intended, self.lengths
+            counts = self.counter.latency.counts
+            left_over, end = count, len(lengths)
+            position = used
+            run = head
+            while left_over and run < end:
+                left = lengths[run] - position
+                take = left if left < left_over else left_over
+                micros = (now - intended[run]) // 1000
+                counts[micros] = counts.get(micros, 0) + take
+                left_over -= take
+                if take == left:
+                    run += 1
+                    position = 0
+                else:
+                    position += take
+            self.head, self.used = run, position
+        self.last = (head, used, count, total, now)
+        self.counter.count_acknowledged(count, total, now)
+
+    def on_result(self, error: Exception | None, _message_id: Any) -> None:
+        """Receipt callback of a group's last message: an error fails the latest settlement."""
+        if error is None:
             return
-        first_ns, first_error, first_id = first
-        head = _count_from_first(first_id, n) if first_error is None else None
-        if head is None:
-            tail = _count_to_last(message_id, n) if error is None else None
-            head = n - tail if tail is not None else 1
-        self._first = None
-        settler.settle_part(self.intended_ns, self.index, head, first_error, first_ns)
-        if head < n:
-            settler.settle_part(self.intended_ns, self.index + head * self.stride, n - head, error, now)
+        last = self.last
+        if last is None:
+            return  # another callback of the same failure claimed it
+        self.last = None
+        head, used, count, size, now = last
+        self._walk(head, used, count, now, -1)
+        self.counter.count_failed(count, size, error)
+
+    def _walk(self, head: int, used: int, count: int, now: int, sign: int) -> tuple[int, int, int]:
+        """Add (``sign`` 1) or take back (-1) the latencies of ``count`` messages from run ``head``
+        (``used`` of its messages already settled) on; the run and offset after them, and their bytes."""
+        intended, lengths, firsts = self.intended, self.lengths, self.firsts
+        counts = self.counter.latency.counts
+        size, stride = self.size, self.stride
+        total = 0
+        end = len(lengths)
+        while count and head < end:
+            left = lengths[head] - used
+            take = left if left < count else count
+            micros = (now - intended[head]) // 1000
+            value = counts.get(micros, 0) + sign * take
+            if value:
+                counts[micros] = value
+            else:
+                del counts[micros]
+            total += take * size if size is not None else self.counter.bytes_of(firsts[head] + used * stride, take)
+            count -= take
+            used += take
+            if used == lengths[head]:
+                head += 1
+                used = 0
+        return head, used, total
+
+    def _compact(self) -> None:
+        """Drop the settled runs (only between settlements: :attr:`last` then refers to none)."""
+        head = self.head
+        del self.intended[:head], self.firsts[:head], self.lengths[:head]
+        self.head = 0
+        self.last = None

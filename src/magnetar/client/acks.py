@@ -22,6 +22,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from magnetar.client.message import Message, MessageId, _signed
@@ -36,6 +37,7 @@ PendingAcks = dict[EntryKey, MessageIdData | None]
 _U64 = (1 << 64) - 1
 #: ids per ACK frame
 _IDS_PER_FRAME = 1000
+_INDEX = attrgetter("_index")
 #: seconds: acknowledgements sent this long before a connection is lost are sent again on the next
 RESEND_WINDOW = 2.0
 #: at most this many recently sent ids are kept for that
@@ -152,7 +154,7 @@ class AckGroupingTracker:
         acknowledgement is not pending; without, all of them, as the Java client (the batch is
         tracked from its first arrival: the entry is acknowledged once each index was)."""
         if not self.batch_index_acks:
-            self.batch_remaining.setdefault(key, {m._index for m in messages})
+            self.batch_remaining.setdefault(key, set(map(_INDEX, messages)))
             return messages
         data = self._individual.get(key, _ABSENT)
         if data is _ABSENT:

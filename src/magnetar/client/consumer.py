@@ -79,7 +79,8 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         self._flow_at = max(1, config.receiver_queue_size // 2) if config.receiver_queue_size > 0 else 0
         self._batch_index_acks = config.batch_index_ack_enabled
         self._start_id = start_message_id
-        self._last_dequeued: MessageId | None = None
+        #: the last message handed out (its id made only when asked for: :meth:`_last_dequeued_id`)
+        self._last_dequeued: Message | MessageId | None = None
         self._timers = RedeliveryTimers(
             config, f"consumer {self.name} on {topic}", self._redeliver_entries, self._chunks_expire
         )
@@ -178,7 +179,7 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
             return MessageId(first.ledger_id, first.entry_id - 1 if first.batch_index < 0 else first.entry_id,
                              first.batch_index - 1 if first.batch_index >= 0 else -1)
         if self._last_dequeued is not None:
-            return self._last_dequeued
+            return self._last_dequeued_id()
         return self._start_id
 
     def _reconnect_scheduled(self) -> None:
@@ -235,7 +236,7 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
             self._send_flow(1)
 
     def _taken(self, messages: list[Message]) -> None:
-        self._last_dequeued = messages[-1]._id
+        self._last_dequeued = messages[-1]
 
     def dequeued(self, msg: Message) -> None:
         """A message this consumer produced was handed to the application (multi-topic use)."""
@@ -249,11 +250,11 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
             for msg in messages:
                 for key in msg._id.chunk_entries():
                     unacked.add(key, msg._redelivery_count)
-        self._last_dequeued = messages[-1]._id
+        self._last_dequeued = messages[-1]
         self._consumed(len(messages))
 
     def _dequeued_one(self, msg: Message) -> None:
-        self._last_dequeued = msg._id
+        self._last_dequeued = msg
         if self._unacked is not None:
             for key in msg._id.chunk_entries():
                 self._unacked.add(key, msg._redelivery_count)
@@ -262,6 +263,11 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
             if self._permits_to_grant >= self._flow_at:
                 self._send_flow(self._permits_to_grant)
                 self._permits_to_grant = 0
+
+    def _last_dequeued_id(self) -> MessageId | None:
+        """The id of the last message handed out (None before the first)."""
+        last = self._last_dequeued
+        return last._id if isinstance(last, Message) else last
 
     def _consumed(self, n: int) -> None:
         if not self._flow_at:
@@ -329,10 +335,42 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         return DONE
 
     def acknowledge_many(self, messages: Iterable[Message | MessageId]) -> None:
-        """Acknowledge several messages."""
+        """Acknowledge several messages: as one acknowledge() each, but the batched messages of one
+        entry that follow each other (as received) are taken off its pending indexes at once."""
         ack = self.acknowledge
+        if self._batch_index_acks:
+            for message in messages:
+                ack(message)
+            return
+        ledger = entry = last = None
+        indexes: list[int] = []
         for message in messages:
-            ack(message)
+            if message.__class__ is Message and message._mid is None and message._index is not None:
+                if message._entry is entry and message._ledger is ledger:
+                    indexes.append(last._index)  # type: ignore[union-attr]
+                    last = message
+                    continue
+                if last is not None:
+                    self._ack_batch_run(indexes, last)
+                    indexes = []
+                ledger, entry, last = message._ledger, message._entry, message
+            else:
+                if last is not None:
+                    self._ack_batch_run(indexes, last)
+                    ledger = entry = last = None
+                    indexes = []
+                ack(message)
+        if last is not None:
+            self._ack_batch_run(indexes, last)
+
+    def _ack_batch_run(self, indexes: list[int], last: Message) -> None:
+        """Acknowledge messages of one batch entry: ``indexes`` of those before ``last``, then
+        ``last`` itself through acknowledge() (which acknowledges the entry once none is left)."""
+        if indexes:
+            remaining = self._batch_acks.get((last._ledger, last._entry))
+            if remaining is not None:
+                remaining.difference_update(indexes)
+        self.acknowledge(last)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> Completed:
         """Acknowledge every message up to and including this one (Exclusive / Failover)."""
@@ -495,7 +533,7 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         last, mark_delete = await self.get_last_message_id()
         if last.entry_id < 0:
             return False
-        return has_message_after(last, mark_delete, self._last_dequeued, self._start_id, self.config.start_message_id_inclusive)
+        return has_message_after(last, mark_delete, self._last_dequeued_id(), self._start_id, self.config.start_message_id_inclusive)
 
     # -- broker events -------------------------------------------------------------------
     def on_active_change(self, active: bool) -> None:

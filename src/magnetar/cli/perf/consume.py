@@ -21,6 +21,7 @@ from magnetar.cli.perf.recorder import LatencyRecorder
 from magnetar.cli.perf.report import Rate, Snapshot
 from magnetar.cli.perf.runner import Output, drive, open_client
 from magnetar.client.errors import Timeout
+from magnetar.client.message import Message, payload_bytes, publish_time_counts
 
 if TYPE_CHECKING:
     from magnetar.cli.messaging import Connection
@@ -102,8 +103,9 @@ class ConsumerLoad:
 
     def _took(self, messages: list[Any]) -> None:
         now = time.perf_counter_ns()
+        ours = messages[0].__class__ is Message
         self.received += len(messages)
-        self.received_bytes += sum([len(m.data()) for m in messages])
+        self.received_bytes += payload_bytes(messages) if ours else sum([len(m.data()) for m in messages])
         self.end_ns = now
         if self.on_receive is not None:
             self.on_receive(messages, now)
@@ -111,7 +113,8 @@ class ConsumerLoad:
         wall_micros = time.time_ns() // 1000
         counts = self.latency.counts
         # the messages of a batch share their publish time: one update per distinct time
-        for published_ms, count in Counter([m.publish_timestamp() for m in messages]).items():
+        per_time = publish_time_counts(messages) if ours else Counter([m.publish_timestamp() for m in messages])
+        for published_ms, count in per_time.items():
             micros = wall_micros - published_ms * 1000
             counts[micros] = counts.get(micros, 0) + count
 

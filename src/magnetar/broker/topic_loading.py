@@ -90,6 +90,8 @@ class PreparedTopic:
     dedup: tuple[dict[str, int], int]
     terminated: bool
     policies: TopicPolicies
+    #: whether the topic has a compacted-ledger directory (checked here, not on the loop)
+    compacted_root_exists: bool = True
 
 
 class TopicLoader:
@@ -211,6 +213,7 @@ class TopicLoader:
     def _read_stored_topic(self, topic_name: TopicName, ledger_id: int) -> PreparedTopic:
         """Open a stored topic's ledger and read its cursors, sequence ids, termination and policies."""
         from magnetar.broker.policies.resolution import resolve
+        from magnetar.storage.compacted import compacted_root
         from magnetar.storage.ledger import ManagedLedger
 
         broker = self.broker
@@ -235,6 +238,7 @@ class TopicLoader:
                 broker.persistence.dedup_snapshot(name),
                 metadata.get_kv(terminated_key(name)) is not None,
                 resolve(metadata, config, topic_name),
+                compacted_root(config.data_dir, ledger_id).is_dir(),
             )
         except BaseException:
             ledger.close()
@@ -276,7 +280,7 @@ class TopicLoader:
         topic.restore_sequence_ids(*prepared.dedup)
         topic.apply_policies(prepared.policies)
         topic.terminated = prepared.terminated
-        broker.compactor.load(topic)
+        broker.compactor.load(topic, prepared.compacted_root_exists)
         broker.topics[name] = topic
         log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger.ledger_id, ledger.first_entry_id, ledger.last_entry_id)
         return topic

@@ -30,6 +30,10 @@ DEFAULT_TENANT = "public"
 DEFAULT_NAMESPACE = "public/default"
 DB_FILE_NAME = "metadata.db"
 
+#: key/value prefixes whose rows the store also holds in memory: the broker reads them per topic
+#: on its loop (a topic's policies at each PRODUCER, its compacted-view pointer at each load)
+MEMORY_KV_PREFIXES = ("topic-policies/", "compacted/")
+
 SCHEMA_VERSION = 1
 _SCHEMA_V1 = """
 CREATE TABLE clusters (
@@ -101,6 +105,16 @@ def _dumps(value: dict[str, Any]) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def _prefix_query(prefix: str) -> tuple[str, tuple[Any, ...]]:
+    """The SELECT of the key/value rows whose key starts with ``prefix``, and its parameters."""
+    if prefix and prefix[-1] != chr(0x10FFFF):
+        # a range of the primary key: the keys from ``prefix`` up to its successor are those it starts
+        return "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key", (
+            prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        )
+    return "SELECT key, value FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+
+
 class MetadataStore:
     """Persistent broker metadata in ``<data_dir>/metadata.db`` (SQLite, WAL, synchronous=FULL).
 
@@ -109,7 +123,7 @@ class MetadataStore:
     fsync nor for another thread's reads: in WAL mode a reader sees every transaction committed
     before its statement began.
 
-    Namespaces and partitioned topics are also held in memory (every row, read when the store opens,
+    Namespaces, partitioned topics and the key/value rows under MEMORY_KV_PREFIXES are also held in memory (every row, read when the store opens,
     changed by this store's writes after they commit): the broker reads both on every lookup, and
     a SQLite call on its loop hands the GIL to the topic-load threads (benchmarks/PROFILES.md
     section 25). So one store must be the only writer of its database while it is open.
@@ -130,6 +144,11 @@ class MetadataStore:
             self._namespaces: dict[str, str] = dict(self._conn.execute("SELECT name, policies FROM namespaces"))
             #: partitioned topic -> its partition count
             self._partitioned: dict[str, int] = dict(self._conn.execute("SELECT name, partitions FROM partitioned_topics"))
+            #: key -> value of every key/value row under MEMORY_KV_PREFIXES
+            self._memory_kv: dict[str, bytes] = {}
+            for prefix in MEMORY_KV_PREFIXES:
+                sql, params = _prefix_query(prefix)
+                self._memory_kv.update((key, bytes(value)) for key, value in self._conn.execute(sql, params))
         except BaseException:
             self._conn.close()
             raise
@@ -403,7 +422,8 @@ class MetadataStore:
 
     def put_kv(self, key: str, value: bytes) -> None:
         """Store ``value`` under ``key`` (overwriting)."""
-        with self._tx() as db:
+        then = partial(self._memory_kv.__setitem__, key, bytes(value)) if key.startswith(MEMORY_KV_PREFIXES) else None
+        with self._tx(then=then) as db:
             db.execute(
                 "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (key, value),
@@ -411,24 +431,22 @@ class MetadataStore:
 
     def get_kv(self, key: str) -> bytes | None:
         """Return the value stored under ``key``, or None."""
+        if key.startswith(MEMORY_KV_PREFIXES):
+            return self._memory_kv.get(key)
         row = self._one("SELECT value FROM kv WHERE key = ?", (key,))
         return bytes(row[0]) if row else None
 
     def delete_kv(self, key: str) -> bool:
         """Delete ``key``; return False when it did not exist."""
-        with self._tx() as db:
+        then = partial(self._memory_kv.pop, key, None) if key.startswith(MEMORY_KV_PREFIXES) else None
+        with self._tx(then=then) as db:
             return db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
 
     def list_kv(self, prefix: str = "") -> dict[str, bytes]:
         """Return every key/value whose key starts with ``prefix``."""
-        if prefix and prefix[-1] != chr(0x10FFFF):
-            # a range of the primary key: the keys from ``prefix`` up to its successor are those it starts
-            sql, params = "SELECT key, value FROM kv WHERE key >= ? AND key < ? ORDER BY key", (
-                prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
-            )
-        else:
-            sql, params = "SELECT key, value FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
-        rows = self._reader().execute(sql, params).fetchall()
+        if prefix.startswith(MEMORY_KV_PREFIXES):
+            return {key: value for key, value in sorted(self._memory_kv.items()) if key.startswith(prefix)}
+        rows = self._reader().execute(*_prefix_query(prefix)).fetchall()
         return {key: bytes(value) for key, value in rows}
 
     # -- internals ------------------------------------------------------------

@@ -209,3 +209,23 @@ def test_rest_view(store: MetadataStore) -> None:
     reg.put_if_absent("t/n/kv", encode_key_value(SchemaData("STRING", b""), V0), Strategy.FULL)
     data = json.loads(reg.latest("t/n/kv").to_rest()["data"])
     assert data == {"key": "", "value": json.loads(V0.data)}
+
+
+def test_a_new_id_reads_no_database(store: MetadataStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every history is read when the registry is made: a PRODUCER on a new topic reads nothing."""
+    SchemaRegistry(store).put_if_absent(SID, V0, Strategy.FULL)
+    reg = SchemaRegistry(store)
+
+    def no_read(*args: object) -> None:
+        raise AssertionError("the registry read the database after it was made")
+
+    monkeypatch.setattr(store, "list_kv", no_read)
+    monkeypatch.setattr(store, "get_kv", no_read)
+    assert reg.history("public/default/new") == []
+    assert not reg.has_schema("public/default/new")
+    assert reg.put_if_absent("public/default/new", V0, Strategy.FULL) == 0
+    assert reg.latest(SID).version == 0
+    assert reg.put_if_absent(SID, V1, Strategy.FULL) == 1
+    assert reg.schema_ids() == ["public/default/new", SID]
+    monkeypatch.undo()
+    assert [s.version for s in SchemaRegistry(store).history(SID)] == [0, 1], "the writes reached the store"

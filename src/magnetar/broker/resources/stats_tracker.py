@@ -5,6 +5,11 @@ those counters about once a second and computes each rate as the counter's growt
 oldest sample inside the window, divided by the time elapsed. Consumers and subscriptions that
 go away keep contributing their final counts to the subscription and topic totals: the tracker
 holds the objects it saw at the previous sample, so their last counts are read exactly.
+
+The background sampler takes the loaded topics in :data:`SLICES` slices, one every
+``SAMPLE_INTERVAL / SLICES`` seconds, so every topic is still sampled once a second but the loop is
+held for a twentieth of the walk at a time (10,000 topics: ~45 ms per full walk,
+benchmarks/PROFILES.md section 30). Each series keeps its own timestamps, so the rates are as exact as with one walk.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ log = logging.getLogger("magnetar.broker.stats")
 RATE_WINDOW = 10.0
 #: seconds between two samples of every counter
 SAMPLE_INTERVAL = 1.0
+#: slices the loaded topics are sampled in, one per ``SAMPLE_INTERVAL / SLICES`` seconds
+SLICES = 20
 
 
 class _Series:
@@ -101,6 +108,8 @@ class StatsTracker:
         self.window = window
         self._topics: dict[str, _TopicTrack] = {}
         self._task: asyncio.Task | None = None
+        #: the next slice of the loaded topics to sample (0 .. SLICES - 1)
+        self._next_slice = 0
 
     # -- sampling ------------------------------------------------------------------------
     def start(self) -> None:
@@ -112,9 +121,9 @@ class StatsTracker:
 
     async def _run(self) -> None:
         while True:
-            await asyncio.sleep(SAMPLE_INTERVAL)
+            await asyncio.sleep(SAMPLE_INTERVAL / SLICES)
             try:
-                self.sample()
+                self.sample_slice()
             except Exception:  # a stats bug must not stop sampling
                 log.exception("sampling topic statistics failed")
 
@@ -122,12 +131,33 @@ class StatsTracker:
         """Record the counters of every loaded topic now."""
         now = time.monotonic()
         window = self.window
+        self._forget_unloaded()
+        for topic in list(self.service.topics.values()):
+            track = self._track(topic, now)
+            self._sample_topic(track, now, window)
+
+    def sample_slice(self) -> None:
+        """Record the counters of the next of :data:`SLICES` slices of the loaded topics: called
+        every ``SAMPLE_INTERVAL / SLICES`` seconds, it samples every topic once per interval.
+
+        A slice is a range of positions in the topics loaded now, so a topic loaded meanwhile is
+        sampled within an interval, as with one walk (a topic unloaded before others' positions
+        may move one of them to a slice already sampled: it waits one more interval)."""
+        if self._next_slice == 0:
+            self._forget_unloaded()
+        loaded = list(self.service.topics.values())
+        per_slice = -(-len(loaded) // SLICES)
+        start = self._next_slice * per_slice
+        now = time.monotonic()
+        window = self.window
+        for topic in loaded[start : start + per_slice]:
+            self._sample_topic(self._track(topic, now), now, window)
+        self._next_slice = (self._next_slice + 1) % SLICES
+
+    def _forget_unloaded(self) -> None:
         topics = self.service.topics
         for name in [n for n, t in self._topics.items() if topics.get(n) is not t.topic]:
             del self._topics[name]
-        for topic in list(topics.values()):
-            track = self._track(topic, now)
-            self._sample_topic(track, now, window)
 
     def _track(self, topic: Topic, now: float) -> _TopicTrack:
         track = self._topics.get(topic.name)

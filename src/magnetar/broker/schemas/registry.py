@@ -10,8 +10,9 @@ Deleting a schema appends a *delete marker* version (Pulsar's soft delete): the 
 schema from then on, and the next schema starts a fresh compatibility chain — versions before the
 marker are no longer served or checked against. A forced delete removes the whole history.
 
-Every method runs on the broker's event loop; the in-memory cache of each history is filled on
-first use and kept in step with every write.
+Every method runs on the broker's event loop. The registry reads every history once, when it is
+made, and keeps them in memory in step with its own writes (it is the only writer of these rows):
+a PRODUCER on a new topic then reads no database on the loop (benchmarks/PROFILES.md section 30).
 """
 
 from __future__ import annotations
@@ -196,22 +197,19 @@ class SchemaRegistry:
     def __init__(self, metadata: MetadataStore, clock: Callable[[], float] = time.time) -> None:
         self.metadata = metadata
         self.clock = clock
+        #: schema id -> its history, oldest first (only ids with stored versions)
         self._cache: dict[str, list[StoredSchema]] = {}
+        for key, raw in metadata.list_kv(SCHEMA_KEY_PREFIX).items():
+            schema_id, _, suffix = key[len(SCHEMA_KEY_PREFIX) :].rpartition("/")
+            if schema_id and suffix.isdigit():
+                self._cache.setdefault(schema_id, []).append(StoredSchema.from_json(schema_id, int(suffix), raw))
+        for versions in self._cache.values():
+            versions.sort(key=lambda s: s.version)
 
     # -- reading -------------------------------------------------------------------------
     def history(self, schema_id: str) -> list[StoredSchema]:
         """Every version, delete markers included, oldest first."""
-        cached = self._cache.get(schema_id)
-        if cached is None:
-            prefix = f"{SCHEMA_KEY_PREFIX}{schema_id}/"
-            cached = []
-            for key, raw in self.metadata.list_kv(prefix).items():
-                suffix = key[len(prefix) :]
-                if suffix.isdigit():
-                    cached.append(StoredSchema.from_json(schema_id, int(suffix), raw))
-            cached.sort(key=lambda s: s.version)
-            self._cache[schema_id] = cached
-        return list(cached)
+        return list(self._cache.get(schema_id, ()))
 
     def active(self, schema_id: str) -> list[StoredSchema]:
         """The versions since the last delete marker (empty when the latest version is one)."""
@@ -253,12 +251,7 @@ class SchemaRegistry:
 
     def schema_ids(self) -> list[str]:
         """Every schema id with a stored history, sorted."""
-        ids = set()
-        for key in self.metadata.list_kv(SCHEMA_KEY_PREFIX):
-            schema_id, _, version = key[len(SCHEMA_KEY_PREFIX) :].rpartition("/")
-            if version.isdigit():
-                ids.add(schema_id)
-        return sorted(ids)
+        return sorted(schema_id for schema_id, versions in self._cache.items() if versions)
 
     # -- checks --------------------------------------------------------------------------
     def check_compatible(self, schema_id: str, schema: SchemaData, strategy: Strategy) -> None:

@@ -322,12 +322,15 @@ class Compactor:
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown, True)
 
     # -- loading and forgetting ------------------------------------------------------------
-    def load(self, topic: Topic) -> None:
-        """Open the compacted view of a topic being loaded; remove orphan compacted ledgers."""
+    def load(self, topic: Topic, root_exists: bool = True) -> None:
+        """Open the compacted view of a topic being loaded; remove orphan compacted ledgers.
+
+        ``root_exists`` False: the load thread found no compacted directory of the topic, so the
+        loop makes no file-system call for it."""
         root = compacted_root(self._data_dir, topic.ledger_id)
         pointer = self._pointer(topic.name)
         keep = str(pointer["dir"]) if pointer else None
-        if topic.name not in self.running and root.is_dir():
+        if topic.name not in self.running and (root_exists or pointer is not None) and root.is_dir():
             for child in root.iterdir():
                 if child.name != keep:
                     log.info("removing orphan compacted ledger %s of %s", child, topic.name)

@@ -272,6 +272,11 @@ class ProducerLoad:
             self.errors += count
             if self.first_error is None:
                 self.first_error = f"{type(error).__name__}: {error}"
+        self._settled_at(now_ns)
+
+    def _settled_at(self, now_ns: int) -> None:
+        """Receipts (or errors) came in at ``now_ns``: the run's end moves, and a send waiting for
+        room below --max-outstanding may go on."""
         if now_ns > self.end_ns:
             self.end_ns = now_ns
         space = self._space
@@ -283,11 +288,7 @@ class ProducerLoad:
         are counted by the caller)."""
         self.acked += count
         self.acked_bytes += size
-        if now_ns > self.end_ns:
-            self.end_ns = now_ns
-        space = self._space
-        if space is not None and not space.done() and self.pending < self.settings.max_outstanding:
-            space.set_result(None)
+        self._settled_at(now_ns)
 
     def count_failed(self, count: int, size: int, error: Exception) -> None:
         """``count`` messages counted as acknowledged (``size`` bytes) failed with ``error`` instead."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,14 +15,15 @@ import pytest
 from magnetar.storage.metadata import MetadataConflictError, MetadataNotFoundError, MetadataStore
 
 
-def test_a_read_does_not_wait_for_a_write_under_way(tmp_path: Path) -> None:
-    store = MetadataStore(tmp_path)
-    store.ensure_defaults()
+@contextmanager
+def _write_held_open(store: MetadataStore, sql: str) -> Iterator[None]:
+    """Run ``sql`` in a write transaction another thread holds open (as a slow fsync holds it)
+    for the body of the ``with``; committed after it."""
     held, release = threading.Event(), threading.Event()
 
     def slow_commit() -> None:
-        with store._tx() as db:  # noqa: SLF001 - a write transaction held open, as a slow fsync holds it
-            db.execute("INSERT INTO kv (key, value) VALUES ('slow', x'00')")
+        with store._tx() as db:  # noqa: SLF001 - a write transaction held open
+            db.execute(sql)
             held.set()
             release.wait(10)
 
@@ -28,13 +31,20 @@ def test_a_read_does_not_wait_for_a_write_under_way(tmp_path: Path) -> None:
     writer.start()
     try:
         assert held.wait(10)
+        yield
+    finally:
+        release.set()
+        writer.join(10)
+
+
+def test_a_read_does_not_wait_for_a_write_under_way(tmp_path: Path) -> None:
+    store = MetadataStore(tmp_path)
+    store.ensure_defaults()
+    with _write_held_open(store, "INSERT INTO kv (key, value) VALUES ('slow', x'00')"):
         started = time.monotonic()
         assert store.get_namespace("public/default") is not None
         assert store.get_kv("slow") is None, "not committed yet"
         assert time.monotonic() - started < 1.0
-    finally:
-        release.set()
-        writer.join(10)
     assert store.get_kv("slow") == b"\x00", "a committed write is seen by the next read"
     store.close()
 
@@ -58,25 +68,11 @@ def test_namespaces_and_partitioned_topics_are_answered_from_memory_as_committed
     store.ensure_defaults()
     store.create_namespace("public/ns", {"ttl": 1})
     store.set_partitioned_topic("persistent://public/ns/p", 3)
-    held, release = threading.Event(), threading.Event()
-
-    def slow_commit() -> None:
-        with store._tx() as db:  # noqa: SLF001 - a write transaction held open, as a slow fsync holds it
-            db.execute("UPDATE namespaces SET policies = '{\"ttl\":2}' WHERE name = 'public/ns'")
-            held.set()
-            release.wait(10)
-
-    writer = threading.Thread(target=slow_commit)
-    writer.start()
-    try:
-        assert held.wait(10)
+    with _write_held_open(store, "UPDATE namespaces SET policies = '{\"ttl\":2}' WHERE name = 'public/ns'"):
         started = time.monotonic()
         assert store.get_namespace("public/ns") == {"ttl": 1}, "not committed yet"
         assert store.get_partitioned_topic("persistent://public/ns/p") == 3
         assert time.monotonic() - started < 1.0
-    finally:
-        release.set()
-        writer.join(10)
     store.set_namespace_policies("public/ns", {"ttl": 3})
     store.set_partitioned_topic("persistent://public/ns/p", 5)
     store.set_partitioned_topic("persistent://public/ns/q", 1)

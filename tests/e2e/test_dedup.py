@@ -10,7 +10,7 @@ import pytest
 
 from magnetar.testing import BrokerProcess
 
-from .helpers import assert_nothing_more
+from .helpers import assert_nothing_more, close_after_kill
 
 DEDUP_ENV = {"MAGNETAR_DEDUPLICATION_ENABLED": "true"}
 PRODUCER = "dedup-producer"
@@ -83,7 +83,7 @@ def test_dedup_survives_restart_and_crash(
     # kill -9 right after the sends were acknowledged: nothing of the dedup state is lost
     _send(producer, range(16, 21))
     broker.kill()
-    client.close()
+    close_after_kill(client)
     broker.start()
     client = client_factory(broker.service_url)
     producer = client.create_producer(dedup_topic, producer_name=PRODUCER)

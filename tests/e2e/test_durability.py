@@ -18,7 +18,7 @@ import pulsar
 from magnetar.storage import CursorState
 from magnetar.testing import BrokerProcess
 
-from .helpers import RECEIVE_MS, assert_nothing_more
+from .helpers import RECEIVE_MS, assert_nothing_more, close_after_kill
 
 
 def _payload(i: int) -> bytes:
@@ -52,16 +52,6 @@ def _wait_persisted(
             return
         assert time.monotonic() < deadline, "the acknowledgements were never persisted"
         time.sleep(0.05)
-
-
-def _close_after_kill(client: pulsar.Client) -> None:
-    """Close a client whose broker was just killed.
-
-    The official client's close asks the broker to close each producer; when it has not yet seen
-    the connection drop, that request fails with NotConnected. Any other error still fails the test.
-    """
-    with contextlib.suppress(pulsar.NotConnected):
-        client.close()
 
 
 def _restart(old: BrokerProcess, start: Callable[..., BrokerProcess], *, kill: bool) -> BrokerProcess:
@@ -233,7 +223,7 @@ def test_kill_9_redelivers_only_recent_acks(
         consumer.acknowledge(msg)
     time.sleep(0.2)  # these acks reach the broker but need not be persisted yet
     broker.kill()
-    _close_after_kill(client)
+    close_after_kill(client)
 
     broker = dedicated_broker(broker.data_dir)
     client = client_factory(broker.service_url)
@@ -282,7 +272,7 @@ def test_individual_and_batch_index_acks_survive_kill_9(
     singles = [i for i in acked if i < 20]
     _wait_persisted(broker, topic, "sub", lambda state: all(state.is_acked(i) for i in singles) and state.is_acked(21))
     broker.kill()
-    _close_after_kill(client)
+    close_after_kill(client)
 
     broker = dedicated_broker(broker.data_dir)
     client = client_factory(broker.service_url)

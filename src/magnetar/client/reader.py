@@ -22,6 +22,10 @@ class Reader:
         """The next message."""
         return await self.consumer.receive(timeout_millis)
 
+    def __aiter__(self) -> Consumer | MultiTopicsConsumer:
+        """``async for msg in reader``: each next message, until the reader is closed."""
+        return self.consumer
+
     async def has_message_available(self) -> bool:
         """Whether a next message exists now."""
         return await self.consumer.has_message_available()

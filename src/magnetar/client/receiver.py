@@ -118,6 +118,17 @@ class ReceiverBase:
                 fut.cancel()
                 self._forget_waiter(fut)
 
+    def __aiter__(self) -> ReceiverBase:
+        return self
+
+    async def __anext__(self) -> Message:
+        """``async for msg in consumer``: each next message; the loop ends once the consumer is
+        closed or unsubscribed (a receive waiting then ends it too)."""
+        try:
+            return await self.receive()
+        except AlreadyClosed:
+            raise StopAsyncIteration from None
+
     def _forget_waiter(self, fut: asyncio.Future) -> None:
         """Drop a receive that timed out or was cancelled (else each poll of an idle consumer would
         stay queued until a message arrives)."""

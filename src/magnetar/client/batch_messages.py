@@ -14,7 +14,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from magnetar.client.message import _UNSET, BATCH_INDEXES, IdPart, Message, MessageId, id_part
+from magnetar.client.message import BATCH_INDEXES, IdPart, Message, MessageId, id_part
 from magnetar.protocol.framing import ProtocolError
 from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
 
@@ -141,8 +141,6 @@ def split_batch(
             msg._topic = topic
             msg._redelivery_count = redelivery
             msg._schema = schema
-            msg._value = _UNSET
-            msg._props = None
             msg._consumer = consumer
             out.append(msg)
     except (struct.error, DecodeError, IndexError) as exc:

@@ -172,7 +172,8 @@ class Message:
 
     The entry's metadata may be kept serialized (``_meta`` as bytes) and parsed on first use:
     an application that reads none of it spares the parse and the object. So may a batched
-    message's SingleMessageMetadata (``_single``).
+    message's SingleMessageMetadata (``_single``). The decoded value (``_value``) and the
+    properties (``_props``) are not set until first asked for (two stores fewer per message).
     """
 
     __slots__ = (
@@ -197,8 +198,6 @@ class Message:
         self._topic = topic
         self._redelivery_count = redelivery_count
         self._schema = schema
-        self._value: Any = _UNSET
-        self._props: dict[str, str] | None = None
         #: the (single-topic) consumer core that received the message
         self._consumer: Any = None
 
@@ -244,17 +243,21 @@ class Message:
 
     def value(self) -> Any:
         """The payload decoded by the consumer's schema (the bytes without one)."""
-        if self._value is _UNSET:
-            self._value = self._payload if self._schema is None else self._schema.decode(self._payload)
-        return self._value
+        try:
+            return self._value
+        except AttributeError:
+            value = self._value = self._payload if self._schema is None else self._schema.decode(self._payload)
+            return value
 
     def properties(self) -> dict[str, str]:
         """Application properties."""
-        if self._props is None:
+        try:
+            return self._props
+        except AttributeError:
             single = self._single_metadata()
             source = single.properties if single is not None else self._metadata().properties
-            self._props = {kv.key: kv.value for kv in source} if source else {}
-        return self._props
+            props = self._props = {kv.key: kv.value for kv in source} if source else {}
+            return props
 
     def partition_key(self) -> str:
         """The message key ('' when none)."""
@@ -351,8 +354,6 @@ def fast_message(
     msg._topic = topic
     msg._redelivery_count = redelivery_count
     msg._schema = schema
-    msg._value = _UNSET
-    msg._props = None
     msg._consumer = consumer
     return msg
 
@@ -383,10 +384,3 @@ def publish_time_counts(messages: Sequence[Message]) -> dict[int, int]:
         published_ms = first.publish_timestamp()
         counts[published_ms] = counts.get(published_ms, 0) + len(messages) - run_start
     return counts
-
-
-class _Unset:
-    __slots__ = ()
-
-
-_UNSET: Any = _Unset()

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from magnetar.client.batch_messages import ack_set_mask, before_start, split_batch
-from magnetar.client.message import _UNSET, IdPart, Message, MessageId, fast_message, fast_message_id, id_part
+from magnetar.client.message import IdPart, Message, MessageId, fast_message, fast_message_id, id_part
 from magnetar.protocol import commands
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import AckType, CompressionType
@@ -138,8 +138,6 @@ class EntryOpening:
                         msg._topic = topic
                         msg._redelivery_count = frame.redelivery_count
                         msg._schema = schema
-                        msg._value = _UNSET
-                        msg._props = None
                         msg._consumer = self
                         out.append(msg)
                         continue

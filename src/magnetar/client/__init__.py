@@ -5,7 +5,7 @@ pulsar`` runs code written for ``pulsar`` (sync) and ``pulsar.asyncio`` (the
 :mod:`magnetar.client.asyncio` face); see docs/CLIENT.md for the differences.
 """
 
-from magnetar.client import asyncio, exceptions, schema
+from magnetar.client import asyncio, exceptions, schema, tableview
 from magnetar.client.auth import Authentication, AuthenticationBasic, AuthenticationTLS, AuthenticationToken
 from magnetar.client.client import AsyncClient
 from magnetar.client.compat import (
@@ -49,6 +49,7 @@ from magnetar.client.schema import (
     StringSchema,
 )
 from magnetar.client.sync import Client
+from magnetar.client.tableview import AsyncTableView, TableView
 from magnetar.protocol.enums import (
     InitialPosition,
     KeySharedMode,
@@ -61,6 +62,7 @@ DeadLetterPolicy = ConsumerDeadLetterPolicy
 
 __all__ = [
     "AsyncClient",
+    "AsyncTableView",
     "Authentication",
     "AuthenticationBasic",
     "AuthenticationTLS",
@@ -103,9 +105,11 @@ __all__ = [
     "Schema",
     "SchemaSerializationError",
     "StringSchema",
+    "TableView",
     "TopicsMode",
     "asyncio",
     "exceptions",
     "partition_for_key",
     "schema",
+    "tableview",
 ]

@@ -32,6 +32,7 @@ from magnetar.client.partitioned import HashingScheme, PartitionedProducer, Part
 from magnetar.client.policies import DEFAULT_MAX_RECONSUME_TIMES, ConsumerDeadLetterPolicy, topics_mode
 from magnetar.client.producer import Producer
 from magnetar.client.reader import Reader
+from magnetar.client.tableview import AsyncTableView
 from magnetar.protocol.enums import InitialPosition, SubType, TopicsMode
 from magnetar.protocol.topic_name import InvalidTopicNameError, TopicName
 
@@ -259,19 +260,21 @@ class AsyncClient:
         crypto_failure_action: Any = None,
         *,
         start_message_from_rollback_duration_seconds: float = 0,
+        subscription_name: str | None = None,
     ) -> Reader:
         """A reader: a non-durable, exclusive subscription starting at ``start_message_id``.
 
         On a partitioned topic, a message id starts the reader at it on the id's partition and
         at the earliest message on the others. ``start_message_from_rollback_duration_seconds``
         (the Java client's startMessageFromRollbackDuration) starts it instead at the first
-        message published that long ago or later, on every partition.
+        message published that long ago or later, on every partition. ``subscription_name``
+        names the reader's subscription (the Java client's subscriptionName; else a random one).
         """
         self._check_open()
         if not isinstance(start_message_id, MessageId):
             raise InvalidConfiguration(f"create_reader: start_message_id must be a MessageId, not {type(start_message_id).__name__}")
         name = _topic(topic)
-        sub = f"{subscription_role_prefix or 'reader'}-{time.time_ns() & 0xFFFFFFFFFF:010x}"
+        sub = subscription_name or f"{subscription_role_prefix or 'reader'}-{time.time_ns() & 0xFFFFFFFFFF:010x}"
         config = ConsumerConfig(
             consumer_type=SubType.Exclusive,
             receiver_queue_size=receiver_queue_size,
@@ -301,6 +304,25 @@ class AsyncClient:
         reader = Reader(consumer)
         self._handles.append(reader)
         return reader
+
+    async def create_table_view(
+        self, topic: str, subscription_name: str | None = None, schema: Any = None
+    ) -> AsyncTableView:
+        """A table view of ``topic``: the latest value of each key, kept up to date.
+
+        Returns once every message published before the call was read (see
+        :mod:`magnetar.client.tableview`); ``schema`` decodes the values (bytes without one).
+        """
+        reader = await self.create_reader(
+            topic, MessageId.earliest, schema, is_read_compacted=True, subscription_name=subscription_name
+        )
+        view = AsyncTableView(reader, schema, subscription_name)
+        try:
+            await view.start()
+        except BaseException:
+            await view.close()
+            raise
+        return view
 
     async def close(self) -> None:
         """Close every producer, consumer and reader, then the connections."""

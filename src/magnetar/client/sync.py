@@ -42,6 +42,7 @@ from magnetar.client.multi_topic import MultiTopicsConsumer
 from magnetar.client.reader import Reader as AsyncReader
 from magnetar.client.sync_delivery import DeliveryWait
 from magnetar.client.sync_producer import Producer
+from magnetar.client.tableview import TableView
 from magnetar.protocol.enums import SubType
 
 ConsumerType = SubType
@@ -141,6 +142,11 @@ class Client:
         reader = Reader(self, self._run(core))
         holder.append(reader)
         return reader
+
+    def create_table_view(self, topic: str, subscription_name: str | None = None, schema: Any = None) -> TableView:
+        """A table view of ``topic`` (as ``pulsar.Client.create_table_view``): the latest value of each
+        key; returns once everything published before the call was read."""
+        return TableView(self._run(self._client.create_table_view(topic, subscription_name, schema)), self._run)
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """Partition names of ``topic``."""

@@ -82,6 +82,15 @@ def test_every_official_schema_name_exists() -> None:
     assert pulsar.schema.Record is pulsar.records.Record
 
 
+def test_a_star_import_of_the_schema_module_brings_the_official_names() -> None:
+    namespace: dict[str, Any] = {}
+    exec("from magnetar.client.schema import *", namespace)  # noqa: S102 - what `import *` brings is the test
+    names = [n for n in dir(official.schema) if not n.startswith("_") and isinstance(getattr(official.schema, n), type)]
+    missing = sorted(n for n in names if f"schema.{n}" not in NOT_IMPLEMENTED and n not in namespace)
+    assert missing == [], f"`from magnetar.client.schema import *` lacks {missing}"
+    assert namespace["Record"] is pulsar.records.Record
+
+
 def test_enum_members_and_exceptions_match() -> None:
     for name, obj in _official_names().items():
         if name in NOT_IMPLEMENTED:

@@ -25,7 +25,7 @@ from typing import Any
 
 from magnetar.client.avro_codec import AvroCodec
 from magnetar.client.errors import InvalidConfiguration, SchemaSerializationError
-from magnetar.client.records import (  # noqa: F401 - the official client's pulsar.schema names
+from magnetar.client.records import (  # the official client's pulsar.schema names
     Array,
     Boolean,
     Bytes,
@@ -363,14 +363,27 @@ class KeyValueSchema(Schema):
 
 
 __all__ = [
+    "Array",
     "AvroCodec",
     "AvroSchema",
+    "Boolean",
+    "Bytes",
     "BytesSchema",
+    "CustomEnum",
+    "Double",
+    "Field",
+    "Float",
+    "Integer",
     "JsonSchema",
     "KeyValueEncodingType",
     "KeyValueSchema",
+    "Long",
+    "Map",
+    "Null",
+    "Record",
     "Schema",
     "SchemaSerializationError",
+    "String",
     "StringSchema",
     "avro_definition",
 ]

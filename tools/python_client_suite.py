@@ -1,0 +1,133 @@
+"""The official Python client's own test suite with magnetar's client in its place.
+
+``import pulsar`` is answered by ``magnetar.client`` (tools/magnetar_as_pulsar puts it first on
+the path), so the suite checks what "replace the official client by changing an import" means.
+The suite (apache/pulsar-client-python's tests/) is read from GIT_DIR into a scratch directory
+and never copied into this repository. A fresh ``magnetar standalone`` serves it on the ports the
+suite hard-codes (6650 / 8080), inside a private network namespace (``unshare --user
+--map-root-user --net``), so runs never collide with anything else on the machine.
+
+usage: python tools/python_client_suite.py [GIT_DIR] [-k EXPR] [--files F ...] [--timeout S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+SHIM = Path(__file__).resolve().parent / "magnetar_as_pulsar"
+DEFAULT_GIT_DIR = Path("/work/.mirror/apache+pulsar-client-python/repo")
+#: the suite's files that need a broker and nothing else (TLS / auth tests among them fail here:
+#: their set-up is official-client-tests-secure.sh's)
+FILES = ["pulsar_test.py", "reader_test.py", "schema_test.py", "asyncio_test.py", "table_view_test.py"]
+#: the suite's own set-up: tenants and namespaces it expects
+TENANTS = ["public", "private"]
+NAMESPACES = ["public/default", "public/default-2", "private/auth"]
+
+
+def _put(url: str, body: bytes | None = None) -> None:
+    request = urllib.request.Request(url, data=body, method="PUT", headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=5).close()
+    except OSError as exc:  # already there (409) is fine; anything else shows in the tests
+        print(f"set-up {url}: {exc}", file=sys.stderr)
+
+
+def _start_broker(work: Path) -> subprocess.Popen:
+    log = (work / "broker.log").open("w")
+    broker = subprocess.Popen(
+        [str(REPO_ROOT / ".venv" / "bin" / "magnetar"), "standalone", "--data-dir", str(work / "data"), "--port", "6650",
+         "--http-port", "8080"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=work,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen("http://127.0.0.1:8080/admin/v2/clusters", timeout=1).close()
+            break
+        except OSError:
+            if broker.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the broker did not start: see {work / 'broker.log'}") from None
+            time.sleep(0.1)
+    for tenant in TENANTS:
+        _put(f"http://127.0.0.1:8080/admin/v2/tenants/{tenant}", b'{"allowedClusters":["standalone"],"adminRoles":[]}')
+    for namespace in NAMESPACES:
+        _put(f"http://127.0.0.1:8080/admin/v2/namespaces/{namespace}")
+    return broker
+
+
+def _report(xml_file: Path) -> int:
+    per_file: dict[str, list[int]] = {}
+    failed: list[str] = []
+    for case in ET.parse(xml_file).getroot().iter("testcase"):
+        file = (case.get("classname") or "").split(".")[0]
+        ok = not any(child.tag in ("failure", "error") for child in case)
+        counts = per_file.setdefault(file, [0, 0])
+        counts[0 if ok else 1] += 1
+        if not ok:
+            failed.append(f"{case.get('classname')}::{case.get('name')}")
+    for name in failed:
+        print(f"  FAIL {name}")
+    for file, (ok, bad) in sorted(per_file.items()):
+        print(f"{file:24s} {ok:4d} passed {bad:4d} failed")
+    passed = sum(ok for ok, _ in per_file.values())
+    print(f"all: {passed} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+def run_inside(args: argparse.Namespace) -> int:
+    """In the private network namespace: the broker, the set-up, the suite, the report."""
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    work = Path(args.work)
+    subprocess.run(
+        f"git --git-dir={args.git_dir} archive HEAD tests | tar -x -C {work}", shell=True, check=True
+    )
+    broker = _start_broker(work)
+    try:
+        env = {**os.environ, "PYTHONPATH": f"{SHIM}{os.pathsep}{REPO_ROOT / 'src'}"}
+        command = [
+            str(PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", "--tb=short",
+            f"--timeout={args.timeout}", f"--junitxml={work / 'results.xml'}", *args.files,
+        ]
+        if args.k:
+            command += ["-k", args.k]
+        with (work / "pytest.out").open("w") as out:
+            subprocess.run(command, cwd=work / "tests", env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+    finally:
+        broker.terminate()
+        broker.wait(10)
+    print(f"output: {work / 'pytest.out'}, broker log: {work / 'broker.log'}")
+    return _report(work / "results.xml")
+
+
+def main(argv: list[str]) -> int:
+    """Parse the arguments; re-run this script inside a private network namespace."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("git_dir", nargs="?", type=Path, default=DEFAULT_GIT_DIR)
+    parser.add_argument("-k", help="pytest -k expression: only these tests")
+    parser.add_argument("--files", nargs="+", default=FILES, help="the suite's test files to run")
+    parser.add_argument("--timeout", type=int, default=60, help="seconds per test")
+    parser.add_argument("--inner", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.inner:
+        args.work = args.inner
+        return run_inside(args)
+    work = tempfile.mkdtemp(prefix="magnetar-python-client-suite-")
+    inner = [str(PYTHON), str(Path(__file__).resolve()), str(args.git_dir.resolve()), "--inner", work,
+             "--files", *args.files, "--timeout", str(args.timeout)]
+    if args.k:
+        inner += ["-k", args.k]
+    return subprocess.run(["unshare", "--user", "--map-root-user", "--net", *inner], check=False).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -291,3 +291,31 @@ def test_core_acknowledgements_are_awaitable_or_not(url: str, topic: str) -> Non
             await consumer.acknowledge_cumulative(third)
 
     run(main())
+
+
+#: bad arguments (for the client, with a service URL where nothing listens) both clients refuse
+#: before connecting: (what is made, positional arguments, keyword arguments)
+_REFUSED_BOTH: list[tuple[str, tuple, dict[str, Any]]] = [
+    ("Client", (None,), {}),
+    ("Client", ("fakeServiceUrl",), {}),
+    ("Client", ("pulsar://127.0.0.1:1",), {"authentication": "test"}),
+    ("Client", ("pulsar://127.0.0.1:1",), {"io_threads": "test"}),
+    ("Client", ("pulsar://127.0.0.1:1",), {"use_tls": "test"}),
+    ("Client", ("pulsar://127.0.0.1:1",), {"tls_trust_certs_file_path": 5}),
+    ("ConsumerDeadLetterPolicy", (-1,), {}),
+    ("ConsumerKeySharedPolicy", (), {"key_shared_mode": "Sticky"}),
+    ("ConsumerKeySharedPolicy", (), {"key_shared_mode": "Sticky", "sticky_ranges": [(0, 65536)]}),
+    ("ConsumerKeySharedPolicy", (), {"key_shared_mode": "Sticky", "sticky_ranges": [(0, 100), (50, 150)]}),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "options"), _REFUSED_BOTH)
+def test_bad_arguments_are_value_errors_in_both_clients(name: str, args: tuple, options: dict[str, Any]) -> None:
+    for module in (official, pulsar):
+        given = dict(options)
+        if given.get("key_shared_mode") == "Sticky":
+            given["key_shared_mode"] = module.KeySharedMode.Sticky
+        with pytest.raises(ValueError):
+            made = getattr(module, name)(*args, **given)
+            if hasattr(made, "close"):
+                made.close()

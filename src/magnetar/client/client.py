@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from magnetar.client.arguments import InvalidArgument, check_optional, check_type, check_types
 from magnetar.client.auth import Authentication, AuthenticationTLS
 from magnetar.client.config import ConsumerConfig, ProducerConfig
 from magnetar.client.connection import ConnectionPool
@@ -45,6 +46,8 @@ def _context(exc: PulsarError, what: str) -> PulsarError:
 
 
 def _topic(name: str) -> str:
+    if not isinstance(name, str):
+        raise InvalidArgument(f"Argument topic is expected to be of type 'str' and not '{type(name).__name__}'")
     try:
         return str(TopicName.parse(name))
     except InvalidTopicNameError as exc:
@@ -56,6 +59,20 @@ def _says_partition(mid: MessageId) -> bool:
     if mid.ledger_id < 0 or mid == MessageId.latest or mid.partition >= 0:
         return True
     return mid.topic is not None and TopicName.parse(mid.topic).partition_index >= 0
+
+
+#: the client options' accepted types, as the official client checks them (magnetar also takes
+#: fractional timeouts)
+_CLIENT_OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
+    "service_url": str, "operation_timeout_seconds": (int, float), "connection_timeout_ms": (int, float),
+    "io_threads": int, "message_listener_threads": int, "concurrent_lookup_requests": int,
+    "stats_interval_in_seconds": int, "use_tls": bool, "tls_allow_insecure_connection": bool,
+    "tls_validate_hostname": bool,
+}
+_OPTIONAL_CLIENT_OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
+    "log_conf_file_path": str, "tls_trust_certs_file_path": str,
+    "listener_name": str, "tls_private_key_file_path": str, "tls_certificate_file_path": str,
+}
 
 
 class AsyncClient:
@@ -84,15 +101,16 @@ class AsyncClient:
         keep_alive_interval_seconds: float = 30,
         partitions_update_interval_seconds: float = 60,
     ) -> None:
+        if authentication is not None and not isinstance(authentication, Authentication):
+            raise InvalidArgument(
+                f"authentication must be a magnetar.client Authentication (e.g. AuthenticationToken), not {type(authentication).__name__}"
+            )
+        check_types(locals(), _CLIENT_OPTION_TYPES, _OPTIONAL_CLIENT_OPTION_TYPES)
         self.service_url = ServiceUrl.parse(service_url)
         if use_tls and not self.service_url.tls:
             self.service_url = ServiceUrl({"pulsar": "pulsar+ssl", "http": "https"}[self.service_url.scheme], self.service_url.hosts)
         if operation_timeout_seconds <= 0 or connection_timeout_ms <= 0:
-            raise InvalidConfiguration("operation_timeout_seconds and connection_timeout_ms must be positive")
-        if authentication is not None and not isinstance(authentication, Authentication):
-            raise InvalidConfiguration(
-                f"authentication must be a magnetar.client Authentication (e.g. AuthenticationToken), not {type(authentication).__name__}"
-            )
+            raise InvalidArgument("operation_timeout_seconds and connection_timeout_ms must be positive")
         self.operation_timeout = float(operation_timeout_seconds)
         #: partitioned producers, consumers and readers look their partitions up this often
         self.partitions_update_interval = float(partitions_update_interval_seconds)
@@ -154,7 +172,7 @@ class AsyncClient:
         try:
             config = ProducerConfig(producer_name=producer_name, schema=schema, **options)
         except TypeError as exc:
-            raise InvalidConfiguration(f"create_producer: {exc}") from None
+            raise InvalidArgument(f"create_producer: {exc}") from None
         try:
             n = await self.lookup.partitions(name)
             if n:
@@ -197,14 +215,17 @@ class AsyncClient:
         (or ``enable_retry``) also subscribes to the retry letter topic for ``reconsume_later``.
         """
         self._check_open()
+        if not isinstance(topic, (str, list, tuple, re.Pattern)):
+            raise InvalidArgument("Argument 'topic' is expected to be of a type between (str, list, re.pattern)")
+        check_type(subscription_name, str, "subscription_name")
         if not subscription_name:
-            raise InvalidConfiguration("subscribe: the subscription name is empty")
+            raise InvalidArgument("subscribe: the subscription name is empty")
         if enable_retry is not None:
             options["retry_enable"] = enable_retry
         try:
             config = ConsumerConfig(consumer_type=consumer_type, schema=schema, message_listener=message_listener, **options)
         except TypeError as exc:
-            raise InvalidConfiguration(f"subscribe: {exc}") from None
+            raise InvalidArgument(f"subscribe: {exc}") from None
         what = f"could not subscribe to {topic if isinstance(topic, str) else getattr(topic, 'pattern', topic)} as {subscription_name!r}"
         try:
             consumer = await self._subscribe(topic, subscription_name, config, pattern_auto_discovery_period, regex_subscription_mode)
@@ -222,7 +243,7 @@ class AsyncClient:
             )
         elif isinstance(topic, (list, tuple)):
             if not topic:
-                raise InvalidConfiguration("subscribe: the topic list is empty")
+                raise InvalidArgument("subscribe: the topic list is empty")
             topics = [_topic(t) for t in topic]
             consumer = MultiTopicsConsumer(self, topics, subscription, config)
         else:
@@ -272,8 +293,9 @@ class AsyncClient:
         """
         self._check_open()
         if not isinstance(start_message_id, MessageId):
-            raise InvalidConfiguration(f"create_reader: start_message_id must be a MessageId, not {type(start_message_id).__name__}")
+            raise InvalidArgument(f"create_reader: start_message_id must be a MessageId, not {type(start_message_id).__name__}")
         name = _topic(topic)
+        check_optional(reader_name, str, "reader_name")
         sub = subscription_name or f"{subscription_role_prefix or 'reader'}-{time.time_ns() & 0xFFFFFFFFFF:010x}"
         config = ConsumerConfig(
             consumer_type=SubType.Exclusive,

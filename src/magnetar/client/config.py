@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from magnetar.client.arguments import InvalidArgument, check_enum, check_types
 from magnetar.client.errors import InvalidConfiguration, OperationNotSupported
 from magnetar.client.message import Message
 from magnetar.client.policies import (
@@ -26,6 +27,33 @@ class BatchingType:
 
     Default = 0
     KeyBased = 1
+
+
+#: producer options' accepted types (as the official client checks them), required and optional
+_PRODUCER_TYPES: dict[str, type | tuple[type, ...]] = {
+    "send_timeout_millis": int, "max_pending_messages": int, "max_pending_messages_across_partitions": int,
+    "block_if_queue_full": bool, "batching_max_messages": int, "batching_max_allowed_size_in_bytes": int,
+    "batching_max_publish_delay_ms": int, "batching_type": int, "chunking_enabled": bool,
+    "lazy_start_partitioned_producers": bool,
+}
+_OPTIONAL_PRODUCER_TYPES: dict[str, type | tuple[type, ...]] = {
+    "producer_name": str, "initial_sequence_id": int, "batching_enabled": bool, "properties": dict,
+    "initial_subscription_name": str,
+}
+#: consumer (and reader) options' accepted types, required and optional
+_CONSUMER_TYPES: dict[str, type | tuple[type, ...]] = {
+    "receiver_queue_size": int, "max_total_receiver_queue_size_across_partitions": int, "tick_duration_ms": int,
+    "broker_consumer_stats_cache_time_ms": int, "negative_ack_redelivery_delay_ms": int, "is_read_compacted": bool,
+    "replicate_subscription_state_enabled": bool, "max_pending_chunked_message": int,
+    "auto_ack_oldest_chunked_message_on_queue_full": bool, "expire_time_of_incomplete_chunked_message_ms": int,
+    "start_message_id_inclusive": bool, "batch_index_ack_enabled": bool, "retry_enable": bool,
+    "priority_level": int, "ack_group_time_ms": int,
+}
+_OPTIONAL_CONSUMER_TYPES: dict[str, type | tuple[type, ...]] = {
+    "consumer_name": str, "unacked_messages_timeout_ms": int, "properties": dict,
+    "batch_receive_policy": ConsumerBatchReceivePolicy, "key_shared_policy": ConsumerKeySharedPolicy,
+    "dead_letter_policy": ConsumerDeadLetterPolicy,
+}
 
 
 @dataclass
@@ -56,18 +84,19 @@ class ProducerConfig:
     crypto_key_reader: Any = None
 
     def __post_init__(self) -> None:
+        check_types(vars(self), _PRODUCER_TYPES, _OPTIONAL_PRODUCER_TYPES)
+        self.compression_type = check_enum(CompressionType, self.compression_type, "compression_type")
+        self.access_mode = check_enum(ProducerAccessMode, self.access_mode, "access_mode")
         if self.batching_enabled is None:
             self.batching_enabled = not self.chunking_enabled
         if self.chunking_enabled and self.batching_enabled:
-            raise InvalidConfiguration("chunking requires batching to be disabled (batching_enabled=False)")
+            raise InvalidArgument("chunking requires batching to be disabled (batching_enabled=False)")
         if self.encryption_key is not None or self.crypto_key_reader is not None:
             raise OperationNotSupported("end-to-end encryption is not supported by magnetar's client")
         if self.batching_max_messages < 1 or self.batching_max_allowed_size_in_bytes < 1:
             raise InvalidConfiguration("batching_max_messages and batching_max_allowed_size_in_bytes must be positive")
         if self.batching_max_publish_delay_ms < 0 or self.send_timeout_millis < 0 or self.max_pending_messages < 0:
             raise InvalidConfiguration("batching_max_publish_delay_ms, send_timeout_millis and max_pending_messages must be >= 0")
-        self.compression_type = CompressionType(int(self.compression_type))
-        self.access_mode = ProducerAccessMode(int(self.access_mode))
         self.properties = dict(self.properties or {})
 
 
@@ -110,6 +139,11 @@ class ConsumerConfig:
     clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
+        check_types(vars(self), _CONSUMER_TYPES, _OPTIONAL_CONSUMER_TYPES)
+        # plain ints and the official client's enums are accepted too
+        self.consumer_type = check_enum(SubType, self.consumer_type, "consumer_type")
+        self.initial_position = check_enum(InitialPosition, self.initial_position, "initial_position")
+        self.properties = dict(self.properties or {})
         timeout = self.unacked_messages_timeout_ms
         if timeout and timeout < 1000:
             raise InvalidConfiguration(f"unacked_messages_timeout_ms must be 0 (off) or at least 1000, not {timeout}")
@@ -117,11 +151,6 @@ class ConsumerConfig:
             raise InvalidConfiguration(f"receiver_queue_size must be >= 0, not {self.receiver_queue_size}")
         if self.crypto_key_reader is not None:
             raise OperationNotSupported("end-to-end encryption (crypto_key_reader) is not supported by magnetar's client")
-        if self.key_shared_policy is not None and not isinstance(self.key_shared_policy, ConsumerKeySharedPolicy):
-            raise InvalidConfiguration("key_shared_policy must be a ConsumerKeySharedPolicy")
-        # plain ints and the official client's enums are accepted too
-        self.consumer_type = SubType(int(self.consumer_type))
-        self.initial_position = InitialPosition(int(self.initial_position))
 
 
 #: the batch receive policy of a consumer configured without one

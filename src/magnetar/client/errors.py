@@ -117,6 +117,11 @@ class InvalidConfiguration(PulsarError):
     """An option has a value that cannot work."""
 
 
+class InvalidArgument(InvalidConfiguration, ValueError):
+    """An argument of the wrong type or value: also the ValueError the official client raises
+    there, so code catching either runs unchanged (see :mod:`magnetar.client.arguments`)."""
+
+
 class OperationNotSupported(PulsarError):
     """The operation does not apply here (e.g. cumulative ack on a Shared subscription)."""
 

@@ -8,10 +8,10 @@ import random
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
+from magnetar.client.arguments import InvalidArgument
 from magnetar.client.connection import ClientConnection, ConnectionPool
 from magnetar.client.errors import (
     ConnectError,
-    InvalidConfiguration,
     LookupError_,
     PulsarError,
     Timeout,
@@ -36,7 +36,7 @@ class ServiceUrl:
         """Parse ``pulsar://h:p[,h2:p2]``, ``pulsar+ssl://...``, ``http(s)://...``."""
         scheme, sep, rest = url.partition("://")
         if not sep or scheme not in ("pulsar", "pulsar+ssl", "http", "https"):
-            raise InvalidConfiguration(f"invalid service URL {url!r}: expected pulsar://, pulsar+ssl://, http:// or https://")
+            raise InvalidArgument(f"invalid service URL {url!r}: expected pulsar://, pulsar+ssl://, http:// or https://")
         default_port = {"pulsar": 6650, "pulsar+ssl": 6651, "http": 8080, "https": 8443}[scheme]
         hosts = []
         for part in rest.rstrip("/").split("/")[0].split(","):
@@ -44,11 +44,11 @@ class ServiceUrl:
             if not host:
                 host, port = port, ""
             if not host:
-                raise InvalidConfiguration(f"invalid service URL {url!r}: no host")
+                raise InvalidArgument(f"invalid service URL {url!r}: no host")
             try:
                 hosts.append((host.strip("[]"), int(port) if port else default_port))
             except ValueError:
-                raise InvalidConfiguration(f"invalid service URL {url!r}: bad port {port!r}") from None
+                raise InvalidArgument(f"invalid service URL {url!r}: bad port {port!r}") from None
         return cls(scheme, tuple(hosts))
 
     @property

@@ -15,14 +15,15 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from magnetar.client.errors import Timeout
+from magnetar.client.errors import AlreadyClosed, Timeout
 
 T = TypeVar("T")
 log = logging.getLogger("magnetar.client")
 
 
 class LoopThread:
-    """An event loop running in a daemon thread."""
+    """An event loop running in a daemon thread. Once stopped, calls handed to it raise
+    AlreadyClosed (the client was closed or shut down)."""
 
     def __init__(self) -> None:
         try:
@@ -33,13 +34,22 @@ class LoopThread:
             self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="magnetar-client", daemon=True)
         self.thread.start()
+        #: set by stop(): nothing handed over after it would ever run
+        self.stopped = False
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop thread and wait for its result (Timeout after ``timeout`` s)."""
         if threading.current_thread() is self.thread:
             coro.close()
             raise RuntimeError("blocking client call made from the client's own loop thread (inside a callback?)")
-        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        if self.stopped:
+            coro.close()
+            raise AlreadyClosed("the client is closed")
+        try:
+            fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        except RuntimeError:  # the loop closed since the check above
+            coro.close()
+            raise AlreadyClosed("the client is closed") from None
         try:
             return fut.result(timeout)
         except concurrent.futures.TimeoutError:
@@ -50,6 +60,7 @@ class LoopThread:
         """Stop the loop and, from another thread, wait for the thread and close the loop."""
         if self.loop.is_closed():
             return
+        self.stopped = True
         self.loop.call_soon_threadsafe(self.loop.stop)
         if threading.current_thread() is not self.thread:
             self.thread.join(5)
@@ -76,15 +87,22 @@ class CallBatcher:
         """Have ``fn(*args)`` run on the loop thread soon, without waiting for it."""
         self._items.append((fn, args))
         if not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon_threadsafe(self.drain)
+            self._wake()
 
     def ack(self, message: Any) -> None:
         """Have ``message`` acknowledged on the loop thread soon, without waiting for it."""
         self._items.append(message)
         if not self._scheduled:
-            self._scheduled = True
+            self._wake()
+
+    def _wake(self) -> None:
+        self._scheduled = True
+        try:
             self._loop.call_soon_threadsafe(self.drain)
+        except RuntimeError:  # the loop is closed: the client was closed or shut down
+            self._scheduled = False
+            self._items.clear()
+            raise AlreadyClosed("the client is closed") from None
 
     def drain(self) -> None:
         """(loop thread) Run every call queued so far, in order."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from enum import IntEnum
 
+from magnetar.client.arguments import InvalidArgument
 from magnetar.client.errors import InvalidConfiguration
 from magnetar.protocol.enums import KeySharedMode, TopicsMode
 from magnetar.protocol.hashing import HASH_RANGE_SIZE
@@ -82,17 +83,17 @@ class ConsumerKeySharedPolicy:
     ) -> None:
         mode = KeySharedMode(int(key_shared_mode))
         if mode == KeySharedMode.Sticky and not sticky_ranges:
-            raise InvalidConfiguration("Key_Shared policy: the Sticky mode needs sticky_ranges")
+            raise InvalidArgument("Key_Shared policy: the Sticky mode needs sticky_ranges")
         ranges = [(int(a), int(b)) for a, b in (sticky_ranges or [])]
         for start, end in ranges:
             if not 0 <= start <= end < HASH_RANGE_SIZE:
-                raise InvalidConfiguration(
+                raise InvalidArgument(
                     f"Key_Shared policy: range [{start}, {end}] is not within [0, {HASH_RANGE_SIZE - 1}] with start <= end"
                 )
         ordered = sorted(ranges)
         for (s1, e1), (s2, e2) in zip(ordered, ordered[1:], strict=False):
             if s2 <= e1:
-                raise InvalidConfiguration(f"Key_Shared policy: ranges [{s1}, {e1}] and [{s2}, {e2}] overlap")
+                raise InvalidArgument(f"Key_Shared policy: ranges [{s1}, {e1}] and [{s2}, {e2}] overlap")
         self.key_shared_mode = mode
         self.allow_out_of_order_delivery = bool(allow_out_of_order_delivery)
         self.sticky_ranges = ranges
@@ -117,7 +118,8 @@ class ConsumerDeadLetterPolicy:
     ``dead_letter_topic`` (default ``<topic>-<subscription>-DLQ``) and acknowledged. With retries
     enabled, ``retry_letter_topic`` (default ``<topic>-<subscription>-RETRY``) receives what
     ``reconsume_later`` sends. ``initial_subscription_name`` is created on the dead letter topic
-    with its producer, so nothing published there is lost before someone subscribes."""
+    with its producer, so nothing published there is lost before someone subscribes. A topic or
+    subscription name not given reads as "" (as in the official client): the default."""
 
     def __init__(
         self,
@@ -126,12 +128,12 @@ class ConsumerDeadLetterPolicy:
         initial_subscription_name: str | None = None,
         retry_letter_topic: str | None = None,
     ) -> None:
-        if max_redeliver_count is None or int(max_redeliver_count) < 1:
-            raise InvalidConfiguration("dead letter policy: max_redeliver_count must be greater than 0")
+        if not isinstance(max_redeliver_count, int) or max_redeliver_count < 1:
+            raise InvalidArgument(f"dead letter policy: max_redeliver_count must be greater than 0, not {max_redeliver_count!r}")
         self.max_redeliver_count = int(max_redeliver_count)
-        self.dead_letter_topic = dead_letter_topic or None
-        self.initial_subscription_name = initial_subscription_name or None
-        self.retry_letter_topic = retry_letter_topic or None
+        self.dead_letter_topic = dead_letter_topic or ""
+        self.initial_subscription_name = initial_subscription_name or ""
+        self.retry_letter_topic = retry_letter_topic or ""
 
     def __repr__(self) -> str:
         return (f"ConsumerDeadLetterPolicy(max_redeliver_count={self.max_redeliver_count}, "

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from magnetar.client.arguments import InvalidArgument
 from magnetar.client.client import AsyncClient
 from magnetar.client.config import DEFAULT_BATCH_RECEIVE_POLICY
 from magnetar.client.consumer import Consumer as AsyncConsumer
@@ -56,7 +57,6 @@ class Client:
     def __init__(self, service_url: str, authentication: Any = None, **options: Any) -> None:
         options["authentication"] = authentication
         self._thread = LoopThread()
-        self._listener_threads = max(1, int(options.get("message_listener_threads", 1)))
         self._listener_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
         async def make() -> AsyncClient:
@@ -67,6 +67,7 @@ class Client:
         except BaseException:
             self._thread.stop()
             raise
+        self._listener_threads = max(1, self._client.message_listener_threads)
         self._timeout = self._client.operation_timeout + 5
 
     @property
@@ -153,8 +154,8 @@ class Client:
         return self._run(self._client.get_topic_partitions(topic))
 
     def close(self) -> None:
-        """Close everything and stop the loop thread."""
-        if self._thread.loop.is_closed():
+        """Close everything and stop the loop thread (again: nothing happens)."""
+        if self._thread.stopped:
             return
         try:
             self._run(self._client.close())
@@ -191,6 +192,9 @@ class Consumer:
         self._core = core
         self._loop = client.loop
         self._calls = CallBatcher(self._loop, core.acknowledge)
+        #: a multi-topic consumer refuses, at once, an id that does not say which topic it is of
+        #: (an acknowledgement queued for the loop would otherwise fail unseen)
+        self._owner_check = core.child_for if isinstance(core, MultiTopicsConsumer) else None
         #: messages taken from the core's queue (and counted as consumed there, so the broker
         #: gets its permits back at once), served by receive() without a round trip
         self._buffer: collections.deque[Message] = collections.deque()
@@ -295,6 +299,8 @@ class Consumer:
         once the consumer is closed."""
         if self._core._closed:
             raise AlreadyClosed(f"consumer on {self._core.topic} is closed")
+        if self._owner_check is not None:
+            self._owner_check(message)
         self._calls.ack(message)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
@@ -304,10 +310,14 @@ class Consumer:
             raise CumulativeAcknowledgementNotAllowedError(f"cumulative acknowledgement is not allowed on {kind.name} subscriptions")
         if self._core._closed:
             raise AlreadyClosed(f"consumer on {self._core.topic} is closed")
+        if self._owner_check is not None:
+            self._owner_check(message)
         self._calls.call(self._core.acknowledge_cumulative, message)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Have this message redelivered later."""
+        if self._owner_check is not None:
+            self._owner_check(message)
         self._calls.call(self._core.negative_acknowledge, message)
 
     def reconsume_later(self, message: Message, delay: float = 0, properties: dict[str, str] | None = None) -> None:
@@ -333,6 +343,8 @@ class Consumer:
 
     def seek(self, messageid: MessageId | int) -> None:
         """Move to a message id or publish time (ms)."""
+        if not isinstance(messageid, (MessageId, int)):
+            raise InvalidArgument(f"invalid seek_arg type {type(messageid)}")
         core = self._core
         moved = core.child_of_id(messageid) if isinstance(core, MultiTopicsConsumer) and isinstance(messageid, MessageId) else None
 

@@ -14,15 +14,24 @@ import logging
 import threading
 from _thread import allocate_lock
 from collections.abc import Callable, Coroutine
+from datetime import timedelta
 from typing import Any
 
-from magnetar.client.errors import ProducerQueueIsFull, PulsarError, Timeout
+from magnetar.client.arguments import check_optional, check_types
+from magnetar.client.errors import AlreadyClosed, ProducerQueueIsFull, PulsarError, Timeout
 from magnetar.client.loop_thread import LoopThread
 from magnetar.client.message import MessageId
 from magnetar.client.partitioned import PartitionedProducer
 from magnetar.client.producer import Producer as AsyncProducer
 
 log = logging.getLogger("magnetar.client")
+
+#: the send options' accepted types when given (as the official client checks them; magnetar
+#: also takes an ordering key of bytes, a tuple of clusters and a delay in seconds)
+_SEND_OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
+    "properties": dict, "partition_key": str, "ordering_key": (str, bytes), "replication_clusters": (list, tuple),
+    "event_timestamp": int, "deliver_at": int, "deliver_after": (timedelta, int, float),
+}
 
 
 class Producer:
@@ -50,6 +59,9 @@ class Producer:
         self._blocked = 0
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
+        schema = core.config.schema
+        #: whether the core encodes content with a schema (else content must be bytes)
+        self._typed = schema is not None and getattr(schema, "schema_type", 0) != 0
         core.settled_hook = self._settled
 
     @property
@@ -122,7 +134,17 @@ class Producer:
         deliver_after: Any = None,
     ) -> None:
         """Queue a message; ``callback(error, message_id)`` runs on the client's thread when it
-        completes (``error`` is None on success)."""
+        completes (``error`` is None on success). Content that is not bytes (for a producer
+        without a schema) raises TypeError, an option of the wrong type InvalidArgument (a
+        ValueError), a closed client AlreadyClosed."""
+        if content.__class__ is not bytes and not self._typed and content is not None:
+            _check_content(content)
+        if sequence_id is not None and sequence_id.__class__ is not int:
+            check_optional(sequence_id, int, "sequence_id")
+        options = _given_options(properties, partition_key, ordering_key, replication_clusters, disable_replication,
+                                 event_timestamp, deliver_at, deliver_after)
+        if self._loop.is_closed():
+            raise AlreadyClosed(f"producer {self._core.name} on {self._core.topic}: the client is closed")
         limit = self._limit
         if limit:
             with self._lock:
@@ -143,8 +165,6 @@ class Producer:
                     finally:
                         self._blocked -= 1
                 self._pending += 1
-        options = _given_options(properties, partition_key, ordering_key, replication_clusters, disable_replication,
-                                 event_timestamp, deliver_at, deliver_after)
         if options is not None:
             item: tuple = (content, callback, sequence_id, options)
         elif sequence_id is not None:
@@ -154,7 +174,13 @@ class Producer:
         self._queue.append(item)
         if not self._scheduled:
             self._scheduled = True
-            self._loop.call_soon_threadsafe(self._drain)
+            try:
+                self._loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:  # the loop closed under this call: the client was shut down
+                self._scheduled = False
+                self._queue.clear()
+                self._settled(1)
+                raise AlreadyClosed(f"producer {self._core.name} on {self._core.topic}: the client is closed") from None
 
     def _settled(self, n: int) -> None:
         """(loop thread) ``n`` messages got their receipt or failed."""
@@ -226,12 +252,20 @@ def _given_options(
         "properties": properties, "partition_key": partition_key, "ordering_key": ordering_key,
         "event_timestamp": event_timestamp, "deliver_at": deliver_at, "deliver_after": deliver_after,
     }
+    check_types({**given, "replication_clusters": replication_clusters, "disable_replication": disable_replication},
+                {"disable_replication": bool}, _SEND_OPTION_TYPES)
     options = {name: value for name, value in given.items() if value is not None}
     if replication_clusters:
         options["replication_clusters"] = replication_clusters
     if disable_replication:
         options["disable_replication"] = disable_replication
     return options
+
+
+def _check_content(content: Any) -> None:
+    """Refuse content a producer without a schema cannot send (TypeError, as the official client)."""
+    if not isinstance(content, (bytes, bytearray, memoryview)):
+        raise TypeError(f"message content must be bytes, not {type(content).__name__} (or give the producer a schema)")
 
 
 __all__ = ["Producer"]

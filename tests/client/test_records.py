@@ -124,3 +124,30 @@ def test_official_producer_to_magnetar_consumer_and_back(url: str, topic: str, o
             assert fields_of(theirs.receive(RECEIVE_MS).value()) == fields_of(sample(ou, oa))
     finally:
         client.close()
+
+
+def test_bad_values_are_refused_with_the_official_clients_errors() -> None:
+    class Scores(our_schema.Record):
+        points = our_schema.Array(our_schema.Integer(), required=False, default=[])
+        by_name = our_schema.Map(our_schema.Integer())
+
+    with pytest.raises(TypeError) as array_error:
+        Scores(points=["not", "integer"])
+    assert str(array_error.value) == "Array field points items should all be of type int"
+    with pytest.raises(TypeError) as map_value_error:
+        Scores(by_name={"a": "1"})
+    assert str(map_value_error.value) == "Map values for field by_name should all be of type int"
+    with pytest.raises(TypeError) as map_key_error:
+        Scores(by_name={1: 1})
+    assert str(map_key_error.value) == "Map keys for field by_name should all be strings"
+    scores = Scores(points=[1])
+    with pytest.raises(AttributeError):
+        scores.undeclared = 3
+    assert not hasattr(scores, "undeclared")
+
+
+def test_the_record_base_itself_cannot_be_made() -> None:
+    with pytest.raises(TypeError, match="declares no fields"):
+        our_schema.Record(a=1, c=8)
+    with pytest.raises(TypeError):
+        our_schema.Record()

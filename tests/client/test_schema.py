@@ -13,6 +13,7 @@ import pytest
 from magnetar.client import (
     AsyncClient,
     AvroSchema,
+    BytesSchema,
     Client,
     IncompatibleSchema,
     InitialPosition,
@@ -126,6 +127,21 @@ def test_schema_errors() -> None:
         StringSchema().encode(b"bytes")
     with pytest.raises(SchemaSerializationError):
         JsonSchema(Person).decode(b"{not json")
+
+
+def test_values_of_the_wrong_type_raise_type_errors() -> None:
+    """As the official client's encoders do (a TypeError), still a SchemaSerializationError."""
+    cases = (
+        (JsonSchema(Person), Address("S", 1)),
+        (JsonSchema(Person), "hello"),
+        (AvroSchema(Person), Address("S", 1)),
+        (StringSchema(), 1),
+        (BytesSchema(), "text"),
+    )
+    for schema, value in cases:
+        with pytest.raises(TypeError) as error:
+            schema.encode(value)
+        assert isinstance(error.value, SchemaSerializationError)
 
 
 def test_key_value_inline_encoding() -> None:

@@ -46,6 +46,7 @@ from magnetar.client.schema import (
     KeyValueSchema,
     Schema,
     SchemaSerializationError,
+    SchemaTypeError,
     StringSchema,
 )
 from magnetar.client.sync import Client
@@ -104,6 +105,7 @@ __all__ = [
     "Result",
     "Schema",
     "SchemaSerializationError",
+    "SchemaTypeError",
     "StringSchema",
     "TableView",
     "TopicsMode",

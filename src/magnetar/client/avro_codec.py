@@ -11,8 +11,10 @@ from typing import Any
 
 from magnetar.client.errors import InvalidConfiguration, SchemaSerializationError
 from magnetar.protocol.avro import (
+    PROMOTIONS,
     AvroArray,
     AvroEnum,
+    AvroField,
     AvroFixed,
     AvroMap,
     AvroPrimitive,
@@ -20,6 +22,7 @@ from magnetar.protocol.avro import (
     AvroSchemaError,
     AvroType,
     AvroUnion,
+    can_read,
     parse,
 )
 from magnetar.protocol.varint import read_varint, unzigzag, write_varint, zigzag
@@ -57,6 +60,144 @@ class AvroCodec:
         if pos != len(data):
             raise SchemaSerializationError(f"{len(data) - pos} bytes left after the Avro value")
         return value
+
+    def resolving(self, writer_schema: Any) -> AvroResolvingDecoder:
+        """A decoder of payloads written with ``writer_schema`` (another version of this schema)
+        that gives values shaped by this one, by the Avro specification's resolution rules.
+        As fastavro (the official client's decoder) does, a writer's union is resolved value by
+        value: a payload decodes when the branch it was written with can be read.
+        InvalidConfiguration when the writer's schema does not parse."""
+        try:
+            writer = parse(writer_schema)
+        except AvroSchemaError as exc:
+            raise InvalidConfiguration(f"writer's Avro schema: {exc}") from None
+        return AvroResolvingDecoder(self.schema, writer)
+
+
+class AvroResolvingDecoder:
+    """Reads payloads written with one Avro schema as values of another that can read it:
+    writer fields the reader lacks are skipped, reader fields the writer lacks take their
+    default, fields are matched by name whatever their order, and numbers are promoted."""
+
+    def __init__(self, reader: AvroType, writer: AvroType) -> None:
+        self.reader = reader
+        self.writer = writer
+        #: (id(reader record), id(writer record)) -> each writer field's reader field (None: skipped)
+        self._field_plans: dict[tuple[int, int], list[AvroField | None]] = {}
+        #: (id(reader union), id(writer type)) -> the reader branch the writer type is read as
+        self._branches: dict[tuple[int, int], AvroType] = {}
+        #: (id(reader type), id(writer type)) of the pairs of the same kind seen so far
+        self._same_kind: set[tuple[int, int]] = set()
+
+    def decode(self, data: bytes) -> Any:
+        """The value written as ``data`` (all of it), in the reader's shape."""
+        try:
+            value, pos = self._read(self.reader, self.writer, memoryview(data), 0)
+        except (IndexError, ValueError, KeyError, UnicodeDecodeError, struct.error) as exc:
+            raise SchemaSerializationError(f"payload does not decode with the writer's Avro schema: {exc}") from None
+        if pos != len(data):
+            raise SchemaSerializationError(f"{len(data) - pos} bytes left after the Avro value")
+        return value
+
+    def _read(self, r: AvroType, w: AvroType, buf: memoryview, pos: int) -> tuple[Any, int]:
+        if isinstance(w, AvroUnion):
+            index, pos = _read_long(buf, pos)
+            return self._read(r, w.branches[index], buf, pos)
+        if isinstance(r, AvroUnion):
+            return self._read(self._branch(r, w), w, buf, pos)
+        if (id(r), id(w)) not in self._same_kind:
+            if not _same_kind(r, w):
+                raise ValueError(f"writer type {w.describe()} cannot be read as {r.describe()}")
+            self._same_kind.add((id(r), id(w)))
+        if isinstance(w, AvroPrimitive):
+            value, pos = _read_primitive(w.name, buf, pos)
+            return _promoted(r.name, value), pos  # type: ignore[union-attr]
+        if isinstance(w, AvroRecord):
+            return self._read_record(r, w, buf, pos)  # type: ignore[arg-type]
+        if isinstance(w, AvroEnum):
+            index, pos = _read_long(buf, pos)
+            symbol = w.symbols[index]
+            if symbol not in r.index and r.default is None:  # type: ignore[union-attr]
+                raise ValueError(f"reader enum {r.describe()} lacks the symbol {symbol} and has no default")
+            return (symbol if symbol in r.index else r.default), pos  # type: ignore[union-attr]
+        if isinstance(w, (AvroArray, AvroMap)):
+            return self._read_blocks(r, w, buf, pos)  # type: ignore[arg-type]
+        return _read(w, buf, pos)  # fixed
+
+    def _branch(self, r: AvroUnion, w: AvroType) -> AvroType:
+        key = (id(r), id(w))
+        branch = self._branches.get(key)
+        if branch is None:
+            branch = next((b for b in r.branches if can_read(b, w)), None)
+            if branch is None:
+                branch = next((b for b in r.branches if _same_kind(b, w)), None)
+            if branch is None:
+                raise ValueError(f"reader {r.describe()} has no branch for writer type {w.describe()}")
+            self._branches[key] = branch
+        return branch
+
+    def _read_record(self, r: AvroRecord, w: AvroRecord, buf: memoryview, pos: int) -> tuple[dict, int]:
+        key = (id(r), id(w))
+        plan = self._field_plans.get(key)
+        if plan is None:
+            by_writer_name = {}
+            for rf in r.fields:
+                wf = w.field_named(rf.name, rf.aliases)
+                if wf is not None:
+                    by_writer_name[wf.name] = rf
+            plan = self._field_plans[key] = [by_writer_name.get(wf.name) for wf in w.fields]
+        record: dict[str, Any] = {}
+        for wf, rf in zip(w.fields, plan, strict=True):
+            if rf is None:
+                _, pos = _read(wf.type, buf, pos)
+            else:
+                record[rf.name], pos = self._read(rf.type, wf.type, buf, pos)
+        for rf in r.fields:
+            if rf.name not in record:
+                if not rf.has_default:
+                    raise ValueError(f"field {rf.name} of {r.describe()} is not written and has no default")
+                record[rf.name] = rf.default
+        return record, pos
+
+    def _read_blocks(self, r: AvroArray | AvroMap, w: AvroArray | AvroMap, buf: memoryview, pos: int) -> tuple[Any, int]:
+        is_array = isinstance(w, AvroArray)
+        reader_item = r.items if is_array else r.values  # type: ignore[union-attr]
+        writer_item = w.items if is_array else w.values  # type: ignore[union-attr]
+        items: Any = [] if is_array else {}
+        while True:
+            count, pos = _read_long(buf, pos)
+            if count == 0:
+                return items, pos
+            if count < 0:
+                count = -count
+                _, pos = _read_long(buf, pos)  # block size in bytes
+            for _ in range(count):
+                if is_array:
+                    item, pos = self._read(reader_item, writer_item, buf, pos)
+                    items.append(item)
+                else:
+                    key, pos = _read_primitive("string", buf, pos)
+                    items[key], pos = self._read(reader_item, writer_item, buf, pos)
+
+
+def _same_kind(r: AvroType, w: AvroType) -> bool:
+    """Whether values of writer type ``w`` can be read as reader type ``r``, their parts aside."""
+    if isinstance(w, AvroPrimitive):
+        return isinstance(r, AvroPrimitive) and (r.name == w.name or r.name in PROMOTIONS.get(w.name, ()))
+    if isinstance(w, AvroFixed):
+        return isinstance(r, AvroFixed) and r.size == w.size
+    return r.__class__ is w.__class__
+
+
+def _promoted(reader_type: str, value: Any) -> Any:
+    """A writer's primitive value as the reader's type (int -> float, string <-> bytes)."""
+    if reader_type in ("float", "double") and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if reader_type == "bytes" and isinstance(value, str):
+        return value.encode("utf-8")
+    if reader_type == "string" and isinstance(value, bytes):
+        return value.decode("utf-8")
+    return value
 
 
 def _write_long(n: int, out: bytearray) -> None:

@@ -118,6 +118,14 @@ class MessageId:
         """Inverse of :meth:`serialize`."""
         return cls.from_proto(MessageIdData.FromString(message_id_bytes), topic)
 
+    @classmethod
+    def wrap(cls, msg_id: MessageId) -> MessageId:
+        """``msg_id`` itself: the official client wraps its C++ extension's ids with this; magnetar's
+        ids need no wrapping, so code that wraps them runs unchanged."""
+        if not isinstance(msg_id, MessageId):
+            raise TypeError(f"MessageId.wrap needs a MessageId, not {type(msg_id).__name__}")
+        return msg_id
+
     def ledger_entry(self) -> tuple[int, int]:
         """(ledger id, entry id): the stored entry this message belongs to."""
         return (self.ledger_id, self.entry_id)
@@ -162,6 +170,23 @@ def fast_message_id(
     return mid
 
 
+class SchemaVersion(bytes):
+    """A schema version as messages carry it (8 bytes, big-endian; b'' for none). The official
+    client hands it out as a str, which code turns into bytes with ``.encode()``: here that gives
+    the same bytes."""
+
+    __slots__ = ()
+
+    def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        """These bytes (as plain bytes)."""
+        return bytes(self)
+
+    def number(self) -> int | None:
+        """The version as a number (None when the message has none)."""
+        return int.from_bytes(self, "big", signed=True) if len(self) == 8 else None
+
+
+_NO_SCHEMA_VERSION = SchemaVersion()
 _NO_BATCH_INDEX = id_part(-1)
 MessageId.earliest = MessageId(-1, -1)
 MessageId.latest = MessageId(_I64_MAX, _I64_MAX)
@@ -242,11 +267,19 @@ class Message:
         return self._payload
 
     def value(self) -> Any:
-        """The payload decoded by the consumer's schema (the bytes without one)."""
+        """The payload decoded by the consumer's schema (the bytes without one). A schema with a
+        ``decode_message`` (Avro's) decodes the message itself: a payload written with another
+        version of the topic's schema is read as that version wrote it."""
         try:
             return self._value
         except AttributeError:
-            value = self._value = self._payload if self._schema is None else self._schema.decode(self._payload)
+            schema = self._schema
+            if schema is None:
+                value = self._payload
+            else:
+                decode_message = getattr(schema, "decode_message", None)
+                value = schema.decode(self._payload) if decode_message is None else decode_message(self)
+            self._value = value
             return value
 
     def properties(self) -> dict[str, str]:
@@ -272,12 +305,15 @@ class Message:
         src = single if single is not None else self._metadata()
         return src.HasField("partition_key")
 
-    def ordering_key(self) -> bytes:
-        """The ordering key (b'' when none)."""
+    def ordering_key(self) -> str:
+        """The ordering key ('' when none) as text, the official client's type; bytes that are not
+        UTF-8 come back surrogate-escaped, which a producer encodes to the same bytes again."""
         single = self._single_metadata()
         if single is not None and single.HasField("ordering_key"):
-            return single.ordering_key
-        return self._metadata().ordering_key
+            key = single.ordering_key
+        else:
+            key = self._metadata().ordering_key
+        return key.decode("utf-8", "surrogateescape")
 
     def publish_timestamp(self) -> int:
         """Publish time in milliseconds since the epoch."""
@@ -302,9 +338,10 @@ class Message:
         """How many times the broker redelivered this message."""
         return self._redelivery_count
 
-    def schema_version(self) -> bytes:
+    def schema_version(self) -> SchemaVersion:
         """Version of the schema the producer used (b'' when none)."""
-        return self._metadata().schema_version
+        version = self._metadata().schema_version
+        return SchemaVersion(version) if version else _NO_SCHEMA_VERSION
 
     def producer_name(self) -> str:
         """Name of the producer that published the message."""

@@ -206,7 +206,7 @@ class Array(Field):
         item_types = self.array_type.python_type()
         for item in value:
             if not isinstance(item, item_types):
-                raise TypeError(f"items of array field {name!r} must be {self.array_type.type()}, not {type(item).__name__}")
+                raise TypeError(f"Array field {name} items should all be of type {self.array_type.type()}")
         return value
 
     def schema_info(self, defined_names: set[str]) -> Any:
@@ -233,9 +233,9 @@ class Map(Field):
         value_types = self.value_type.python_type()
         for k, v in value.items():
             if not isinstance(k, str):
-                raise TypeError(f"keys of map field {name!r} must be str, not {type(k).__name__}")
+                raise TypeError(f"Map keys for field {name} should all be strings")
             if not isinstance(v, value_types):
-                raise TypeError(f"values of map field {name!r} must be {self.value_type.type()}, not {type(v).__name__}")
+                raise TypeError(f"Map values for field {name} should all be of type {self.value_type.type()}")
         return value
 
     def schema_info(self, defined_names: set[str]) -> Any:
@@ -270,6 +270,8 @@ class Record(metaclass=RecordMeta):
     _sorted_fields: ClassVar[bool] = False
 
     def __init__(self, default: Any = None, required_default: bool = False, required: bool = False, **values: Any) -> None:
+        if type(self) is Record:
+            raise TypeError("Record declares no fields: declare a subclass of it and make that")
         object.__setattr__(self, "_default", default)
         object.__setattr__(self, "_required_default", required_default)
         object.__setattr__(self, "_required", required)

@@ -23,7 +23,7 @@ import types
 import typing
 from typing import Any
 
-from magnetar.client.avro_codec import AvroCodec
+from magnetar.client.avro_codec import AvroCodec, AvroResolvingDecoder
 from magnetar.client.errors import InvalidConfiguration, SchemaSerializationError
 from magnetar.client.records import (  # the official client's pulsar.schema names
     Array,
@@ -40,9 +40,14 @@ from magnetar.client.records import (  # the official client's pulsar.schema nam
     Record,
     String,
 )
+from magnetar.client.schema_versions import WriterSchemaUnavailable, fetch_writer_schema
 from magnetar.protocol.enums import SchemaType
 from magnetar.protocol.schema import KeyValue
 from magnetar.protocol.schema import Schema as WireSchema
+
+
+class SchemaTypeError(SchemaSerializationError, TypeError):
+    """A value of a type the schema does not encode (a TypeError, as the official client raises)."""
 
 
 class Schema:
@@ -83,7 +88,7 @@ class BytesSchema(Schema):
 
     def encode(self, value: Any) -> bytes:
         if not isinstance(value, (bytes, bytearray, memoryview)):
-            raise SchemaSerializationError(f"BytesSchema needs bytes, not {type(value).__name__}")
+            raise SchemaTypeError(f"BytesSchema needs bytes, not {type(value).__name__}")
         return bytes(value)
 
     def decode(self, data: bytes) -> bytes:
@@ -98,7 +103,7 @@ class StringSchema(Schema):
 
     def encode(self, value: Any) -> bytes:
         if not isinstance(value, str):
-            raise SchemaSerializationError(f"StringSchema needs str, not {type(value).__name__}")
+            raise SchemaTypeError(f"StringSchema needs str, not {type(value).__name__}")
         return value.encode("utf-8")
 
     def decode(self, data: bytes) -> str:
@@ -234,7 +239,7 @@ class _RecordSchema(Schema):
 
     def _check(self, value: Any) -> Any:
         if self.record_cls is not None and not isinstance(value, self.record_cls):
-            raise SchemaSerializationError(
+            raise SchemaTypeError(
                 f"{type(self).__name__} of {self.record_cls.__name__} cannot encode a {type(value).__name__}"
             )
         if self._official_record:
@@ -283,12 +288,52 @@ class AvroSchema(_RecordSchema):
     def __init__(self, record_cls: type | None = None, definition: dict | str | None = None, schema_definition: dict | str | None = None) -> None:
         super().__init__(record_cls, definition if definition is not None else schema_definition)
         self._codec = AvroCodec(self.avro)
+        #: (topic, schema version) -> the decoder of payloads written with that version
+        self._writer_decoders: dict[tuple[str, bytes], AvroCodec | AvroResolvingDecoder] = {}
 
     def encode(self, value: Any) -> bytes:
         return self._codec.encode(self._check(value))
 
     def decode(self, data: bytes) -> Any:
         return self._typed(self._codec.decode(data))
+
+    def decode_message(self, message: Any) -> Any:
+        """A received message's value: its payload read with the version of the topic's schema
+        that wrote it (asked of the broker once per topic and version), as this schema's values.
+        Read with this schema itself when that version cannot be had or read."""
+        version = message.schema_version()
+        data = message.data()
+        if not version:
+            return self.decode(data)
+        key = (message.topic_name(), bytes(version))
+        decoder = self._writer_decoders.get(key)
+        if decoder is None:
+            try:
+                wire = fetch_writer_schema(message._consumer, key[0], key[1])
+            except WriterSchemaUnavailable:
+                return self.decode(data)
+            decoder = self._writer_decoders[key] = self._decoder_for(wire)
+        if decoder is self._codec:
+            return self.decode(data)
+        try:
+            return self._typed(decoder.decode(data))
+        except SchemaSerializationError:
+            return self.decode(data)
+
+    def _decoder_for(self, wire: Any) -> AvroCodec | AvroResolvingDecoder:
+        """The decoder of payloads written with the wire Schema ``wire`` (None: none registered)."""
+        if wire is None or wire.type != int(SchemaType.AVRO):
+            return self._codec
+        try:
+            definition = json.loads(wire.schema_data)
+        except ValueError:
+            return self._codec
+        if definition == self.avro:
+            return self._codec
+        try:
+            return self._codec.resolving(definition)
+        except InvalidConfiguration:
+            return self._codec
 
 
 class KeyValueEncodingType(enum.IntEnum):
@@ -383,6 +428,7 @@ __all__ = [
     "Record",
     "Schema",
     "SchemaSerializationError",
+    "SchemaTypeError",
     "String",
     "StringSchema",
     "avro_definition",

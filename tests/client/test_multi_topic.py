@@ -6,17 +6,21 @@ import re
 import time
 import uuid
 
+import pytest
+
 from magnetar.client import (
+    AsyncClient,
     Client,
     ConsumerType,
     InitialPosition,
     MessageId,
+    OperationNotSupported,
     RegexSubscriptionMode,
     Timeout,
 )
 from magnetar.testing import BrokerProcess
 
-from .conftest import RECEIVE_MS, create_partitioned_topic
+from .conftest import RECEIVE_MS, create_partitioned_topic, run
 
 
 def _receive_all(consumer: object, n: int) -> list:
@@ -109,3 +113,45 @@ def test_pattern_modes_persistent_non_persistent_all(client: Client) -> None:
     np_producer.send(b"live")
     assert every.receive(RECEIVE_MS).data() == b"live"
     assert only_np.receive(RECEIVE_MS).data() == b"live"
+
+
+def test_pattern_without_a_domain_matches_topics_of_every_domain_the_mode_lists(client: Client) -> None:
+    prefix = f"nodomain-{uuid.uuid4().hex[:8]}"
+    np_topic = f"non-persistent://public/default/{prefix}-np"
+    p_topic = f"persistent://public/default/{prefix}-p"
+    client.create_producer(np_topic)  # (the non-persistent topic lives while its producer does)
+    client.create_producer(p_topic)
+    client.create_producer(f"persistent://public/default/no-match-{prefix}")
+    pattern = re.compile(f"public/default/{prefix}-.*")
+    every = client.subscribe(pattern, "all", regex_subscription_mode=RegexSubscriptionMode.AllTopics)
+    only_np = client.subscribe(pattern, "np", regex_subscription_mode=RegexSubscriptionMode.NonPersistentOnly)
+    only_p = client.subscribe(pattern, "p", regex_subscription_mode=RegexSubscriptionMode.PersistentOnly)
+    assert every.core.topics() == sorted([np_topic, p_topic])
+    assert only_np.core.topics() == [np_topic]
+    assert only_p.core.topics() == [p_topic]
+    # a pattern with a domain is matched without it, as the Java and C++ clients match it
+    with_domain = client.subscribe(re.compile(f"persistent://public/default/{prefix}-.*"), "d",
+                                   regex_subscription_mode=RegexSubscriptionMode.AllTopics)
+    assert with_domain.core.topics() == sorted([np_topic, p_topic])
+
+
+def test_an_id_a_producer_returned_does_not_say_which_topic(url: str, topic: str) -> None:
+    async def main() -> None:
+        async with AsyncClient(url) as client:
+            producer = await client.create_producer(topic)
+            consumer = await client.subscribe([topic, f"{topic}-another"], "sub", initial_position=InitialPosition.Earliest)
+            sent = await producer.send(b"x")
+            assert sent.topic is None
+            with pytest.raises(OperationNotSupported):
+                consumer.acknowledge(sent)
+            with pytest.raises(OperationNotSupported):
+                consumer.child_for(sent)
+            received = await consumer.receive(RECEIVE_MS)
+            assert received.message_id() == sent and received.message_id().topic == topic
+            assert consumer.child_for(received.message_id()).topic == topic
+            consumer.acknowledge(received.message_id())
+            # with the topic given, a deserialized id finds its topic again
+            restored = MessageId.deserialize(sent.serialize(), topic=topic)
+            assert consumer.child_for(restored).topic == topic
+
+    run(main())

@@ -14,6 +14,7 @@ from typing import Any
 
 from magnetar.client.client import AsyncClient
 from magnetar.client.consumer import Consumer as CoreConsumer
+from magnetar.client.errors import AlreadyClosed
 from magnetar.client.errors import PulsarError as PulsarException
 from magnetar.client.message import Message, MessageId
 from magnetar.client.multi_topic import MultiTopicsConsumer
@@ -22,11 +23,27 @@ from magnetar.client.producer import Producer as CoreProducer
 from magnetar.client.reader import Reader as CoreReader
 
 
+class ClientState:
+    """What the objects of one client share: whether :meth:`Client.shutdown` was called (they
+    then refuse every operation with AlreadyClosed, at once, as the official client's do)."""
+
+    __slots__ = ("shut_down",)
+
+    def __init__(self) -> None:
+        self.shut_down = False
+
+    def check(self, what: str) -> None:
+        """Raise AlreadyClosed when the client was shut down."""
+        if self.shut_down:
+            raise AlreadyClosed(f"{what}: the client was shut down")
+
+
 class Producer:
     """A producer with the methods of ``pulsar.asyncio.Producer``."""
 
-    def __init__(self, core: CoreProducer | PartitionedProducer) -> None:
+    def __init__(self, core: CoreProducer | PartitionedProducer, state: ClientState | None = None) -> None:
         self.core = core
+        self._state = state or ClientState()
 
     async def send(
         self,
@@ -42,6 +59,7 @@ class Producer:
         deliver_after: Any = None,
     ) -> MessageId:
         """Publish one message and return its id once the broker stored it."""
+        self._state.check(f"producer on {self.core.topic}")
         return await self.core.send(
             content, properties=properties, partition_key=partition_key, ordering_key=ordering_key,
             sequence_id=sequence_id, replication_clusters=replication_clusters,
@@ -51,10 +69,15 @@ class Producer:
 
     async def flush(self) -> None:
         """Wait until every message sent so far has its receipt."""
+        self._state.check(f"producer on {self.core.topic}")
         await self.core.flush()
 
     async def close(self) -> None:
-        """Flush and close the producer."""
+        """Flush and close the producer (AlreadyClosed when it was closed before, as the official
+        client's)."""
+        self._state.check(f"producer on {self.core.topic}")
+        if self.core.closed:
+            raise AlreadyClosed(f"producer {self.core.name} on {self.core.topic} is already closed")
         await self.core.close()
 
     def topic(self) -> str:
@@ -77,37 +100,48 @@ class Producer:
 class Consumer:
     """A consumer with the methods of ``pulsar.asyncio.Consumer``."""
 
-    def __init__(self, core: CoreConsumer | MultiTopicsConsumer) -> None:
+    def __init__(self, core: CoreConsumer | MultiTopicsConsumer, state: ClientState | None = None) -> None:
         self.core = core
+        self._state = state or ClientState()
+
+    def _check(self) -> None:
+        self._state.check(f"consumer on {self.core.topic}")
 
     async def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message (``timeout_millis`` is magnetar's addition: Timeout after it)."""
+        self._check()
         return await self.core.receive(timeout_millis)
 
     async def batch_receive(self) -> list[Message]:
         """Messages as the batch receive policy allows (magnetar's addition)."""
+        self._check()
         return await self.core.batch_receive()
 
     async def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (grouped: sent within ack_group_time_ms)."""
+        self._check()
         self.core.acknowledge(message)
 
     async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge every message up to and including this one (Exclusive / Failover)."""
+        self._check()
         self.core.acknowledge_cumulative(message)
 
     async def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Have this message redelivered after the negative acknowledgement delay."""
+        self._check()
         self.core.negative_acknowledge(message)
 
     async def unsubscribe(self) -> None:
         """Delete the subscription and close."""
+        self._check()
         await self.core.unsubscribe()
 
     async def seek(self, messageid: MessageId | int) -> None:
         """Move the subscription to a message id or a publish time (ms since the epoch)."""
         if not isinstance(messageid, (MessageId, int)):
             raise ValueError(f"invalid messageid type {type(messageid)}")
+        self._check()
         await self.core.seek(messageid)
 
     async def close(self) -> None:
@@ -116,6 +150,7 @@ class Consumer:
 
     async def get_last_message_id(self) -> MessageId:
         """The id of the last message of the topic."""
+        self._check()
         last, _ = await self.core.get_last_message_id()
         return last
 
@@ -143,11 +178,13 @@ class Consumer:
 class Reader:
     """A reader with the methods of ``pulsar.asyncio.Reader``."""
 
-    def __init__(self, core: CoreReader) -> None:
+    def __init__(self, core: CoreReader, state: ClientState | None = None) -> None:
         self.core = core
+        self._state = state or ClientState()
 
     async def read_next(self, timeout_millis: int | None = None) -> Message:
         """The next message."""
+        self._state.check(f"reader on {self.core.topic}")
         return await self.core.read_next(timeout_millis)
 
     async def has_message_available(self) -> bool:
@@ -158,6 +195,7 @@ class Reader:
         """Move to a message id or a publish time (ms since the epoch)."""
         if not isinstance(messageid, (MessageId, int)):
             raise ValueError(f"invalid messageid type {type(messageid)}")
+        self._state.check(f"reader on {self.core.topic}")
         await self.core.seek(messageid)
 
     async def close(self) -> None:
@@ -178,11 +216,13 @@ class Client:
 
     def __init__(self, service_url: str, **options: Any) -> None:
         self.core = AsyncClient(service_url, **options)
+        self._state = ClientState()
         self._shutdown: asyncio.Task | None = None
 
     async def create_producer(self, topic: str, producer_name: str | None = None, schema: Any = None, **options: Any) -> Producer:
         """A producer (options as ``pulsar.asyncio.Client.create_producer``)."""
-        return Producer(await self.core.create_producer(topic, producer_name, schema, **options))
+        self._state.check("create_producer")
+        return Producer(await self.core.create_producer(topic, producer_name, schema, **options), self._state)
 
     async def subscribe(
         self, topic: str | list[str], subscription_name: str, consumer_type: Any = None, schema: Any = None,
@@ -197,22 +237,33 @@ class Client:
             raise ValueError("Argument 'topic' is expected to be of type 'str' or 'list'")
         if consumer_type is not None:
             options["consumer_type"] = consumer_type
-        return Consumer(await self.core.subscribe(topic, subscription_name, schema=schema, **options))
+        self._state.check("subscribe")
+        return Consumer(await self.core.subscribe(topic, subscription_name, schema=schema, **options), self._state)
 
     async def create_reader(self, topic: str, start_message_id: MessageId, schema: Any = None, **options: Any) -> Reader:
         """A reader starting at ``start_message_id`` (options as ``pulsar.asyncio.Client.create_reader``)."""
-        return Reader(await self.core.create_reader(topic, start_message_id, schema, **options))
+        self._state.check("create_reader")
+        return Reader(await self.core.create_reader(topic, start_message_id, schema, **options), self._state)
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """The partitions of a topic (the topic itself when not partitioned)."""
         return await self.core.get_topic_partitions(topic)
 
     async def close(self) -> None:
-        """Close every producer, consumer and reader, then the connections."""
+        """Close every producer, consumer and reader, then the connections (after :meth:`shutdown`:
+        wait until it is done)."""
+        if self._shutdown is not None:
+            await self._shutdown
+            return
         await self.core.close()
 
     def shutdown(self) -> None:
-        """Start closing everything without waiting (the official client's shutdown is not awaitable)."""
+        """Shut the client down at once: from now on its producers, consumers and readers raise
+        AlreadyClosed; they and the connections are closed in the background (the official
+        client's shutdown is not awaitable either)."""
+        self._state.shut_down = True
+        if self._shutdown is not None:
+            return
         try:
             self._shutdown = asyncio.get_running_loop().create_task(self.core.close())
         except RuntimeError:  # no running loop: nothing can be connected any more

@@ -57,6 +57,8 @@ class MultiTopicsConsumer(ReceiverBase):
         self.client = client
         self.subscription = subscription
         self.pattern = pattern
+        #: the pattern without its domain, what topic names without theirs are matched against
+        self._short_pattern = re.compile(_without_domain(pattern.pattern), pattern.flags) if pattern is not None else None
         self.discovery_period = discovery_period
         self.mode = mode
         self.durable = durable
@@ -155,20 +157,23 @@ class MultiTopicsConsumer(ReceiverBase):
             raise errors[0]
 
     def _matches(self, topic: str) -> bool:
+        """Whether a topic (or its partitioned parent) matches the pattern, the domain
+        (``persistent://``) left out of both as the Java and C++ clients do; a pattern with no
+        domain also matches bare local names."""
         assert self.pattern is not None
         name = TopicName.parse(topic)
-        candidates = [topic, str(name.partitioned_parent)]
+        parent = str(name.partitioned_parent)
+        candidates = [_without_domain(topic), _without_domain(parent)]
         if "://" not in self.pattern.pattern:
             candidates += [name.local_name, name.partitioned_parent.local_name]
-        return any(self.pattern.fullmatch(c) for c in candidates)
+        assert self._short_pattern is not None
+        return any(self._short_pattern.fullmatch(c) for c in candidates)
 
     async def _discover(self) -> None:
         assert self.pattern is not None
-        source = self.pattern.pattern
-        namespace = "public/default"
-        m = re.match(r"^(?:persistent|non-persistent)://([^/]+)/([^/]+)/", source)
-        if m:
-            namespace = f"{m.group(1)}/{m.group(2)}"
+        # tenant/namespace/pattern, with or without a domain; a bare pattern is of public/default
+        m = re.match(r"^([^/:]+)/([^/]+)/", _without_domain(self.pattern.pattern))
+        namespace = f"{m.group(1)}/{m.group(2)}" if m else "public/default"
         topics = await self.client.lookup.topics_of_namespace(namespace, self.mode)
         for topic in topics:
             if self._matches(topic) and topic not in self.consumers:
@@ -220,7 +225,10 @@ class MultiTopicsConsumer(ReceiverBase):
         """A message was handed to the application."""
         msg._consumer.dequeued(msg)
 
-    def _child(self, message: Message | MessageId) -> Consumer:
+    def child_for(self, message: Message | MessageId) -> Consumer:
+        """The child consumer a message (or message id) belongs to; OperationNotSupported when
+        the id does not say (as an id a producer returned: it names no topic). Safe to call
+        from any thread: the sync face checks acknowledgements with it before queueing them."""
         if isinstance(message, Message) and message._consumer is not None:
             return message._consumer
         mid = message.message_id() if isinstance(message, Message) else message
@@ -236,24 +244,24 @@ class MultiTopicsConsumer(ReceiverBase):
             return self.consumers.get(mid.topic)
         if mid.partition < 0:
             return None
-        candidates = [c for c in self.consumers.values() if c.partition == mid.partition]
+        candidates = [c for c in tuple(self.consumers.values()) if c.partition == mid.partition]
         return candidates[0] if len(candidates) == 1 else None
 
     def acknowledge(self, message: Message | MessageId) -> Completed:
         """Acknowledge one message on the topic it came from (awaiting the result is optional)."""
-        return self._child(message).acknowledge(message)
+        return self.child_for(message).acknowledge(message)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> Completed:
         """Cumulative acknowledgement on the message's topic."""
-        return self._child(message).acknowledge_cumulative(message)
+        return self.child_for(message).acknowledge_cumulative(message)
 
     def negative_acknowledge(self, message: Message | MessageId) -> Completed:
         """Negative acknowledgement on the message's topic."""
-        return self._child(message).negative_acknowledge(message)
+        return self.child_for(message).negative_acknowledge(message)
 
     async def reconsume_later(self, message: Message, delay: float = 0, properties: dict[str, str] | None = None) -> None:
         """Send the message to the retry letter topic (see Consumer.reconsume_later)."""
-        await self._child(message).reconsume_later(message, delay, properties)
+        await self.child_for(message).reconsume_later(message, delay, properties)
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Redeliver everything unacknowledged on every topic."""
@@ -314,3 +322,9 @@ class MultiTopicsConsumer(ReceiverBase):
     def topics(self) -> list[str]:
         """Topic names this consumer reads."""
         return sorted(self.consumers)
+
+
+def _without_domain(name: str) -> str:
+    """A topic name (or pattern) without its ``persistent://`` / ``non-persistent://`` prefix."""
+    _, sep, rest = name.partition("://")
+    return rest if sep else name

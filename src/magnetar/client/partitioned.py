@@ -103,6 +103,7 @@ class PartitionedProducer:
         self._settled_hook: Callable[[int], None] | None = None
         self.producers = [self._new_producer(i) for i in range(partitions)]
         self._updater: asyncio.Task | None = None
+        self._closed = False
         seed = time.time_ns()
         self._single = seed % partitions
         # round robin at batch boundaries: stay on a partition for one batch's worth of messages
@@ -196,7 +197,7 @@ class PartitionedProducer:
         """The partition a message goes to."""
         n = len(self.producers)
         if self.router is not None:
-            index = self.router(_RoutedMessage(content, options), n)
+            index = self.router(_RoutedMessage(content, options, self.producers[0].encoder), n)
             if not isinstance(index, int) or not 0 <= index < n:
                 raise InvalidConfiguration(f"the message router returned {index!r}: not a partition in [0, {n})")
             return index
@@ -258,9 +259,15 @@ class PartitionedProducer:
 
     async def close(self) -> None:
         """Close every partition's producer."""
+        self._closed = True
         if self._updater is not None:
             self._updater.cancel()
         await asyncio.gather(*(p.close() for p in self.producers), return_exceptions=True)
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._closed
 
     def is_connected(self) -> bool:
         """Whether every partition's producer is connected."""
@@ -268,25 +275,43 @@ class PartitionedProducer:
 
 
 class _RoutedMessage:
-    """What a custom router sees of a message."""
+    """What a custom router sees of a message: the official ``pulsar.Message`` methods that mean
+    something before it is sent (its payload read as bytes, as the official router's message is)."""
 
-    __slots__ = ("_content", "_options")
+    __slots__ = ("_content", "_options", "_encode", "_payload")
 
-    def __init__(self, content: bytes, options: dict) -> None:
+    def __init__(self, content: Any, options: dict, encode: Callable[[Any], bytes] | None = None) -> None:
         self._content = content
         self._options = options
+        self._encode = encode
+        self._payload: bytes | None = None
 
     def data(self) -> bytes:
-        """The payload (before schema encoding)."""
-        return self._content
+        """The payload: the content encoded with the producer's schema (b'' for a null value)."""
+        if self._payload is None:
+            content = self._content
+            if content is None:
+                self._payload = b""
+            elif self._encode is not None and not self._options.get("raw"):
+                self._payload = self._encode(content)
+            else:
+                self._payload = bytes(content)
+        return self._payload
+
+    def value(self) -> bytes:
+        """The payload as bytes (the official router's message has a bytes schema)."""
+        return self.data()
 
     def partition_key(self) -> str:
         """The key ('' when none)."""
         return self._options.get("partition_key") or ""
 
-    def ordering_key(self) -> bytes:
-        """The ordering key (b'' when none)."""
-        return self._options.get("ordering_key") or b""
+    def ordering_key(self) -> str:
+        """The ordering key ('' when none)."""
+        key = self._options.get("ordering_key")
+        if not key:
+            return ""
+        return key if isinstance(key, str) else bytes(key).decode("utf-8", "surrogateescape")
 
     def properties(self) -> dict[str, str]:
         """The properties."""

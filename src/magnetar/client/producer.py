@@ -36,6 +36,7 @@ from magnetar.client.sends import (
     SendCallback,
     callback_adapter,
     encode_single_metadata,
+    key_bytes,
     plain_head,
     resolve,
     seconds,
@@ -103,6 +104,11 @@ class Producer(ConnectionHandler, SendCompletion):
         self._encode = None if schema is None or getattr(schema, "schema_type", 0) == 0 else schema.encode
         #: bytes without options go into the one open batch as they are (batching on, not by key, no schema)
         self._plain_open = self._batching and not self._key_based and self._encode is None
+
+    @property
+    def encoder(self) -> Callable[[Any], bytes] | None:
+        """What encodes a message's content with the producer's schema (None: contents are bytes)."""
+        return self._encode
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
@@ -235,7 +241,7 @@ class Producer(ConnectionHandler, SendCompletion):
         *,
         properties: dict[str, str] | None = None,
         partition_key: str | None = None,
-        ordering_key: bytes | None = None,
+        ordering_key: str | bytes | None = None,
         sequence_id: int | None = None,
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
@@ -254,6 +260,8 @@ class Producer(ConnectionHandler, SendCompletion):
             raise AlreadyClosed(f"producer {self.name} on {self.topic} is closed")
         if self._fenced is not None:
             raise self._fenced
+        if ordering_key is not None and ordering_key.__class__ is not bytes:
+            ordering_key = key_bytes(ordering_key)
         if content is None:
             content = b""
             null_value = True

@@ -94,11 +94,11 @@ class SendCompletion:
         count = op.count
         self._settled(count)
         callbacks = op.callbacks
-        topic = self.topic
+        # as the official client's, the id of a sent message names no topic (only its partition)
         partition = self.partition
         if op.chunk_index >= 0:
             assert op.chunk_ids is not None
-            msg_id = MessageId(ledger_id, entry_id, -1, partition, 0, topic)
+            msg_id = MessageId(ledger_id, entry_id, -1, partition)
             op.chunk_ids.append((msg_id.ledger_id, msg_id.entry_id))
             if count:  # the last chunk
                 msg_id._chunk_ids = list(op.chunk_ids)
@@ -106,11 +106,11 @@ class SendCompletion:
                     resolve(cb, None, msg_id)
             return
         if not op.batched:
-            msg_id = MessageId(ledger_id, entry_id, -1, partition, 0, topic)
+            msg_id = MessageId(ledger_id, entry_id, -1, partition)
             for cb in callbacks:
                 resolve(cb, None, msg_id)
             return
-        resolve_batch(callbacks, ledger_id, entry_id, partition, count, topic)
+        resolve_batch(callbacks, ledger_id, entry_id, partition, count, None)
 
     def on_send_error(self, error: Any) -> None:
         """SEND_ERROR: a checksum error fails that send; anything else reconnects and resends."""

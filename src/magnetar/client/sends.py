@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from magnetar.client.arguments import InvalidArgument
 from magnetar.client.errors import PulsarError, Timeout
 from magnetar.client.message import BATCH_INDEXES, IdPart, MessageId, _signed, fast_message_id, id_part
 from magnetar.protocol.varint import SMALL_VARINTS, encode_varint
@@ -28,6 +29,18 @@ SendCallback = Callable[[PulsarError | None, MessageId | None], None]
 def _len_prefixed(tag: int, data: bytes) -> bytes:
     n = len(data)
     return bytes((tag,)) + (SMALL_VARINTS[n] if n < 16384 else encode_varint(n)) + data
+
+
+def key_bytes(key: str | bytes | bytearray | memoryview) -> bytes:
+    """An ordering key as sent: bytes as they are, a str (the official client's type) in UTF-8.
+
+    ``surrogateescape`` makes a key read back as text from any bytes encode to those bytes again.
+    """
+    if isinstance(key, str):
+        return key.encode("utf-8", "surrogateescape")
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return bytes(key)
+    raise InvalidArgument(f"Argument ordering_key is expected to be either None or of type 'str' and not '{type(key).__name__}'")
 
 
 def encode_single_metadata(

@@ -21,6 +21,7 @@ from magnetar.client import (
     InvalidConfiguration,
     KeySharedMode,
     MessageId,
+    ProducerConfig,
     Result,
     Timeout,
 )
@@ -73,6 +74,12 @@ def test_service_urls_that_cannot_work(service_url: Any) -> None:
 
 def test_fractional_timeouts_are_still_accepted() -> None:
     Client(UNREACHABLE, operation_timeout_seconds=0.5, connection_timeout_ms=250.0).close()
+
+
+def test_a_fractional_batching_delay_is_accepted() -> None:
+    assert ProducerConfig(batching_max_publish_delay_ms=0.25).batching_max_publish_delay_ms == 0.25
+    with pytest.raises(InvalidArgument):
+        ProducerConfig(batching_max_publish_delay_ms="10")
 
 
 @pytest.mark.parametrize("options", [

@@ -29,11 +29,12 @@ class BatchingType:
     KeyBased = 1
 
 
-#: producer options' accepted types (as the official client checks them), required and optional
+#: producer options' accepted types (as the official client checks them, fractional delays besides), required and optional
 _PRODUCER_TYPES: dict[str, type | tuple[type, ...]] = {
     "send_timeout_millis": int, "max_pending_messages": int, "max_pending_messages_across_partitions": int,
     "block_if_queue_full": bool, "batching_max_messages": int, "batching_max_allowed_size_in_bytes": int,
-    "batching_max_publish_delay_ms": int, "batching_type": int, "chunking_enabled": bool,
+    # fractions of a millisecond are magnetar's (Spark's batchingMaxPublishDelayMicros, perf --batch-delay-ms)
+    "batching_max_publish_delay_ms": (int, float), "batching_type": int, "chunking_enabled": bool,
     "lazy_start_partitioned_producers": bool,
 }
 _OPTIONAL_PRODUCER_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -71,7 +72,7 @@ class ProducerConfig:
     batching_enabled: bool | None = None
     batching_max_messages: int = 1000
     batching_max_allowed_size_in_bytes: int = 128 * 1024
-    batching_max_publish_delay_ms: int = 10
+    batching_max_publish_delay_ms: float = 10
     batching_type: int = BatchingType.Default
     chunking_enabled: bool = False
     properties: dict[str, str] = field(default_factory=dict)

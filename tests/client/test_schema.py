@@ -150,7 +150,7 @@ def test_key_value_inline_encoding() -> None:
     assert data[:4] == b"\x00\x00\x00\x01" and data[4:5] == b"k"
     assert schema.decode(data) == ("k", Address("S", 1))
     assert schema.decode(schema.encode((None, Address("S", 2)))) == (None, Address("S", 2))
-    info = schema.schema_info()
+    info = schema.wire_schema()
     assert info.type == SchemaType.KEY_VALUE
     props = {kv.key: kv.value for kv in info.properties}
     assert props["kv.encoding.type"] == "INLINE" and props["key.schema.type"] == "STRING"

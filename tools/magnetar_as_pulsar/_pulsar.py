@@ -4,5 +4,6 @@ equivalents (its configuration objects are not the C++ ones: tests that call the
 from magnetar.client import ConsumerConfig as ConsumerConfiguration
 from magnetar.client import MessageId, RegexSubscriptionMode, Result
 from magnetar.client import ProducerConfig as ProducerConfiguration
+from magnetar.protocol.enums import SchemaType
 
-__all__ = ["ConsumerConfiguration", "MessageId", "ProducerConfiguration", "RegexSubscriptionMode", "Result"]
+__all__ = ["ConsumerConfiguration", "MessageId", "ProducerConfiguration", "RegexSubscriptionMode", "Result", "SchemaType"]

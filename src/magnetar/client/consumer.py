@@ -150,7 +150,7 @@ class Consumer(ConnectionHandler, ReceiverBase, EntryOpening):
         if self.config.consumer_type == SubType.Key_Shared:
             (self.config.key_shared_policy or ConsumerKeySharedPolicy()).fill(s.key_shared_meta)
         schema = self.config.schema
-        info = schema.schema_info() if schema is not None and hasattr(schema, "schema_info") else None
+        info = schema.wire_schema() if schema is not None and hasattr(schema, "wire_schema") else None
         if info is not None:
             s.schema.CopyFrom(info)
         return cmd

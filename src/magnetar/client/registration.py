@@ -101,7 +101,7 @@ def producer_command(
     if config.initial_subscription_name:
         p.initial_subscription_name = config.initial_subscription_name
     schema = config.schema
-    info = schema.schema_info() if schema is not None and hasattr(schema, "schema_info") else None
+    info = schema.wire_schema() if schema is not None and hasattr(schema, "wire_schema") else None
     if info is not None:
         p.schema.CopyFrom(info)
     return cmd

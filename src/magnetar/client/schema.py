@@ -1,7 +1,8 @@
 """Schemas: how typed values become message payloads and what the broker is told about them.
 
 ``BytesSchema`` (the default: payloads as they are, no schema sent), ``StringSchema`` (UTF-8),
-``JsonSchema`` and ``AvroSchema`` over records, and ``KeyValueSchema`` (a key and a value in one
+``JsonSchema`` and ``AvroSchema`` over records, ``ProtobufNativeSchema`` over generated protobuf
+message classes, and ``KeyValueSchema`` (a key and a value in one
 payload, INLINE encoding). A record is a dataclass (its Avro definition is derived from the
 type hints: str, int -> long, float -> double, bool, bytes, Optional[...], list[...],
 dict[str, ...], Enum subclasses and nested dataclasses; ``field(metadata={"avro": "int"})``
@@ -22,6 +23,10 @@ import struct
 import types
 import typing
 from typing import Any
+
+from google.protobuf import descriptor_pb2
+from google.protobuf.message import DecodeError
+from google.protobuf.message import Message as ProtobufMessage
 
 from magnetar.client.avro_codec import AvroCodec, AvroResolvingDecoder
 from magnetar.client.errors import InvalidConfiguration, SchemaSerializationError
@@ -50,6 +55,32 @@ class SchemaTypeError(SchemaSerializationError, TypeError):
     """A value of a type the schema does not encode (a TypeError, as the official client raises)."""
 
 
+class SchemaInfo:
+    """The official client's ``SchemaInfo``: a schema's type, name, definition and properties."""
+
+    def __init__(self, schema: Schema) -> None:
+        self._schema = schema
+
+    def schema_type(self) -> SchemaType:
+        """The wire type (NONE for bytes: no schema is sent)."""
+        return self._schema.schema_type
+
+    def name(self) -> str:
+        """The schema's name."""
+        return self._schema.name
+
+    def schema(self) -> str:
+        """The definition (``schema_data``) as text."""
+        return self._schema.definition().decode("utf-8")
+
+    def properties(self) -> dict[str, str]:
+        """The schema's properties."""
+        return self._schema.properties()
+
+    def __repr__(self) -> str:
+        return f"SchemaInfo({self.schema_type().name}, {self.name()!r})"
+
+
 class Schema:
     """Base of schemas: ``encode`` a value to bytes, ``decode`` bytes to a value."""
 
@@ -70,7 +101,7 @@ class Schema:
         """The schema's properties sent to the broker."""
         return {}
 
-    def schema_info(self) -> Any:
+    def wire_schema(self) -> WireSchema | None:
         """The wire Schema for PRODUCER / SUBSCRIBE, or None (bytes: no schema is sent)."""
         if self.schema_type == SchemaType.NONE:
             return None
@@ -78,6 +109,10 @@ class Schema:
         for k, v in sorted(self.properties().items()):
             info.properties.append(KeyValue(key=k, value=v))
         return info
+
+    def schema_info(self) -> SchemaInfo:
+        """What the broker is told about this schema, read as the official client's SchemaInfo."""
+        return SchemaInfo(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -108,6 +143,59 @@ class StringSchema(Schema):
 
     def decode(self, data: bytes) -> str:
         return data.decode("utf-8")
+
+
+class ProtobufNativeSchema(Schema):
+    """Protobuf messages in their own binary encoding (PROTOBUF_NATIVE), for a generated message class.
+
+    The definition the broker is told is the Java client's: JSON naming the root message type and
+    its file, with the FileDescriptorSet of that file and every file it imports (base64).
+    """
+
+    schema_type = SchemaType.PROTOBUF_NATIVE
+    name = "PROTOBUF_NATIVE"
+
+    def __init__(self, record_cls: type) -> None:
+        if not (isinstance(record_cls, type) and issubclass(record_cls, ProtobufMessage)):
+            raise SchemaTypeError(f"ProtobufNativeSchema needs a protobuf message class, not {record_cls!r}")
+        self.record_cls = record_cls
+        descriptor = record_cls.DESCRIPTOR
+        files = descriptor_pb2.FileDescriptorSet()
+        _add_file_with_imports(descriptor.file, set(), files)
+        self._definition = json.dumps({
+            "fileDescriptorSet": base64.b64encode(files.SerializeToString()).decode("ascii"),
+            "rootMessageTypeName": descriptor.full_name,
+            "rootFileDescriptorName": descriptor.file.name,
+        }).encode()
+
+    def definition(self) -> bytes:
+        return self._definition
+
+    def encode(self, value: Any) -> bytes:
+        if not isinstance(value, self.record_cls):
+            raise SchemaTypeError(
+                f"ProtobufNativeSchema of {self.record_cls.__name__} cannot encode a {type(value).__name__}"
+            )
+        return value.SerializeToString()
+
+    def decode(self, data: bytes) -> Any:
+        try:
+            return self.record_cls.FromString(data)
+        except DecodeError as exc:
+            raise SchemaSerializationError(f"payload is not a {self.record_cls.__name__}: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"ProtobufNativeSchema({self.record_cls.__name__})"
+
+
+def _add_file_with_imports(file: Any, seen: set[str], files: Any) -> None:
+    """Add a file descriptor to ``files`` after the files it imports, each once."""
+    if file.name in seen:
+        return
+    seen.add(file.name)
+    for imported in file.dependencies:
+        _add_file_with_imports(imported, seen, files)
+    file.CopyToProto(files.file.add())
 
 
 # -- records and their Avro definitions ----------------------------------------------------------
@@ -425,8 +513,10 @@ __all__ = [
     "Long",
     "Map",
     "Null",
+    "ProtobufNativeSchema",
     "Record",
     "Schema",
+    "SchemaInfo",
     "SchemaSerializationError",
     "SchemaTypeError",
     "String",

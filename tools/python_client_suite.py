@@ -7,17 +7,24 @@ and never copied into this repository. A fresh ``magnetar standalone`` serves it
 suite hard-codes (6650 / 8080), inside a private network namespace (``unshare --user
 --map-root-user --net``), so runs never collide with anything else on the machine.
 
-usage: python tools/python_client_suite.py [GIT_DIR] [-k EXPR] [--files F ...] [--timeout S]
+``--secure`` sets the broker up as upstream's CI does: its test-conf/standalone-ssl.conf (TLS on
+6651 / 8443, token, basic and TLS-certificate authentication, authorization), a token key of its
+own, and the suite's tenants, namespaces and permissions.
+
+usage: python tools/python_client_suite.py [GIT_DIR] [-k EXPR] [--files F ...] [--timeout S] [--secure]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -26,42 +33,86 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
 SHIM = Path(__file__).resolve().parent / "magnetar_as_pulsar"
 DEFAULT_GIT_DIR = Path("/work/.mirror/apache+pulsar-client-python/repo")
-#: the suite's files that need a broker and nothing else (TLS / auth tests among them fail here:
-#: their set-up is official-client-tests-secure.sh's)
+#: the suite's files that need a broker and nothing else (its TLS / auth tests need --secure)
 FILES = ["pulsar_test.py", "reader_test.py", "schema_test.py", "asyncio_test.py", "table_view_test.py"]
 #: the suite's own set-up: tenants and namespaces it expects
 TENANTS = ["public", "private"]
 NAMESPACES = ["public/default", "public/default-2", "private/auth"]
 
 
-def _put(url: str, body: bytes | None = None) -> None:
-    request = urllib.request.Request(url, data=body, method="PUT", headers={"Content-Type": "application/json"})
+MAGNETAR = REPO_ROOT / ".venv" / "bin" / "magnetar"
+#: the secure set-up (upstream's CI): PUT path -> body, sent with the superuser's token
+SECURE_SET_UP = {
+    "clusters/standalone": {"serviceUrl": "http://localhost:8080/", "serviceUrlTls": "https://localhost:8443/",
+                            "brokerServiceUrl": "pulsar://localhost:6650/",
+                            "brokerServiceUrlTls": "pulsar+ssl://localhost:6651/"},
+    "tenants/public": {"adminRoles": ["anonymous"], "allowedClusters": ["standalone"]},
+    "namespaces/public/default": {"auth_policies": {"namespace_auth": {"anonymous": ["produce", "consume"]}}},
+    "namespaces/public/default-2": {"auth_policies": {"namespace_auth": {"anonymous": ["produce", "consume"]}}},
+    "tenants/private": {"adminRoles": [], "allowedClusters": ["standalone"]},
+    "namespaces/private/auth": {"auth_policies": {"namespace_auth": {"token-principal": ["produce", "consume"]}}},
+}
+
+
+def _put(path: str, body: object = None, token: str | None = None) -> None:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:8080/admin/v2/{path}", data=data, method="PUT", headers=headers)
     try:
         urllib.request.urlopen(request, timeout=5).close()
-    except OSError as exc:  # already there (409) is fine; anything else shows in the tests
-        print(f"set-up {url}: {exc}", file=sys.stderr)
+    except urllib.error.HTTPError as exc:
+        if exc.code != 409:  # already there is fine; anything else shows in the tests
+            print(f"set-up PUT {path}: {exc}", file=sys.stderr)
 
 
-def _start_broker(work: Path) -> subprocess.Popen:
+def _secure_config(work: Path) -> tuple[list[str], str]:
+    """Upstream's standalone-ssl.conf with its own token key and htpasswd: (broker options, superuser token)."""
+    tokens = work / "data" / "tokens"
+    tokens.mkdir(parents=True)
+    key = tokens / "secret.key"
+
+    def magnetar(*args: str) -> str:
+        return subprocess.run([str(MAGNETAR), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+    magnetar("tokens", "create-secret-key", "--output", str(key))
+    (work / "tests" / ".test-token.txt").write_text(
+        magnetar("tokens", "create", "--subject", "token-principal", "--secret-key", f"file://{key}")
+    )
+    superuser = magnetar("tokens", "create", "--subject", "superUser", "--secret-key", f"file://{key}")
+    conf = (work / "tests" / "test-conf" / "standalone-ssl.conf").read_text()
+    conf = conf.replace("file:///pulsar/data/tokens/secret.key", f"file://{key}")
+    (work / "standalone-ssl.conf").write_text(conf + "\nbasicAuthConf=test-conf/.htpasswd\n")
+    return ["--config", str(work / "standalone-ssl.conf")], superuser
+
+
+def _start_broker(work: Path, secure: bool) -> subprocess.Popen:
+    """A fresh broker for the suite, with the suite's tenants and namespaces (and, secure, its TLS,
+    token, basic and TLS-certificate authentication and its permissions)."""
+    options, token = _secure_config(work) if secure else (["--port", "6650", "--http-port", "8080"], None)
     log = (work / "broker.log").open("w")
     broker = subprocess.Popen(
-        [str(REPO_ROOT / ".venv" / "bin" / "magnetar"), "standalone", "--data-dir", str(work / "data"), "--port", "6650",
-         "--http-port", "8080"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=work,
+        [str(MAGNETAR), "standalone", "--data-dir", str(work / "data" / "broker"), *options],
+        stdout=log, stderr=subprocess.STDOUT, cwd=work / "tests",
     )
     deadline = time.monotonic() + 30
     while True:
         try:
-            urllib.request.urlopen("http://127.0.0.1:8080/admin/v2/clusters", timeout=1).close()
-            break
+            with socket.create_connection(("127.0.0.1", 6651 if secure else 6650), timeout=1):
+                break
         except OSError:
             if broker.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"the broker did not start: see {work / 'broker.log'}") from None
             time.sleep(0.1)
-    for tenant in TENANTS:
-        _put(f"http://127.0.0.1:8080/admin/v2/tenants/{tenant}", b'{"allowedClusters":["standalone"],"adminRoles":[]}')
-    for namespace in NAMESPACES:
-        _put(f"http://127.0.0.1:8080/admin/v2/namespaces/{namespace}")
+    if secure:
+        for path, body in SECURE_SET_UP.items():
+            _put(path, body, token)
+    else:
+        for tenant in TENANTS:
+            _put(f"tenants/{tenant}", {"allowedClusters": ["standalone"], "adminRoles": []})
+        for namespace in NAMESPACES:
+            _put(f"namespaces/{namespace}")
     return broker
 
 
@@ -91,7 +142,7 @@ def run_inside(args: argparse.Namespace) -> int:
     subprocess.run(
         f"git --git-dir={args.git_dir} archive HEAD tests | tar -x -C {work}", shell=True, check=True
     )
-    broker = _start_broker(work)
+    broker = _start_broker(work, args.secure)
     try:
         env = {**os.environ, "PYTHONPATH": f"{SHIM}{os.pathsep}{REPO_ROOT / 'src'}"}
         command = [
@@ -116,6 +167,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("-k", help="pytest -k expression: only these tests")
     parser.add_argument("--files", nargs="+", default=FILES, help="the suite's test files to run")
     parser.add_argument("--timeout", type=int, default=60, help="seconds per test")
+    parser.add_argument("--secure", action="store_true", help="upstream's secure set-up (TLS, tokens, basic auth)")
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.inner:
@@ -126,6 +178,8 @@ def main(argv: list[str]) -> int:
              "--files", *args.files, "--timeout", str(args.timeout)]
     if args.k:
         inner += ["-k", args.k]
+    if args.secure:
+        inner.append("--secure")
     return subprocess.run(["unshare", "--user", "--map-root-user", "--net", *inner], check=False).returncode
 
 

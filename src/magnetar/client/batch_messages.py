@@ -58,7 +58,9 @@ def has_message_after(
         if start is None or start == MessageId.earliest:
             return True
         if start == MessageId.latest:
-            return False
+            # the subscription started (or was sought) at the end: its mark-delete position is
+            # the last message then, so anything after it came later
+            return mark_delete is not None and (last.ledger_id, last.entry_id) > (mark_delete.ledger_id, mark_delete.entry_id)
         if inclusive:
             return (last.ledger_id, last.entry_id, max(last.batch_index, -1)) >= (start.ledger_id, start.entry_id, start.batch_index)
         return (last.ledger_id, last.entry_id, last.batch_index) > (start.ledger_id, start.entry_id, start.batch_index)

@@ -1,4 +1,4 @@
-"""Token authentication and TLS, against the fake broker (magnetar's broker has no auth yet)."""
+"""Token authentication and TLS against the fake broker (it refuses credentials and challenges at will)."""
 
 from __future__ import annotations
 

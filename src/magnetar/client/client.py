@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import logging
 import re
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
 
 from magnetar.client.arguments import InvalidArgument, check_optional, check_type, check_types
-from magnetar.client.auth import Authentication, AuthenticationTLS
+from magnetar.client.auth import Authentication
 from magnetar.client.config import ConsumerConfig, ProducerConfig
 from magnetar.client.connection import ConnectionPool
 from magnetar.client.consumer import Consumer
 from magnetar.client.dead_letter import DeadLetterHandler
 from magnetar.client.errors import (
     AlreadyClosed,
+    ConnectError,
     InvalidConfiguration,
     InvalidTopicName,
     PulsarError,
@@ -52,6 +54,25 @@ def _topic(name: str) -> str:
         return str(TopicName.parse(name))
     except InvalidTopicNameError as exc:
         raise InvalidTopicName(str(exc)) from None
+
+
+def _tls_context(
+    trust_certs: str | None, check_hostname: bool, allow_insecure: bool, certificate: str | None, private_key: str | None
+) -> ssl.SSLContext:
+    """The client's TLS context; files that cannot be used raise ConnectError (as the official
+    client fails to connect with them)."""
+    try:
+        context = ssl.create_default_context(cafile=trust_certs)
+        context.check_hostname = check_hostname
+        if allow_insecure:
+            context.verify_mode = ssl.CERT_NONE
+        if certificate:
+            context.load_cert_chain(certificate, private_key)
+    except (ssl.SSLError, OSError) as exc:
+        raise ConnectError(
+            f"cannot set TLS up with trust certificates {trust_certs!r}, certificate {certificate!r} and key {private_key!r}: {exc}"
+        ) from None
+    return context
 
 
 def _says_partition(mid: MessageId) -> bool:
@@ -118,17 +139,13 @@ class AsyncClient:
         self.message_listener_threads = message_listener_threads
         ssl_context = None
         if self.service_url.tls:
-            import ssl
-
-            ssl_context = ssl.create_default_context(cafile=tls_trust_certs_file_path)
-            ssl_context.check_hostname = bool(tls_validate_hostname) and not tls_allow_insecure_connection
-            if tls_allow_insecure_connection:
-                ssl_context.verify_mode = ssl.CERT_NONE
-            if tls_certificate_file_path is None and isinstance(authentication, AuthenticationTLS):
-                tls_certificate_file_path = authentication.certificate_path
-                tls_private_key_file_path = authentication.private_key_path
-            if tls_certificate_file_path:
-                ssl_context.load_cert_chain(tls_certificate_file_path, tls_private_key_file_path)
+            plugin_certificate = authentication.tls_certificate() if authentication is not None else None
+            if tls_certificate_file_path is None and plugin_certificate is not None:
+                tls_certificate_file_path, tls_private_key_file_path = plugin_certificate
+            ssl_context = _tls_context(
+                tls_trust_certs_file_path, bool(tls_validate_hostname) and not tls_allow_insecure_connection,
+                tls_allow_insecure_connection, tls_certificate_file_path, tls_private_key_file_path,
+            )
         self.pool = ConnectionPool(connection_timeout_ms / 1000.0, keep_alive_interval_seconds, ssl_context, authentication)
         lookup_cls = HttpLookupService if self.service_url.http else LookupService
         self.lookup: LookupService = lookup_cls(self.pool, self.service_url, self.operation_timeout, listener_name)

@@ -151,41 +151,39 @@ class LookupService:
 
 
 class HttpLookupService(LookupService):
-    """Lookups through the broker's HTTP API, for ``http://`` service URLs."""
+    """Lookups through the broker's HTTP API, for ``http(s)://`` service URLs.
+
+    Requests carry the authentication plugin's HTTP headers, and on https its client
+    certificate (the pool's TLS context). As the official client, a refusal (401, 403) or any
+    other error status but 404 raises ConnectError; 404 raises TopicNotFound.
+    """
+
+    def _request(self, path: str, host: str, port: int) -> bytes:
+        auth = self.pool.authentication
+        headers = {"Host": f"{host}:{port}", "Accept": "application/json", "Connection": "close"}
+        if auth is not None:
+            headers.update(auth.http_headers())
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        return f"GET {path} HTTP/1.1\r\n{lines}\r\n".encode()
 
     async def _get(self, path: str) -> object:
         host, port = self.service_url.pick()
+        request = self._request(path, host, port)
+        tls = (self.pool.ssl_context or True) if self.service_url.tls else None
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, ssl=self.service_url.tls or None), self.timeout
-            )
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=tls), self.timeout)
         except (OSError, TimeoutError) as exc:
             raise ConnectError(f"could not reach {host}:{port}: {exc}") from None
         try:
-            writer.write(
-                f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\nConnection: close\r\n\r\n".encode()
-            )
+            writer.write(request)
             data = await asyncio.wait_for(reader.read(), self.timeout)
         except TimeoutError:
             raise Timeout(f"HTTP lookup {path} timed out") from None
+        except OSError as exc:
+            raise ConnectError(f"HTTP lookup {path} on {host}:{port} failed: {exc}") from None
         finally:
             writer.close()
-        head, _, body = data.partition(b"\r\n\r\n")
-        status_line = head.split(b"\r\n", 1)[0].decode(errors="replace")
-        try:
-            status = int(status_line.split()[1])
-        except (IndexError, ValueError):
-            raise LookupError_(f"bad HTTP answer to {path}: {status_line!r}") from None
-        if b"transfer-encoding: chunked" in head.lower():
-            body = _dechunk(body)
-        if status == 404:
-            raise TopicNotFound(f"{path}: not found")
-        if status >= 400:
-            raise LookupError_(f"HTTP {status} for {path}: {body[:200].decode(errors='replace')}")
-        try:
-            return json.loads(body)
-        except ValueError:
-            raise LookupError_(f"HTTP answer to {path} is not JSON") from None
+        return _answer(path, data)
 
     @staticmethod
     def _path(topic: str) -> str:
@@ -214,6 +212,26 @@ class HttpLookupService(LookupService):
         except (TopicNotFound, PulsarError):
             return None
         return None
+
+
+def _answer(path: str, data: bytes) -> object:
+    """The JSON body of an HTTP answer; error statuses raise as the official client maps them."""
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line = head.split(b"\r\n", 1)[0].decode(errors="replace")
+    try:
+        status = int(status_line.split()[1])
+    except (IndexError, ValueError):
+        raise LookupError_(f"bad HTTP answer to {path}: {status_line!r}") from None
+    if b"transfer-encoding: chunked" in head.lower():
+        body = _dechunk(body)
+    if status == 404:
+        raise TopicNotFound(f"{path}: not found")
+    if status >= 400:
+        raise ConnectError(f"HTTP {status} for {path}: {body[:200].decode(errors='replace')}")
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise LookupError_(f"HTTP answer to {path} is not JSON") from None
 
 
 def _dechunk(body: bytes) -> bytes:

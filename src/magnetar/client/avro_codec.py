@@ -7,6 +7,7 @@ whichever branch fits it first. Written here without third-party libraries.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from magnetar.client.errors import InvalidConfiguration, SchemaSerializationError
@@ -163,21 +164,7 @@ class AvroResolvingDecoder:
         is_array = isinstance(w, AvroArray)
         reader_item = r.items if is_array else r.values  # type: ignore[union-attr]
         writer_item = w.items if is_array else w.values  # type: ignore[union-attr]
-        items: Any = [] if is_array else {}
-        while True:
-            count, pos = _read_long(buf, pos)
-            if count == 0:
-                return items, pos
-            if count < 0:
-                count = -count
-                _, pos = _read_long(buf, pos)  # block size in bytes
-            for _ in range(count):
-                if is_array:
-                    item, pos = self._read(reader_item, writer_item, buf, pos)
-                    items.append(item)
-                else:
-                    key, pos = _read_primitive("string", buf, pos)
-                    items[key], pos = self._read(reader_item, writer_item, buf, pos)
+        return _read_blocks(is_array, lambda buf, pos: self._read(reader_item, writer_item, buf, pos), buf, pos)
 
 
 def _same_kind(r: AvroType, w: AvroType) -> bool:
@@ -337,7 +324,8 @@ def _read(s: AvroType, buf: memoryview, pos: int) -> tuple[Any, int]:
         index, pos = _read_long(buf, pos)
         return _read(s.branches[index], buf, pos)  # type: ignore[union-attr]
     if cls is AvroArray or cls is AvroMap:
-        return _read_blocks(s, buf, pos)  # type: ignore[arg-type]
+        item = s.items if s.__class__ is AvroArray else s.values  # type: ignore[union-attr]
+        return _read_blocks(s.__class__ is AvroArray, lambda buf, pos: _read(item, buf, pos), buf, pos)
     if cls is AvroEnum:
         index, pos = _read_long(buf, pos)
         return s.symbols[index], pos  # type: ignore[union-attr]
@@ -345,9 +333,11 @@ def _read(s: AvroType, buf: memoryview, pos: int) -> tuple[Any, int]:
     return bytes(buf[pos : pos + size]), pos + size
 
 
-def _read_blocks(s: AvroArray | AvroMap, buf: memoryview, pos: int) -> tuple[Any, int]:
-    """An array's or a map's blocks, up to the empty one that ends them."""
-    is_array = s.__class__ is AvroArray
+def _read_blocks(
+    is_array: bool, read_item: Callable[[memoryview, int], tuple[Any, int]], buf: memoryview, pos: int
+) -> tuple[Any, int]:
+    """An array's or a map's blocks, up to the empty one that ends them; ``read_item(buf, pos)``
+    reads one item (a map's value, after its key)."""
     items: Any = [] if is_array else {}
     while True:
         count, pos = _read_long(buf, pos)
@@ -358,8 +348,8 @@ def _read_blocks(s: AvroArray | AvroMap, buf: memoryview, pos: int) -> tuple[Any
             _, pos = _read_long(buf, pos)  # block size in bytes
         for _ in range(count):
             if is_array:
-                item, pos = _read(s.items, buf, pos)  # type: ignore[union-attr]
+                item, pos = read_item(buf, pos)
                 items.append(item)
             else:
                 key, pos = _read_primitive("string", buf, pos)
-                items[key], pos = _read(s.values, buf, pos)  # type: ignore[union-attr]
+                items[key], pos = read_item(buf, pos)

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: standalone test lint bench clean reference go-client-suite
+.PHONY: standalone test lint bench clean reference go-client-suite python-client-suite
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.suite $(BENCH_ARGS)
 
 PULSAR_CLIENT_GO ?= /work/.mirror/apache+pulsar-client-go/repo
+PULSAR_CLIENT_PYTHON ?= /work/.mirror/apache+pulsar-client-python/repo
 
 ## Apache Pulsar (from Maven Central) as the reference for tests/interop (heavy, not in CI): docs/REFERENCE.md
 reference: $(STAMP)
@@ -44,6 +45,10 @@ reference: $(STAMP)
 ## pulsar-client-go's own pulsar/ tests against magnetar (PULSAR_CLIENT_GO: a git dir of apache/pulsar-client-go)
 go-client-suite: $(STAMP)
 	tools/go-client-suite.sh $(PULSAR_CLIENT_GO)
+
+## pulsar-client-python's own tests with magnetar.client in the official client's place (PULSAR_CLIENT_PYTHON: its git dir)
+python-client-suite: $(STAMP)
+	$(PY) tools/python_client_suite.py $(PULSAR_CLIENT_PYTHON) --secure
 
 clean:
 	rm -rf $(VENV) data build *.egg-info

@@ -10,11 +10,18 @@ from typing import Any
 import fastavro
 import pytest
 
-from magnetar.client import Client, InitialPosition, InvalidConfiguration, MessageId, SchemaSerializationError
+from magnetar.client import (
+    AsyncClient,
+    Client,
+    InitialPosition,
+    InvalidConfiguration,
+    MessageId,
+    SchemaSerializationError,
+)
 from magnetar.client.avro_codec import AvroCodec
 from magnetar.client.schema import AvroSchema, Integer, Record, String
 
-from .conftest import RECEIVE_MS
+from .conftest import RECEIVE_MS, run
 
 READER = {
     "type": "record", "name": "User", "fields": [
@@ -117,3 +124,25 @@ def test_consumers_read_each_message_with_the_version_that_wrote_it(
         assert versions[0] != versions[1] and len(set(versions)) == 2
         assert [v.encode() for v in versions[:2]] == [bytes(v) for v in versions[:2]]
         assert versions[1].number() == versions[0].number() + 1
+
+
+def test_the_asyncio_core_reads_each_message_with_the_version_that_wrote_it(topic: str, url: str) -> None:
+    async def main() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        async with AsyncClient(url) as client:
+            consumer = await client.subscribe(topic, "sub", schema=AvroSchema(UserV1), initial_position=InitialPosition.Earliest)
+            batch_consumer = await client.subscribe(
+                topic, "batch", schema=AvroSchema(UserV1), initial_position=InitialPosition.Earliest
+            )
+            first = await client.create_producer(topic, schema=AvroSchema(UserV1))
+            second = await client.create_producer(topic, schema=AvroSchema(UserV2))
+            for i in range(3):
+                await first.send(UserV1(name=f"v1-{i}", age=100 + i))
+                await second.send(UserV2(name=f"v2-{i}", age=200 + i, city="x"))
+            received = [await consumer.receive(RECEIVE_MS) for _ in range(6)]
+            batched: list = []
+            while len(batched) < 6:
+                batched += await batch_consumer.batch_receive()
+            return [(m.value().name, m.value().age) for m in received], [(m.value().name, m.value().age) for m in batched]
+
+    expected = [(f"v{v}-{i}", v * 100 + i) for i in range(3) for v in (1, 2)]
+    assert run(main(), timeout=60) == (expected, expected)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 
 from magnetar.client.config import DEFAULT_BATCH_RECEIVE_POLICY, ConsumerConfig, MessageListener
 from magnetar.client.errors import AlreadyClosed, InvalidConfiguration, PulsarError, Timeout
@@ -56,6 +56,9 @@ class ReceiverBase:
         self._paused = False
         #: told after each delivery to the queue, and when the receiver stops (the sync face's wait)
         self.on_delivered: Callable[[], None] | None = None
+        #: awaited for each message before it is handed out on the loop, when the schema needs it
+        #: (an Avro schema fetches the version that wrote the message: value() cannot wait there)
+        self._prepare: Callable[[Message], Awaitable[None]] | None = getattr(self.config.schema, "prepare_message", None)
 
     # what subclasses provide
     def _dequeued_many(self, messages: Sequence[Message]) -> None:  # pragma: no cover - abstract
@@ -103,20 +106,26 @@ class ReceiverBase:
         if self._queue:
             msg = self._queue.popleft()
             self._dequeued_one(msg)
+            if self._prepare is not None:
+                await self._prepare(msg)
             return msg
         fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
         self._want_one()
         try:
             if timeout_millis is None:
-                return await fut
-            return await asyncio.wait_for(fut, timeout_millis / 1000.0)
+                msg = await fut
+            else:
+                msg = await asyncio.wait_for(fut, timeout_millis / 1000.0)
         except TimeoutError:
             raise Timeout(f"no message received from {self.topic} within {timeout_millis} ms") from None
         finally:
             if not fut.done() or fut.cancelled():
                 fut.cancel()
                 self._forget_waiter(fut)
+        if self._prepare is not None:
+            await self._prepare(msg)
+        return msg
 
     def __aiter__(self) -> ReceiverBase:
         return self
@@ -202,6 +211,9 @@ class ReceiverBase:
             size += len(msg._payload)
         if out:
             self._dequeued_many(out)
+            if self._prepare is not None:
+                for msg in out:
+                    await self._prepare(msg)
         return out
 
     # -- listener ------------------------------------------------------------------------
@@ -222,6 +234,8 @@ class ReceiverBase:
             msg = self._queue.popleft()
             self._dequeued_many((msg,))
             try:
+                if self._prepare is not None:
+                    await self._prepare(msg)
                 result = listener(self, msg)
                 if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
                     await result

@@ -29,7 +29,7 @@ from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtobufMessage
 
 from magnetar.client.avro_codec import AvroCodec, AvroResolvingDecoder
-from magnetar.client.errors import InvalidConfiguration, SchemaSerializationError
+from magnetar.client.errors import InvalidConfiguration, PulsarError, SchemaSerializationError
 from magnetar.client.records import (  # the official client's pulsar.schema names
     Array,
     Boolean,
@@ -407,6 +407,22 @@ class AvroSchema(_RecordSchema):
             return self._typed(decoder.decode(data))
         except SchemaSerializationError:
             return self.decode(data)
+
+    async def prepare_message(self, message: Any) -> None:
+        """On the client's event loop, before a message is handed out: fetch the version of the
+        schema that wrote it if it is new, so that ``value()`` (which cannot wait for the broker
+        there) reads it with that version. A version that cannot be had is left to ``value()``."""
+        version = message._metadata().schema_version
+        if not version:
+            return
+        key = (message.topic_name(), bytes(version))
+        if key in self._writer_decoders:
+            return
+        try:
+            wire = await message._consumer.client.lookup.get_schema(key[0], key[1])
+        except PulsarError:
+            return
+        self._writer_decoders[key] = self._decoder_for(wire)
 
     def _decoder_for(self, wire: Any) -> AvroCodec | AvroResolvingDecoder:
         """The decoder of payloads written with the wire Schema ``wire`` (None: none registered)."""

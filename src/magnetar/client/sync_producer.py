@@ -141,8 +141,12 @@ class Producer:
             _check_content(content)
         if sequence_id is not None and sequence_id.__class__ is not int:
             check_optional(sequence_id, int, "sequence_id")
-        options = _given_options(properties, partition_key, ordering_key, replication_clusters, disable_replication,
-                                 event_timestamp, deliver_at, deliver_after)
+        if (properties is None and partition_key is None and ordering_key is None and event_timestamp is None
+                and deliver_at is None and deliver_after is None and not replication_clusters and not disable_replication):
+            options = None  # (the common send, without a call to find that out)
+        else:
+            options = _given_options(properties, partition_key, ordering_key, replication_clusters,
+                                     disable_replication, event_timestamp, deliver_at, deliver_after)
         if self._loop.is_closed():
             raise AlreadyClosed(f"producer {self._core.name} on {self._core.topic}: the client is closed")
         limit = self._limit
@@ -243,11 +247,9 @@ def _given_options(
     properties: dict[str, str] | None, partition_key: str | None, ordering_key: bytes | None,
     replication_clusters: Any, disable_replication: bool, event_timestamp: int | None, deliver_at: int | None,
     deliver_after: Any,
-) -> dict[str, Any] | None:
-    """The send options given (not at their defaults) as ``send_nowait`` keywords, or None if none is."""
-    if (properties is None and partition_key is None and ordering_key is None and event_timestamp is None
-            and deliver_at is None and deliver_after is None and not replication_clusters and not disable_replication):
-        return None
+) -> dict[str, Any]:
+    """The send options given (some not at their defaults: the caller checked) as ``send_nowait``
+    keywords, their types checked."""
     given = {
         "properties": properties, "partition_key": partition_key, "ordering_key": ordering_key,
         "event_timestamp": event_timestamp, "deliver_at": deliver_at, "deliver_after": deliver_after,

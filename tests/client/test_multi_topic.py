@@ -97,6 +97,17 @@ def test_partitioned_topic_consumer_and_reader(broker: BrokerProcess, client: Cl
     assert not reader.has_message_available()
 
 
+def _subscribed_in_each_mode(client: Client, pattern: re.Pattern, np_topic: str, p_topic: str) -> tuple:
+    """Subscribe ``pattern`` in the three regex modes; check each found its topics; (all, non-persistent only)."""
+    every = client.subscribe(pattern, "all", regex_subscription_mode=RegexSubscriptionMode.AllTopics)
+    only_np = client.subscribe(pattern, "np", regex_subscription_mode=RegexSubscriptionMode.NonPersistentOnly)
+    only_p = client.subscribe(pattern, "p", regex_subscription_mode=RegexSubscriptionMode.PersistentOnly)
+    assert every.core.topics() == sorted([np_topic, p_topic])
+    assert only_np.core.topics() == [np_topic]
+    assert only_p.core.topics() == [p_topic]
+    return every, only_np
+
+
 def test_pattern_modes_persistent_non_persistent_all(client: Client) -> None:
     prefix = f"mode-{uuid.uuid4().hex[:8]}"
     np_topic = f"non-persistent://public/default/{prefix}-np"
@@ -104,12 +115,7 @@ def test_pattern_modes_persistent_non_persistent_all(client: Client) -> None:
     np_producer = client.create_producer(np_topic)  # a non-persistent topic lives while it is used
     client.create_producer(p_topic).send(b"stored")
     pattern = re.compile(f"{prefix}-.*")
-    every = client.subscribe(pattern, "all", regex_subscription_mode=RegexSubscriptionMode.AllTopics)
-    only_np = client.subscribe(pattern, "np", regex_subscription_mode=RegexSubscriptionMode.NonPersistentOnly)
-    only_p = client.subscribe(pattern, "p", regex_subscription_mode=RegexSubscriptionMode.PersistentOnly)
-    assert every.core.topics() == sorted([np_topic, p_topic])
-    assert only_np.core.topics() == [np_topic]
-    assert only_p.core.topics() == [p_topic]
+    every, only_np = _subscribed_in_each_mode(client, pattern, np_topic, p_topic)
     np_producer.send(b"live")
     assert every.receive(RECEIVE_MS).data() == b"live"
     assert only_np.receive(RECEIVE_MS).data() == b"live"
@@ -123,12 +129,7 @@ def test_pattern_without_a_domain_matches_topics_of_every_domain_the_mode_lists(
     client.create_producer(p_topic)
     client.create_producer(f"persistent://public/default/no-match-{prefix}")
     pattern = re.compile(f"public/default/{prefix}-.*")
-    every = client.subscribe(pattern, "all", regex_subscription_mode=RegexSubscriptionMode.AllTopics)
-    only_np = client.subscribe(pattern, "np", regex_subscription_mode=RegexSubscriptionMode.NonPersistentOnly)
-    only_p = client.subscribe(pattern, "p", regex_subscription_mode=RegexSubscriptionMode.PersistentOnly)
-    assert every.core.topics() == sorted([np_topic, p_topic])
-    assert only_np.core.topics() == [np_topic]
-    assert only_p.core.topics() == [p_topic]
+    _subscribed_in_each_mode(client, pattern, np_topic, p_topic)
     # a pattern with a domain is matched without it, as the Java and C++ clients match it
     with_domain = client.subscribe(re.compile(f"persistent://public/default/{prefix}-.*"), "d",
                                    regex_subscription_mode=RegexSubscriptionMode.AllTopics)

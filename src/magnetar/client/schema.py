@@ -45,7 +45,7 @@ from magnetar.client.records import (  # the official client's pulsar.schema nam
     Record,
     String,
 )
-from magnetar.client.schema_versions import WriterSchemaUnavailable, fetch_writer_schema
+from magnetar.client.schema_versions import WriterSchemaUnavailable, wait_on_client_loop
 from magnetar.protocol.enums import SchemaType
 from magnetar.protocol.schema import KeyValue
 from magnetar.protocol.schema import Schema as WireSchema
@@ -397,11 +397,11 @@ class AvroSchema(_RecordSchema):
         decoder = self._writer_decoders.get(key)
         if decoder is None:
             try:
-                wire = fetch_writer_schema(message._consumer, key[0], key[1])
+                wait_on_client_loop(message._consumer, lambda: self.prepare_message(message))
             except WriterSchemaUnavailable:
                 return self.decode(data)
-            decoder = self._writer_decoders[key] = self._decoder_for(wire)
-        if decoder is self._codec:
+            decoder = self._writer_decoders.get(key)
+        if decoder is None or decoder is self._codec:
             return self.decode(data)
         try:
             return self._typed(decoder.decode(data))

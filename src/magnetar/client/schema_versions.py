@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Callable, Coroutine
 from typing import Any
-
-from magnetar.client.errors import PulsarError
 
 
 class WriterSchemaUnavailable(Exception):
@@ -20,13 +19,12 @@ class WriterSchemaUnavailable(Exception):
     loop, where waiting for the broker would block it); a later message may get it."""
 
 
-def fetch_writer_schema(consumer: Any, topic: str, version: bytes) -> Any:
-    """The wire Schema of ``version`` of ``topic``'s schema (None when the broker has none), asked
-    through ``consumer``'s client and waited for on this thread.
+def wait_on_client_loop(consumer: Any, make: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run the coroutine ``make()`` on ``consumer``'s client event loop and wait for it on this
+    thread (the sync face's ``value()``: the asyncio core has fetched before handing out).
 
-    Raises WriterSchemaUnavailable when the caller is on an event loop (the asyncio core decodes
-    with the consumer's own schema then), when the consumer has no connection, or when the broker
-    does not answer in time.
+    Raises WriterSchemaUnavailable when the caller is on an event loop, when the consumer has no
+    connection, or when the coroutine does not finish within the client's operation timeout.
     """
     conn = getattr(consumer, "conn", None)
     if conn is None:
@@ -40,12 +38,9 @@ def fetch_writer_schema(consumer: Any, topic: str, version: bytes) -> Any:
     loop = conn.connected.get_loop()
     if loop.is_closed() or not loop.is_running():
         raise WriterSchemaUnavailable("the client's event loop is not running")
-    client = consumer.client
-    future = asyncio.run_coroutine_threadsafe(client.lookup.get_schema(topic, version), loop)
+    future = asyncio.run_coroutine_threadsafe(make(), loop)
     try:
-        return future.result(client.operation_timeout)
+        future.result(consumer.client.operation_timeout)
     except concurrent.futures.TimeoutError:
         future.cancel()
-        raise WriterSchemaUnavailable(f"no answer for schema version {version.hex()} of {topic}") from None
-    except PulsarError as exc:
-        raise WriterSchemaUnavailable(f"schema version {version.hex()} of {topic}: {exc}") from None
+        raise WriterSchemaUnavailable("no answer from the broker in time") from None

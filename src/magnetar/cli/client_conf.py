@@ -17,7 +17,6 @@ with their parameter formats::
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import os
@@ -162,14 +161,10 @@ class ClientConf:
         return str(cert), str(key)
 
     def http_authorization(self) -> str | None:
-        """The ``Authorization`` header value for the admin API, None when none is sent."""
-        method = self.auth_method
-        if method == "token":
-            return f"Bearer {self.token()}"
-        if method == "basic":
-            user, password = self.basic_credentials()
-            return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-        return None
+        """The ``Authorization`` header value for the admin API (the plugin's, as its HTTP lookups
+        send it), None when none is sent."""
+        plugin = self.native_client_options().get("authentication")
+        return plugin.http_headers().get("Authorization") if plugin is not None else None
 
     def http_ssl_context(self) -> ssl.SSLContext:
         """The TLS context of https:// admin requests: trust, hostname check, client certificate."""

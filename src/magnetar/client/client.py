@@ -48,8 +48,7 @@ def _context(exc: PulsarError, what: str) -> PulsarError:
 
 
 def _topic(name: str) -> str:
-    if not isinstance(name, str):
-        raise InvalidArgument(f"Argument topic is expected to be of type 'str' and not '{type(name).__name__}'")
+    check_type(name, str, "topic")
     try:
         return str(TopicName.parse(name))
     except InvalidTopicNameError as exc:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.security.tls import server_context
-from magnetar.broker.server import BrokerServer
+from magnetar.broker.server import BrokerServer, bind_socket
 from magnetar.broker.service import BrokerService
 
 if TYPE_CHECKING:
@@ -32,21 +32,6 @@ if TYPE_CHECKING:
     from magnetar.admin.http_server import ASGIApp, HttpServer
 
 log = logging.getLogger("magnetar.admin")
-
-
-def bind_socket(bind: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``bind:port`` (0: a free port) and listening: a client that calls the
-    REST API as soon as the binary port answers (as scripts written for Pulsar do) waits in the
-    backlog while the HTTP app is built, instead of being refused."""
-    sock = socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((bind, port))
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 #: seconds from start to the statistics sampling's start (rates are over 10 s windows)
@@ -118,12 +103,12 @@ class StandaloneServer:
         return bool(self._sockets) or self.http is not None or self.https is not None
 
     async def start(self) -> None:
-        """Open the service, bind the HTTP ports, open the binary listeners; returns once all accept
-        connections (the HTTP ones are served from their first connection on). A port in use fails before
-        anything listens, and the bound HTTP ports are in the config before the first client can ask."""
+        """Bind every port, then lock and open the data directory, then serve; returns once all accept
+        connections (the HTTP ones are served from their first connection on). A port that cannot be
+        bound fails before anything serves and before the data directory is touched (not even created),
+        and the bound HTTP ports are in the config before the first client can ask."""
         config = self.config
         https_context = server_context(config.security) if config.https_port is not None else None
-        await self.broker.service.start()
         sockets: list[tuple[socket.socket, ssl.SSLContext | None]] = []
         try:
             if config.http_port:
@@ -134,10 +119,13 @@ class StandaloneServer:
                 self.https_port = sockets[-1][0].getsockname()[1]
                 if config.https_port != self.https_port:
                     config.with_security(web_service_port_tls=self.https_port)
+            self.broker.bind()
+            await self.broker.service.start()
             await self.broker.listen()
         except BaseException:
             for sock, _context in sockets:
                 sock.close()
+            self.broker.unbind()
             raise
         if sockets:
             self._sockets = sockets

@@ -30,6 +30,7 @@ from magnetar.broker.topic_directory import TopicDirectory
 from magnetar.broker.topic_loading import TopicLoader, terminated_key
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.topic_name import TopicName
+from magnetar.storage.dir_lock import DataDirLock
 from magnetar.storage.ledger import CacheBudget
 from magnetar.storage.managed_cursor import ManagedCursor
 from magnetar.storage.metadata import MetadataStore
@@ -76,6 +77,8 @@ class BrokerService(TopicDirectory):
         #: the durable cursors and their persistence (set in start())
         self.persistence: CursorPersistence
         self._tasks: list[asyncio.Task] = []
+        #: this broker's hold on its data directory (taken in start(), released by stop())
+        self._dir_lock: DataDirLock
         self._compactor: Compactor | None = None
         self.started_at = time.time()
         self.running = False
@@ -89,9 +92,20 @@ class BrokerService(TopicDirectory):
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
-        """Open the metadata store and start background tasks."""
+        """Lock the data directory (DataDirLockedError when another broker holds it: nothing in it is
+        touched then), open the metadata store and start background tasks."""
+        self._dir_lock = DataDirLock.acquire(self.config.data_dir)
+        try:
+            self._open_storage()
+        except BaseException:
+            self._dir_lock.release()
+            raise
+        if self.metadata.list_kv(_COMPACTION_STATUS_PREFIX):
+            _ = self.compactor  # a compaction a crashed broker left RUNNING is marked ERROR now
+
+    def _open_storage(self) -> None:
+        """Open the (locked) data directory's metadata and start the committer and background tasks."""
         data_dir = self.config.data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
         (data_dir / "ledgers").mkdir(exist_ok=True)
         self._salvage_damaged_metadata(data_dir)
         self.metadata = MetadataStore(data_dir / "metadata.db")
@@ -107,8 +121,6 @@ class BrokerService(TopicDirectory):
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="lifecycle"))
         self.running = True
-        if self.metadata.list_kv(_COMPACTION_STATUS_PREFIX):
-            _ = self.compactor  # a compaction a crashed broker left RUNNING is marked ERROR now
 
     @staticmethod
     def _salvage_damaged_metadata(data_dir: Path) -> None:
@@ -152,6 +164,7 @@ class BrokerService(TopicDirectory):
         self.persistence.close()
         self.topic_loader.shutdown()
         self._reap_executor.shutdown(wait=True)
+        self._dir_lock.release()
 
     @property
     def compactor(self) -> Compactor:

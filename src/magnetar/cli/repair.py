@@ -5,7 +5,7 @@ still readable), scans every segment file (damaged entries in the middle of a se
 segments whose framing is lost), registers again the topics whose metadata rows were lost (from the
 topic name kept next to each ledger), and prints what it found, what it repaired and what is lost.
 Exit status: 0 when the directory was clean, 1 when something was found (repaired or not), 2 when
-the directory does not exist.
+the directory does not exist or a running broker holds it (``DATA_DIR/LOCK``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from magnetar.storage.dir_lock import DataDirLock, DataDirLockedError
 from magnetar.storage.repair import repair_data_dir
 
 
@@ -26,7 +27,13 @@ def repair(
     if not data_dir.is_dir():
         typer.echo(f"error: {data_dir} is not a directory", err=True)
         raise typer.Exit(2)
-    report = repair_data_dir(data_dir, fix=not check_only)
+    try:
+        lock = DataDirLock.acquire(data_dir, create=False)
+    except DataDirLockedError as exc:
+        typer.echo(f"error: {exc}; stop the broker first", err=True)
+        raise typer.Exit(2) from None
+    with lock:
+        report = repair_data_dir(data_dir, fix=not check_only)
     for line in report.found:
         typer.echo(f"found: {line}")
     for line in report.repaired:

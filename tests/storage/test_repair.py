@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from magnetar.cli.repair import repair
-from magnetar.storage import ManagedLedger, MetadataStore
+from magnetar.storage import CursorState, ManagedLedger, MetadataStore
 from magnetar.storage.health import storage_health
 from magnetar.storage.repair import metadata_problem, repair_data_dir
 from magnetar.storage.segment import segment_file_name
@@ -25,7 +25,7 @@ def _data_dir(tmp_path: Path) -> tuple[Path, int]:
     with MetadataStore(data / "metadata.db") as store:
         store.ensure_defaults()
         ledger_id = store.get_or_create_topic(TOPIC)
-        store.save_cursors([(TOPIC, "sub", b"\x00")])
+        store.save_cursors([(TOPIC, "sub", CursorState(-1).to_bytes())])
     with ManagedLedger.open(data / "ledgers" / str(ledger_id), ledger_id, segment_max_bytes=100, label=TOPIC) as ledger:
         for i in range(6):
             ledger.append(b"entry-%d" % i + bytes(40))
@@ -69,7 +69,7 @@ def test_a_readable_database_with_damage_inside_keeps_every_readable_row(tmp_pat
     assert any("metadata table kv: unreadable" in line for line in report.found), report.found
     with MetadataStore(data / "metadata.db") as store:
         assert store.get_topic(TOPIC) == ledger_id
-        assert store.load_cursors(TOPIC) == {"sub": b"\x00"}
+        assert store.load_cursors(TOPIC) == {"sub": CursorState(-1).to_bytes()}
 
 
 def test_damaged_segments_are_reported_with_what_is_lost(tmp_path: Path) -> None:

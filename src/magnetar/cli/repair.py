@@ -2,8 +2,10 @@
 
 It checks ``metadata.db`` (a damaged database is set aside and a new one is built from every row
 still readable), scans every segment file (damaged entries in the middle of a segment, torn tails,
-segments whose framing is lost), registers again the topics whose metadata rows were lost (from the
-topic name kept next to each ledger), and prints what it found, what it repaired and what is lost.
+segments whose framing is lost, entry ids that repeat or are missing between segments), checks the
+cursors against their ledgers (entries acknowledged but missing are cut back), registers again the
+topics whose metadata rows were lost (from the topic name kept next to each ledger), and prints
+what it found, what it repaired and what is lost. It holds the directory's lock meanwhile.
 Exit status: 0 when the directory was clean, 1 when something was found (repaired or not), 2 when
 the directory does not exist or a running broker holds it (``DATA_DIR/LOCK``).
 """
@@ -38,6 +40,9 @@ def repair(
         typer.echo(f"found: {line}")
     for line in report.repaired:
         typer.echo(f"repaired: {line}")
-    typer.echo(f"lost entries: {report.lost_entries}; damaged entries skipped when read: {report.damaged_entries}")
+    typer.echo(
+        f"lost entries: {report.lost_entries}; damaged entries skipped when read: {report.damaged_entries}; "
+        f"entry ids repeated: {report.repeated_entries}; acknowledged but missing: {report.acked_missing_entries}"
+    )
     typer.echo("clean" if report.clean else ("checked, nothing changed" if check_only else "repaired what could be"))
     raise typer.Exit(0 if report.clean else 1)

@@ -172,6 +172,25 @@ class CursorState:
         self._batches.clear()
         self._dirty = True
 
+    def forget_after(self, last_entry_id: int) -> int:
+        """Drop every acknowledgement of an entry above ``last_entry_id`` (entries its ledger does not
+        hold, which would otherwise hide the messages later given those ids); how many entries were
+        acknowledged above it (a partially acknowledged batch counting as one)."""
+        dropped = 0
+        if self._mark_delete > last_entry_id:
+            dropped += self._mark_delete - last_entry_id
+            self._mark_delete = last_entry_id
+        top = self._acked.last()
+        if top is not None and top > last_entry_id:
+            dropped += self._acked.count_between(last_entry_id + 1, top)
+            self._acked.remove_range(last_entry_id + 1, top)
+        for entry_id in [e for e in self._batches if e > last_entry_id]:
+            del self._batches[entry_id]
+            dropped += 1
+        if dropped:
+            self._dirty = True
+        return dropped
+
     def next_unacked(self, entry_id: int) -> int:
         """Smallest entry id ``>= entry_id`` that is not fully acknowledged."""
         return self._acked.next_missing(max(entry_id, self._mark_delete + 1))

@@ -15,6 +15,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from magnetar.storage.consistency import (
+    LedgerExtent,
+    SegmentSpan,
+    check_cursors,
+    check_segment_spans,
+    ledger_extent,
+)
 from magnetar.storage.ledger import ManagedLedger
 from magnetar.storage.metadata import DB_FILE_NAME, MetadataStore
 from magnetar.storage.segment import _scan, parse_segment_file_name, read_ledger_label
@@ -33,6 +40,10 @@ class RepairReport:
     repaired: list[str] = field(default_factory=list)
     lost_entries: int = 0
     damaged_entries: int = 0
+    #: entry ids held twice by a ledger's segments (two writers)
+    repeated_entries: int = 0
+    #: entries a cursor acknowledges that its ledger does not hold
+    acked_missing_entries: int = 0
 
     @property
     def clean(self) -> bool:
@@ -103,51 +114,65 @@ def _copy_table(old: sqlite3.Connection, store: MetadataStore, table: str, repor
     report.repaired.append(f"metadata table {table}: salvaged {len(rows)} rows")
 
 
-def check_ledgers(data_dir: Path, report: RepairReport) -> dict[int, int]:
-    """Scan every segment of every ledger; returns {ledger id: entries} and reports damage."""
+def check_ledgers(data_dir: Path, report: RepairReport) -> dict[int, LedgerExtent]:
+    """Scan every segment of every ledger; returns {ledger id: the ids it holds} and reports damage:
+    damaged records, torn segments, ids that repeat or are missing between segments."""
     root = Path(data_dir) / "ledgers"
-    counts: dict[int, int] = {}
+    extents: dict[int, LedgerExtent] = {}
     if not root.is_dir():
-        return counts
+        return extents
     for directory in sorted(root.iterdir()):
         if not directory.is_dir() or not directory.name.isdigit():
             continue
-        bases = sorted(b for n in os.listdir(directory) if (b := parse_segment_file_name(n)) is not None)
-        total = 0
-        for i, base in enumerate(bases):
-            path = directory / f"{base:020d}.log"
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                size = os.fstat(fd).st_size
-                offsets, end, problem, damaged = _scan(fd, size)
-            finally:
-                os.close(fd)
-            total += len(offsets)
-            if damaged:
-                report.damaged_entries += damaged
-                report.found.append(f"ledger {directory.name} segment {path.name}: {damaged} damaged entries (skipped when read)")
-            if problem is None:
-                continue
-            if i + 1 < len(bases):
-                lost = bases[i + 1] - base - len(offsets)
-                report.lost_entries += lost
-                report.found.append(
-                    f"ledger {directory.name} segment {path.name}: {problem} at byte {end}; "
-                    f"entries {base + len(offsets)}..{bases[i + 1] - 1} ({lost}) are lost"
-                )
-            else:
-                report.found.append(
-                    f"ledger {directory.name} segment {path.name}: {problem} at byte {end}; "
-                    f"{size - end} bytes of an unconfirmed tail are cut when the ledger opens"
-                )
-        counts[int(directory.name)] = total
-    return counts
+        spans, torn = _scan_ledger(directory, report)
+        findings = check_segment_spans(int(directory.name), spans, torn)
+        report.found.extend(findings.lines)
+        report.repeated_entries += findings.repeated
+        report.lost_entries += findings.missing
+        extents[int(directory.name)] = ledger_extent(spans)
+    return extents
+
+
+def _scan_ledger(directory: Path, report: RepairReport) -> tuple[list[SegmentSpan], set[str]]:
+    """The segments of one ledger as scanned, and the names of those whose torn end was reported."""
+    bases = sorted(b for n in os.listdir(directory) if (b := parse_segment_file_name(n)) is not None)
+    spans: list[SegmentSpan] = []
+    torn: set[str] = set()
+    for i, base in enumerate(bases):
+        path = directory / f"{base:020d}.log"
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            offsets, end, problem, damaged = _scan(fd, size)
+        finally:
+            os.close(fd)
+        spans.append(SegmentSpan(path.name, base, len(offsets)))
+        if damaged:
+            report.damaged_entries += damaged
+            report.found.append(f"ledger {directory.name} segment {path.name}: {damaged} damaged entries (skipped when read)")
+        if problem is None:
+            continue
+        torn.add(path.name)
+        if i + 1 < len(bases):
+            lost = bases[i + 1] - base - len(offsets)
+            report.lost_entries += max(lost, 0)
+            report.found.append(
+                f"ledger {directory.name} segment {path.name}: {problem} at byte {end}; "
+                f"entries {base + len(offsets)}..{bases[i + 1] - 1} ({lost}) are lost"
+            )
+        else:
+            report.found.append(
+                f"ledger {directory.name} segment {path.name}: {problem} at byte {end}; "
+                f"{size - end} bytes of an unconfirmed tail are cut when the ledger opens"
+            )
+    return spans, torn
 
 
 def repair_data_dir(data_dir: Path, *, fix: bool = True) -> RepairReport:
     """Check a (stopped) broker's data directory and, with ``fix``, repair what can be repaired:
     a damaged metadata database is rebuilt from its readable rows, topics whose rows were lost are
-    registered again from their ledgers' labels, torn segment tails are cut."""
+    registered again from their ledgers' labels, torn segment tails are cut, cursors acknowledging
+    entries their ledger does not hold are cut back to its last entry."""
     data_dir = Path(data_dir)
     # The broker keeps its database at DATA_DIR/metadata.db/metadata.db.
     meta_dir = data_dir / DB_FILE_NAME if (data_dir / DB_FILE_NAME).is_dir() else data_dir
@@ -157,9 +182,15 @@ def repair_data_dir(data_dir: Path, *, fix: bool = True) -> RepairReport:
         report.found.append(f"{DB_FILE_NAME} is damaged: {problem}")
         if fix:
             salvage_metadata(meta_dir, report)
-    counts = check_ledgers(data_dir, report)
-    if not fix or not counts:
+    extents = check_ledgers(data_dir, report)
+    if problem is None or fix:
+        found, missing, repaired = check_cursors(meta_dir, extents, fix=fix)
+        report.found.extend(found)
+        report.acked_missing_entries += missing
+        report.repaired.extend(repaired)
+    if not fix or not extents:
         return report
+    counts = {ledger_id: max(extent.last - extent.first + 1, 0) for ledger_id, extent in extents.items()}
     with MetadataStore(meta_dir) as store:
         store.reserve_ledger_ids(max(counts))
         known = {store.get_topic(name): name for name in store.list_topics()}

@@ -30,6 +30,7 @@ from magnetar.broker.topic_directory import TopicDirectory
 from magnetar.broker.topic_loading import TopicLoader, terminated_key
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.topic_name import TopicName
+from magnetar.storage.data_format import open_format
 from magnetar.storage.dir_lock import DataDirLock
 from magnetar.storage.ledger import CacheBudget
 from magnetar.storage.managed_cursor import ManagedCursor
@@ -104,8 +105,10 @@ class BrokerService(TopicDirectory):
             _ = self.compactor  # a compaction a crashed broker left RUNNING is marked ERROR now
 
     def _open_storage(self) -> None:
-        """Open the (locked) data directory's metadata and start the committer and background tasks."""
+        """Check the (locked) data directory's format (DataFormatError: newer than this broker), open its
+        metadata and start the committer and background tasks."""
         data_dir = self.config.data_dir
+        open_format(data_dir)
         (data_dir / "ledgers").mkdir(exist_ok=True)
         self._salvage_damaged_metadata(data_dir)
         self.metadata = MetadataStore(data_dir / "metadata.db")

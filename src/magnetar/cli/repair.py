@@ -7,7 +7,8 @@ cursors against their ledgers (entries acknowledged but missing are cut back), r
 topics whose metadata rows were lost (from the topic name kept next to each ledger), and prints
 what it found, what it repaired and what is lost. It holds the directory's lock meanwhile.
 Exit status: 0 when the directory was clean, 1 when something was found (repaired or not), 2 when
-the directory does not exist or a running broker holds it (``DATA_DIR/LOCK``).
+the directory does not exist, a running broker holds it (``DATA_DIR/LOCK``) or it is newer than
+this magnetar (``DATA_DIR/FORMAT``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from magnetar.storage.data_format import DataFormatError, check_format
 from magnetar.storage.dir_lock import DataDirLock, DataDirLockedError
 from magnetar.storage.repair import repair_data_dir
 
@@ -35,6 +37,11 @@ def repair(
         typer.echo(f"error: {exc}; stop the broker first", err=True)
         raise typer.Exit(2) from None
     with lock:
+        try:
+            check_format(data_dir)
+        except DataFormatError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
         report = repair_data_dir(data_dir, fix=not check_only)
     for line in report.found:
         typer.echo(f"found: {line}")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from magnetar.broker.config import BrokerConfig, ConfigError
 from magnetar.broker.security.errors import SecurityConfigError
+from magnetar.storage.data_format import DataFormatError
 from magnetar.storage.dir_lock import DataDirLockedError
 
 log = logging.getLogger("magnetar.broker")
@@ -147,7 +148,7 @@ def start_standalone(flags: dict[str, object]) -> int:
     except (SecurityConfigError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except DataDirLockedError as exc:
+    except (DataDirLockedError, DataFormatError) as exc:
         print(f"error: cannot start broker: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, bool]] = {
     "sql": ("magnetar.cli.sql", "sql", False),
     "standalone": ("magnetar.cli.standalone_command", "standalone", False),
     "repair": ("magnetar.cli.repair", "repair", False),
+    "backup": ("magnetar.cli.backup", "backup", False),
 }
 HELP = "magnetar: a light messaging broker with Apache Pulsar's model and wire protocol."
 

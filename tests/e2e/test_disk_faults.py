@@ -1,8 +1,8 @@
 """A full disk, end to end: a broker whose data directory is a small tmpfs, and the official client.
 
-While the disk is full, publishes fail with Pulsar's PersistenceError (the client reconnects and
-retries until its send timeout: never a hang on the broker's side), consumers go on receiving and
-acknowledging, and the health endpoint and ``/metrics`` say what is wrong. Once space is back,
+While the disk is full, the official client's sends fail at once with ProducerBlockedQuotaExceededException
+(the broker closes the producers and refuses their re-registration: see broker/topics/no_space.py),
+consumers go on receiving and acknowledging, and the health endpoint and ``/metrics`` say what is wrong. Once space is back,
 publishing resumes without a restart, and a restart afterwards finds every confirmed message exactly
 once.
 """
@@ -13,7 +13,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -42,12 +41,12 @@ def _index_of(data: bytes) -> int:
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """An 8 MiB tmpfs (root only), unmounted afterwards."""
+    """A 48 MiB tmpfs (root only), unmounted afterwards."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a tmpfs needs root")
     mount_point = tmp_path / "disk"
     mount_point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)], capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mount_point)], capture_output=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
     yield mount_point
@@ -69,65 +68,91 @@ def _wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def test_disk_full_fails_publishes_and_publishing_resumes_by_itself(
+def _fill(disk: Path, leave: int) -> Path:
+    """A filler file that leaves ``leave`` bytes free on ``disk``."""
+    stats = os.statvfs(disk)
+    filler = disk / "filler"
+    with open(filler, "wb") as out:
+        remaining = stats.f_bavail * stats.f_frsize - leave
+        while remaining > 0:
+            remaining -= out.write(b"\0" * min(remaining, 1 << 20))
+    return filler
+
+
+def _timed_send(producer: pulsar.Producer, data: bytes) -> tuple[BaseException | None, float]:
+    started = time.monotonic()
+    try:
+        producer.send(data)
+    except Exception as exc:  # noqa: BLE001 - the test asserts which
+        return exc, time.monotonic() - started
+    return None, time.monotonic() - started
+
+
+SEND_TIMEOUT_MS = 10_000
+
+
+def test_disk_full_gives_the_official_client_a_final_error_and_publishing_resumes(
     small_disk: Path,
     dedicated_broker: Callable[..., BrokerProcess],
     client_factory: Callable[[str], pulsar.Client],
 ) -> None:
     conf = small_disk.parent / "broker.toml"
     conf.write_text("segment_max_bytes = 1048576\n")
-    ballast = small_disk / "ballast"
-    ballast.write_bytes(b"\0" * (1536 * 1024))
     log_path = small_disk.parent / "broker.log"  # not on the full disk
     broker = dedicated_broker(small_disk / "data", args=("--config", str(conf)), log_path=log_path)
     producing = client_factory(broker.service_url)
     consuming = client_factory(broker.service_url)
     consuming.subscribe(TOPIC, "audit").close()  # holds every message back from trimming
     consumer = consuming.subscribe(TOPIC, "live")
-    producer = producing.create_producer(TOPIC, send_timeout_millis=3000, batching_enabled=False)
+    producer = producing.create_producer(TOPIC, send_timeout_millis=SEND_TIMEOUT_MS, batching_enabled=False)
+    filler = _fill(small_disk, 3 * 1024 * 1024)
 
     confirmed: list[int] = []
-    stuck: tuple[int, threading.Event, list] | None = None
-    for i in range(400):  # 16 MB: far more than the disk holds
-        done, result = threading.Event(), []
-        producer.send_async(_payload(i), lambda res, _mid, d=done, r=result: (r.append(res), d.set()))
-        # The broker answers every attempt with SEND_ERROR PersistenceError; the official client
-        # reconnects and resends the message until it is stored: it stays pending meanwhile.
-        if not done.wait(5):
-            stuck = (i, done, result)
+    failure: BaseException | None = None
+    for i in range(400):  # 16 MB: far more than the 3 MB left
+        failure, took = _timed_send(producer, _payload(i))
+        if failure is not None:
             break
-        assert result == [pulsar.Result.Ok]
         confirmed.append(i)
-    assert stuck is not None, "the disk never filled"
-    assert len(confirmed) > 20
-    assert "No space left on device" in broker.log()
+    # the send that found the disk full fails at once with the error the client treats as final
+    assert isinstance(failure, pulsar.ProducerBlockedQuotaExceededException), repr(failure)
+    assert took < SEND_TIMEOUT_MS / 1000, took
+    assert 20 < len(confirmed) < 120
+    # so does the next one, while the disk is still full
+    again, took_again = _timed_send(producer, _payload(1000))
+    assert isinstance(again, (pulsar.ProducerBlockedQuotaExceededException, pulsar.Timeout)), repr(again)
+    assert took_again < SEND_TIMEOUT_MS / 1000 + 1, took_again
+    assert "no space left for its ledger" in broker.log()
 
     status, text = _http(f"{broker.http_url}/admin/v2/brokers/health")
     assert status == 503 and "disk full" in text, (status, text)
     _, metrics = _http(f"{broker.http_url}/metrics")
     assert "magnetar_storage_disk_full 1.0" in metrics
-    assert "PersistenceError" in broker.log() or "No space left" in broker.log()
 
-    # Reads, dispatch and acknowledgements go on while the disk is full.
-    seen: set[int] = set()
-    deadline = time.monotonic() + 60
-    while len(seen) < len(confirmed) and time.monotonic() < deadline:
+    # Reads, dispatch and acknowledgements go on while the disk is full: exactly what was confirmed.
+    seen: list[int] = []
+    while True:
         try:
-            msg = consumer.receive(timeout_millis=2000)
+            msg = consumer.receive(timeout_millis=3000)
         except pulsar.Timeout:
-            continue
-        seen.add(_index_of(msg.data()))
+            break
+        seen.append(_index_of(msg.data()))
         consumer.acknowledge(msg)
-    assert seen >= set(confirmed)
+    assert seen == confirmed
 
-    # Space comes back: the pending send is stored by itself, and new sends work, no restart.
-    ballast.unlink()
-    index, done, result = stuck
-    assert done.wait(30), "publishing did not resume once space was back"
-    assert result == [pulsar.Result.Ok]
-    confirmed.append(index)
-    producer.send(_payload(9999))
+    # Space comes back: the same producer publishes again (once its client reconnects), no restart.
+    filler.unlink()
+    freed = time.monotonic()
+    while True:
+        error, _took = _timed_send(producer, _payload(9999))
+        if error is None:
+            break
+        assert time.monotonic() - freed < 60, f"publishing did not resume: {error!r}"
     confirmed.append(9999)
+    fresh = producing.create_producer(TOPIC, batching_enabled=False)
+    fresh.send(_payload(9998))
+    confirmed.append(9998)
+    assert [_index_of(consumer.receive(10_000).data()) for _ in range(2)] == [9999, 9998]
     _wait_for(lambda: _http(f"{broker.http_url}/admin/v2/brokers/health") == (200, "ok"), 10, "health back to ok")
     producing.close()
     consuming.close()
@@ -138,15 +163,14 @@ def test_disk_full_fails_publishes_and_publishing_resumes_by_itself(
     )
     client = client_factory(broker.service_url)
     audit = client.subscribe(TOPIC, "audit")
-    stored: dict[int, int] = {}
+    stored: list[int] = []
     while True:
         try:
             msg = audit.receive(timeout_millis=3000)
         except pulsar.Timeout:
             break
-        i = _index_of(msg.data())
-        stored[i] = stored.get(i, 0) + 1
-    assert all(stored.get(i) == 1 for i in confirmed), {i: stored.get(i) for i in confirmed if stored.get(i) != 1}
+        stored.append(_index_of(msg.data()))
+    assert stored == confirmed
 
 
 def test_damaged_files_the_broker_starts_and_serves_what_is_intact(

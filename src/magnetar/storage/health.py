@@ -24,8 +24,11 @@ class StorageHealth:
     metadata_write_errors: int = 0
     #: entries a cursor skipped because they were damaged on disk (never served)
     damaged_entries_skipped: int = 0
-    #: the last write failed because the disk is full (cleared by the next successful write)
+    #: the last write failed because the disk is full (cleared by the next successful write, unless
+    #: topics still wait for space)
     disk_full: bool = False
+    #: topics that refuse producers until space is freed (the broker's no-space state)
+    topics_without_space: int = 0
     #: description of the last storage failure, with its time (seconds since the epoch)
     last_error: str | None = None
     last_error_time: float = 0.0
@@ -44,10 +47,18 @@ class StorageHealth:
             self.last_error_time = time.time()
 
     def write_succeeded(self) -> None:
-        """A write reached the disk: the disk is not (or no longer) full."""
+        """A write reached the disk: the disk is not (or no longer) full, unless topics still wait
+        for space (a small write may fit where an entry does not)."""
         if self.disk_full:
             with self._lock:
-                self.disk_full = False
+                self.disk_full = self.topics_without_space > 0
+
+    def space_wanted(self, waiting: bool) -> None:
+        """A topic starts (``waiting``) or stops waiting for free space; the disk counts as full while
+        one waits, and no longer once the last one found space."""
+        with self._lock:
+            self.topics_without_space = max(0, self.topics_without_space + (1 if waiting else -1))
+            self.disk_full = self.topics_without_space > 0
 
     def ledger_fenced(self) -> None:
         """A ledger was fenced after a failed sync."""
@@ -70,7 +81,7 @@ class StorageHealth:
         """Forget everything (tests)."""
         with self._lock:
             self.write_errors = self.ledgers_fenced = self.metadata_write_errors = 0
-            self.damaged_entries_skipped = 0
+            self.damaged_entries_skipped = self.topics_without_space = 0
             self.disk_full = False
             self.last_error = None
             self.last_error_time = 0.0

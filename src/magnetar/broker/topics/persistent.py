@@ -11,6 +11,7 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.subscriptions.subscription import Subscription
 from magnetar.broker.topics import lifecycle
 from magnetar.broker.topics.base import Topic
+from magnetar.broker.topics.no_space import NoSpaceGuard
 from magnetar.protocol.enums import InitialPosition, ServerError
 from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
 from magnetar.protocol.topic_name import TopicName
@@ -22,6 +23,7 @@ from magnetar.storage import (
     ManagedLedger,
     StorageError,
 )
+from magnetar.storage.health import is_disk_full
 
 if TYPE_CHECKING:
     from magnetar.broker.commit import GroupCommitter
@@ -87,6 +89,8 @@ class PersistentTopic(Topic):
         self.last_sequence_ids: dict[str, int] = {}
         #: entry id up to which ``last_sequence_ids`` was last persisted
         self.dedup_snapshot_entry_id = -1
+        #: while the disk is full: producers closed and refused (no_space.py)
+        self.no_space = NoSpaceGuard(self.name, ledger.directory, self._close_producers)
         self.dedup_enabled = False
         #: the backlog quota policy in force while a quota is exceeded (producers are refused)
         self.quota_blocked: str | None = None
@@ -99,7 +103,9 @@ class PersistentTopic(Topic):
         super().apply_policies(policies)
 
     def check_quota_for_producer(self) -> None:
-        """Refuse new producers while a backlog quota with a producer-blocking policy is exceeded."""
+        """Refuse new producers while no space is left for the ledger, or while a backlog quota with a
+        producer-blocking policy is exceeded."""
+        self.no_space.check_producer()
         blocked = self.quota_blocked or lifecycle.quota_exceeded(self)
         if blocked in ("producer_request_hold", "producer_exception"):
             self.quota_blocked = blocked
@@ -135,7 +141,14 @@ class PersistentTopic(Topic):
             else:
                 self._receipts.append((context, name, gate, True))
             return False
-        entry_id = self.ledger.append(entry, crc)
+        try:
+            entry_id = self.ledger.append(entry, crc)
+        except StorageError as exc:
+            if not is_disk_full(exc):
+                raise
+            self.no_space.enter(exc)
+            context.failed(ServerError.PersistenceError, f"storage failure: {exc}")
+            return False
         if sequence > last:
             self.last_sequence_ids[name] = sequence
         self._receipts.append((context, name, entry_id, False))
@@ -212,12 +225,20 @@ class PersistentTopic(Topic):
         """A sync failed (the ledger fenced itself): every publish still waiting fails with a
         PersistenceError, deduplication forgets the sequence ids of entries that were not durable,
         and the ledger is reopened from what is durable, so a producer's resend is stored once and
-        nothing unconfirmed is ever dispatched."""
+        nothing unconfirmed is ever dispatched. Without space, the producers are closed first (their
+        publishes fail without a SEND_ERROR, see no_space.py)."""
+        if is_disk_full(error):
+            self.no_space.enter(error)
         while self._receipts:
             context = self._receipts.popleft()[0]
             context.failed(ServerError.PersistenceError, f"storage failure: {error}")
         self.last_sequence_ids = dict(self.durable_sequence_ids)
         self._recover_ledger()
+
+    def _close_producers(self) -> None:
+        """Close every producer (CLOSE_PRODUCER): their clients re-register."""
+        for producer in list(self.producers.values()):
+            producer.close_by_broker()
 
     def _recover_ledger(self) -> bool:
         """Reopen a fenced ledger from what is durable; whether appends are accepted again."""
@@ -365,6 +386,7 @@ class PersistentTopic(Topic):
     def close(self) -> None:
         """Close the ledger (the service persists cursors first)."""
         self.closed = True
+        self.no_space.close()
         self.ledger.close()
         if self.compacted is not None:
             self.compacted.close()

@@ -28,20 +28,32 @@ SUBCOMMANDS: dict[str, tuple[str, str, bool]] = {
     "standalone": ("magnetar.cli.standalone_command", "standalone", False),
     "repair": ("magnetar.cli.repair", "repair", False),
     "backup": ("magnetar.cli.backup", "backup", False),
+    "version": ("magnetar.cli.version", "version", False),
 }
 HELP = "magnetar: a light messaging broker with Apache Pulsar's model and wire protocol."
 
 
-def _root() -> None:
-    """magnetar: a light messaging broker with Apache Pulsar's model and wire protocol."""
+def _print_version(value: bool) -> None:
+    if value:
+        from magnetar.cli.version import version
+
+        version()
+        sys.exit(0)
 
 
 def build_app(names: list[str] | None = None) -> typer.Typer:
     """The ``magnetar`` command with the named sub-commands (all of them when ``names`` is None)."""
     import typer
 
-    command = typer.Typer(name="magnetar", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False)
-    command.callback()(_root)
+    def root(
+        show_version: bool = typer.Option(
+            False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit"
+        ),
+    ) -> None:
+        """magnetar: a light messaging broker with Apache Pulsar's model and wire protocol."""
+
+    command = typer.Typer(name="magnetar", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None)
+    command.callback()(root)
     for name, (module_name, attribute, is_group) in SUBCOMMANDS.items():
         if names is not None and name not in names:
             continue
@@ -64,6 +76,11 @@ def __getattr__(name: str) -> typer.Typer:
 def main() -> None:
     """Entry point of the ``magnetar`` console script."""
     chosen = sys.argv[1] if len(sys.argv) > 1 else None
+    if chosen in ("--version", "version") and len(sys.argv) == 2:
+        from magnetar.cli.version import version
+
+        version()
+        return
     if chosen == "standalone":
         # a broker's start-up: a plain command line skips Typer (and the pydantic it loads)
         from magnetar.cli.standalone import parse_flags, start_standalone
@@ -71,7 +88,7 @@ def main() -> None:
         flags = parse_flags(sys.argv[2:])
         if flags is not None:
             sys.exit(start_standalone(flags))
-    build_app([chosen] if chosen in SUBCOMMANDS else None)()
+    build_app([chosen] if chosen in SUBCOMMANDS else None)(prog_name="magnetar")
 
 
 if __name__ == "__main__":

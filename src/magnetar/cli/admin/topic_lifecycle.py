@@ -10,7 +10,7 @@ from magnetar.cli.admin.parsing import topic_path
 
 @topics_app.command("terminate")
 def topics_terminate(ctx: typer.Context, topic: TopicArg) -> None:
-    """Terminate a topic (not supported by the broker yet)."""
+    """Terminate a topic: no more messages may be published; prints the id of its last message."""
     path, _ = topic_path(topic)
     show(ctx, call(state(ctx).client.post, path + "/terminate"))
 

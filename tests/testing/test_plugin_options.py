@@ -1,0 +1,202 @@
+"""The plugin's options: an external broker, broker settings, kept data, pytest-xdist, the factory."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from magnetar.client import Client, MessageId
+from magnetar.testing import Broker
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def other_broker() -> Iterator[Broker]:
+    """A second magnetar, started by this test, for the inner run to use as an external broker."""
+    with Broker() as broker:
+        yield broker
+
+
+EXTERNAL_TEST = """
+import pytest
+from magnetar.testing import BrokerStartError
+
+def test_uses_the_external_broker(pulsar_broker, pulsar_namespace, pulsar_client):
+    assert pulsar_broker.service_url == {service_url!r}
+    assert pulsar_broker.directory is None
+    assert pulsar_namespace in pulsar_broker.admin.namespaces("public")
+    pulsar_client.create_producer("persistent://public/default/from-inner").send(b"{tag}")
+    with pytest.raises(BrokerStartError, match="external"):
+        pulsar_broker.restart()
+"""
+
+
+def test_external_broker_options_run_the_fixtures_against_a_running_broker(
+    pytester: pytest.Pytester, other_broker: Broker
+) -> None:
+    pytester.makepyfile(test_cli=EXTERNAL_TEST.format(service_url=other_broker.service_url, tag="cli"))
+    result = pytester.runpytest("--pulsar-service-url", other_broker.service_url,
+                                "--pulsar-http-url", other_broker.http_url)
+    result.assert_outcomes(passed=1)
+    pytester.makeini(f"[pytest]\nasyncio_default_fixture_loop_scope = function\npulsar_service_url = {other_broker.service_url}\n"
+                     f"pulsar_http_url = {other_broker.http_url}\n")
+    pytester.makepyfile(test_cli=EXTERNAL_TEST.format(service_url=other_broker.service_url, tag="ini"))
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    with Client(other_broker.service_url) as client:
+        reader = client.create_reader("persistent://public/default/from-inner", MessageId.earliest)
+        assert [reader.read_next(5000).data() for _ in range(2)] == [b"cli", b"ini"]
+        assert not reader.has_message_available()
+
+
+def test_half_of_the_external_broker_options_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest("--pulsar-service-url", "pulsar://127.0.0.1:6650")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--pulsar-service-url and --pulsar-http-url go together*"])
+    result = pytester.runpytest("--pulsar-broker-arg", "fsync")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--pulsar-broker-arg takes NAME=VALUE*"])
+
+
+def test_broker_args_reach_the_session_broker(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from magnetar.client import MessageTooBig
+
+        def test_small_messages_only(pulsar_client, pulsar_topic):
+            producer = pulsar_client.create_producer(pulsar_topic, batching_enabled=False)
+            producer.send(b"x" * 1000)
+            with pytest.raises(MessageTooBig):
+                producer.send(b"x" * 5000)
+        """
+    )
+    result = pytester.runpytest("--pulsar-broker-arg", "max_message_size=2048")
+    result.assert_outcomes(passed=1)
+
+
+KEEP_TEST = """
+import json
+
+def test_fails(pulsar_broker, pulsar_client, pulsar_topic):
+    pulsar_client.create_producer(pulsar_topic).send(b"evidence")
+    json.dump({{"directory": str(pulsar_broker.directory)}}, open({record!r}, "w"))
+    assert {passes}
+"""
+
+
+def _run_recording(pytester: pytest.Pytester, passes: bool, *args: str) -> tuple[pytest.RunResult, Path]:
+    record = pytester.path / "record.json"
+    pytester.makepyfile(test_keep=KEEP_TEST.format(record=str(record), passes=passes))
+    result = pytester.runpytest(*args)
+    return result, Path(json.loads(record.read_text())["directory"])
+
+
+def test_keep_data_keeps_a_failed_runs_broker_directory_and_says_where(pytester: pytest.Pytester) -> None:
+    result, directory = _run_recording(pytester, False, "--pulsar-keep-data")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*- magnetar -*", f"broker data kept in {directory}",
+                                 f"magnetar: broker data kept in {directory}"])
+    assert (directory / "broker.log").read_text().count("magnetar standalone ready") == 1
+    segments = list((directory / "data").rglob("*.log"))
+    assert [b"evidence" in segment.read_bytes() for segment in segments] == [True]
+    shutil.rmtree(directory)
+
+
+def test_without_keep_data_or_without_a_failure_the_directory_is_removed(pytester: pytest.Pytester) -> None:
+    result, directory = _run_recording(pytester, False)
+    result.assert_outcomes(failed=1)
+    assert "broker data kept" not in result.stdout.str()
+    assert not directory.exists()
+    result, directory = _run_recording(pytester, True, "--pulsar-keep-data")
+    result.assert_outcomes(passed=1)
+    assert not directory.exists()
+
+
+def test_each_xdist_worker_has_its_own_broker(pytester: pytest.Pytester) -> None:
+    records = pytester.path / "records"
+    records.mkdir()
+    pytester.makepyfile(
+        f"""
+        import os, pytest
+
+        @pytest.mark.parametrize("n", range(6))
+        def test_send(pulsar_broker, pulsar_client, pulsar_topic, n):
+            pulsar_client.create_producer(pulsar_topic).send(b"x")
+            worker = os.environ["PYTEST_XDIST_WORKER"]
+            with open(os.path.join({str(records)!r}, f"{{worker}}-{{n}}"), "w") as f:
+                f.write(pulsar_broker.service_url + " " + pulsar_topic)
+        """
+    )
+    result = pytester.runpytest("-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=6)
+    urls: dict[str, set[str]] = {}
+    topics = []
+    for path in records.iterdir():
+        url, topic = path.read_text().split()
+        urls.setdefault(path.name.split("-")[0], set()).add(url)
+        topics.append(topic)
+    assert sorted(urls) == ["gw0", "gw1"]
+    assert all(len(worker_urls) == 1 for worker_urls in urls.values())
+    assert urls["gw0"] != urls["gw1"]
+    assert len(set(topics)) == 6
+
+
+def test_factory_brokers_with_token_authentication(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from magnetar.client import AuthenticationError, AuthenticationToken, AuthorizationError, Client
+        from magnetar.testing import Admin, AdminError
+
+        def test_token_auth(pulsar_broker_factory):
+            broker = pulsar_broker_factory(token_auth=True)
+            with pytest.raises(AdminError) as refused:
+                Admin(broker.http_url).namespaces("public")
+            assert refused.value.status == 401
+            with Client(broker.service_url, operation_timeout_seconds=5) as anonymous:
+                with pytest.raises(AuthenticationError):
+                    anonymous.create_producer("public/default/orders")
+            app = AuthenticationToken(broker.token("app"))
+            with Client(broker.service_url, authentication=app, operation_timeout_seconds=5) as client:
+                with pytest.raises(AuthorizationError):
+                    client.create_producer("public/default/orders")
+                broker.admin.grant_permission("public/default", "app", ["produce", "consume"])
+                consumer = client.subscribe("public/default/orders", "billing")
+                client.create_producer("public/default/orders").send(b"paid")
+                assert consumer.receive(5000).data() == b"paid"
+
+        def test_settings_of_their_own(pulsar_broker_factory):
+            strict = pulsar_broker_factory({"deduplication_enabled": True})
+            with Client(strict.service_url) as client:
+                producer = client.create_producer("public/default/d", producer_name="p1")
+                producer.send(b"a", sequence_id=5)
+                producer.send(b"a-again", sequence_id=5)
+            stats = strict.admin.topic_stats("public/default/d")
+            assert stats["msgInCounter"] == 1
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2)
+
+
+def test_the_report_of_a_failed_factory_test_names_the_kept_directory(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_fails(pulsar_broker_factory):
+            pulsar_broker_factory({"fsync": "always"})
+            assert False
+        """
+    )
+    result = pytester.runpytest("--pulsar-keep-data")
+    result.assert_outcomes(failed=1)
+    kept = re.findall(r"magnetar: broker data kept in (\S+)", result.stdout.str())
+    assert len(kept) == 1 and Path(kept[0], "data").is_dir()
+    shutil.rmtree(kept[0])

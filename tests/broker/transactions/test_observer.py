@@ -1,0 +1,112 @@
+"""Transactions driven with raw frames, observed with the official Python client (it has no
+transaction API): nothing of an open transaction is received, everything after its commit, nothing
+after its abort; readers and has_message_available agree."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pulsar
+import pytest
+
+from magnetar.protocol.enums import CommandType, ServerError
+from magnetar.testing import BrokerProcess
+
+from ..session.test_wire_errors import WireClient
+from . import wire_txn
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    with BrokerProcess(tmp_path_factory.mktemp("txn-broker") / "data") as proc:
+        yield proc
+
+
+@pytest.fixture
+def wire(broker: BrokerProcess) -> Iterator[WireClient]:
+    c = WireClient(broker.port)
+    c.connect()
+    assert not wire_txn.tc_connect(c).HasField("error")
+    yield c
+    c.close()
+
+
+def _drain(consumer: pulsar.Consumer, timeout_ms: int = 1000) -> list[bytes]:
+    out = []
+    while True:
+        try:
+            msg = consumer.receive(timeout_millis=timeout_ms)
+        except pulsar.Timeout:
+            return out
+        out.append(msg.data())
+        consumer.acknowledge(msg)
+
+
+def test_open_commit_abort_as_an_observer_sees_them(broker: BrokerProcess, wire: WireClient) -> None:
+    topic = f"persistent://public/default/txn-observed-{uuid.uuid4().hex[:8]}"
+    client = pulsar.Client(broker.service_url)
+    try:
+        consumer = client.subscribe(topic, "observer", initial_position=pulsar.InitialPosition.Earliest)
+        wire_txn.producer(wire, topic, 1)
+        txn = wire_txn.new_txn(wire)
+        assert not wire_txn.add_partition(wire, txn, topic).HasField("error")
+        for i in range(3):
+            assert wire_txn.send(wire, 1, i, f"a{i}".encode(), txn).type == CommandType.SEND_RECEIPT
+        # a plain message after the open transaction's first one waits for it (max-read position)
+        assert wire_txn.send(wire, 1, 3, b"p1", None).type == CommandType.SEND_RECEIPT
+        assert _drain(consumer) == []
+        assert not wire_txn.end_txn(wire, txn, commit=True).HasField("error")
+        assert _drain(consumer) == [b"a0", b"a1", b"a2", b"p1"]
+
+        aborted = wire_txn.new_txn(wire)
+        wire_txn.add_partition(wire, aborted, topic)
+        for i in range(2):
+            assert wire_txn.send(wire, 1, 10 + i, f"b{i}".encode(), aborted).type == CommandType.SEND_RECEIPT
+        assert not wire_txn.end_txn(wire, aborted, commit=False).HasField("error")
+        assert wire_txn.send(wire, 1, 20, b"p2", None).type == CommandType.SEND_RECEIPT
+        assert _drain(consumer) == [b"p2"]
+
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        seen = []
+        while reader.has_message_available():
+            seen.append(reader.read_next(timeout_millis=5000).data())
+        assert seen == [b"a0", b"a1", b"a2", b"p1", b"p2"]
+    finally:
+        client.close()
+
+
+def test_end_twice_and_send_after_end_are_refused(wire: WireClient) -> None:
+    topic = f"persistent://public/default/txn-refused-{uuid.uuid4().hex[:8]}"
+    wire_txn.producer(wire, topic, 2)
+    txn = wire_txn.new_txn(wire)
+    wire_txn.add_partition(wire, txn, topic)
+    assert wire_txn.send(wire, 2, 0, b"x", txn).type == CommandType.SEND_RECEIPT
+    assert not wire_txn.end_txn(wire, txn, commit=True).HasField("error")
+    again = wire_txn.end_txn(wire, txn, commit=False)
+    assert again.error == ServerError.TransactionNotFound
+    assert again.message == f"The transaction with this txdID `({txn[0]},{txn[1]})`not found "
+    late = wire_txn.send(wire, 2, 1, b"late", txn)
+    assert late.type == CommandType.SEND_ERROR
+    assert late.command.send_error.error == ServerError.TransactionNotFound
+    unknown = wire_txn.add_partition(wire, (0, 999_999), topic)
+    assert unknown.error == ServerError.TransactionNotFound
+    other_tc = wire_txn.add_partition(wire, (5, 1), topic)
+    assert other_tc.error == ServerError.TransactionCoordinatorNotFound
+
+
+def test_a_timed_out_transaction_is_aborted(broker: BrokerProcess, wire: WireClient) -> None:
+    topic = f"persistent://public/default/txn-timeout-{uuid.uuid4().hex[:8]}"
+    client = pulsar.Client(broker.service_url)
+    try:
+        consumer = client.subscribe(topic, "observer", initial_position=pulsar.InitialPosition.Earliest)
+        wire_txn.producer(wire, topic, 3)
+        txn = wire_txn.new_txn(wire, timeout_ms=500)
+        wire_txn.add_partition(wire, txn, topic)
+        assert wire_txn.send(wire, 3, 0, b"never", txn).type == CommandType.SEND_RECEIPT
+        assert wire_txn.send(wire, 3, 1, b"after", None).type == CommandType.SEND_RECEIPT
+        # the coordinator aborts it (checked every second): the plain message goes out, the other never
+        assert _drain(consumer, 4000) == [b"after"]
+        assert wire_txn.end_txn(wire, txn, commit=True).error == ServerError.TransactionNotFound
+    finally:
+        client.close()

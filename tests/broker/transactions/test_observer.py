@@ -4,6 +4,9 @@ after its abort; readers and has_message_available agree."""
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 
@@ -110,3 +113,51 @@ def test_a_timed_out_transaction_is_aborted(broker: BrokerProcess, wire: WireCli
         assert wire_txn.end_txn(wire, txn, commit=True).error == ServerError.TransactionNotFound
     finally:
         client.close()
+
+
+def _metric(broker: BrokerProcess, name: str) -> float:
+    with urllib.request.urlopen(f"{broker.http_url}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + "{") and 'coordinator_id="0"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def _get_json(broker: BrokerProcess, path: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"{broker.http_url}{path}", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def test_admin_metadata_and_metrics(broker: BrokerProcess, wire: WireClient) -> None:
+    topic = f"persistent://public/default/txn-admin-{uuid.uuid4().hex[:8]}"
+    before = {n: _metric(broker, n) for n in ("pulsar_txn_created_total", "pulsar_txn_committed_total", "pulsar_txn_aborted_total")}
+    wire_txn.producer(wire, topic, 4)
+    txn = wire_txn.new_txn(wire)
+    wire_txn.add_partition(wire, txn, topic)
+    wire_txn.add_subscription(wire, txn, topic, "sub-a")
+    assert wire_txn.send(wire, 4, 0, b"m", txn).type == CommandType.SEND_RECEIPT
+    status, meta = _get_json(broker, f"/admin/v3/transactions/transactionMetadata/{txn[0]}/{txn[1]}")
+    assert status == 200
+    assert (meta["status"], list(meta["producedPartitions"]), meta["ackedPartitions"]) == (
+        "OPEN", [topic], {topic: {"sub-a": {"cumulativeAckPosition": None}}}
+    )
+    assert _metric(broker, "pulsar_txn_active_count") >= 1
+    path = topic.replace("persistent://", "")
+    status, in_buffer = _get_json(broker, f"/admin/v3/transactions/transactionInBufferStats/{path}/{txn[0]}/{txn[1]}")
+    assert status == 200 and in_buffer["aborted"] is False and in_buffer["startPosition"] is not None
+    status, slow = _get_json(broker, "/admin/v3/transactions/slowTransactions/0")
+    assert status == 200 and f"({txn[0]},{txn[1]})" in slow
+    assert not wire_txn.end_txn(wire, txn, commit=True).HasField("error")
+    other = wire_txn.new_txn(wire)
+    assert not wire_txn.end_txn(wire, other, commit=False).HasField("error")
+    status, _ = _get_json(broker, f"/admin/v3/transactions/transactionMetadata/{txn[0]}/{txn[1]}")
+    assert status == 404  # an ended transaction is forgotten, as in Pulsar
+    status, stats = _get_json(broker, "/admin/v3/transactions/coordinatorStats")
+    assert status == 200 and stats["0"]["state"] == "Ready"
+    assert _metric(broker, "pulsar_txn_created_total") - before["pulsar_txn_created_total"] == 2
+    assert _metric(broker, "pulsar_txn_committed_total") - before["pulsar_txn_committed_total"] == 1
+    assert _metric(broker, "pulsar_txn_aborted_total") - before["pulsar_txn_aborted_total"] == 1

@@ -5,6 +5,7 @@ after its abort; readers and has_message_available agree."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -161,3 +162,41 @@ def test_admin_metadata_and_metrics(broker: BrokerProcess, wire: WireClient) -> 
     assert _metric(broker, "pulsar_txn_created_total") - before["pulsar_txn_created_total"] == 2
     assert _metric(broker, "pulsar_txn_committed_total") - before["pulsar_txn_committed_total"] == 1
     assert _metric(broker, "pulsar_txn_aborted_total") - before["pulsar_txn_aborted_total"] == 1
+
+
+def test_peek_and_compaction_never_see_markers_or_aborted_messages(broker: BrokerProcess, wire: WireClient) -> None:
+    topic = f"persistent://public/default/txn-compact-{uuid.uuid4().hex[:8]}"
+    path = topic.replace("persistent://", "")
+    client = pulsar.Client(broker.service_url)
+    try:
+        client.subscribe(topic, "peeker", initial_position=pulsar.InitialPosition.Earliest).close()
+        wire_txn.producer(wire, topic, 5)
+        committed = wire_txn.new_txn(wire)
+        wire_txn.add_partition(wire, committed, topic)
+        wire_txn.send(wire, 5, 0, b"v1", committed, key="k1")
+        assert not wire_txn.end_txn(wire, committed, commit=True).HasField("error")
+        aborted = wire_txn.new_txn(wire)
+        wire_txn.add_partition(wire, aborted, topic)
+        wire_txn.send(wire, 5, 1, b"bad", aborted, key="k1")
+        wire_txn.send(wire, 5, 2, b"bad", aborted, key="k2")
+        assert not wire_txn.end_txn(wire, aborted, commit=False).HasField("error")
+        with urllib.request.urlopen(f"{broker.http_url}/admin/v2/persistent/{path}/subscription/peeker/position/1") as r:
+            assert r.read() == b"v1"
+        status, _ = _get_json(broker, f"/admin/v2/persistent/{path}/subscription/peeker/position/2")
+        assert status == 404
+        request = urllib.request.Request(f"{broker.http_url}/admin/v2/persistent/{path}/compaction", method="PUT")
+        urllib.request.urlopen(request, timeout=10).close()
+        for _ in range(100):
+            _, status_body = _get_json(broker, f"/admin/v2/persistent/{path}/compaction")
+            if status_body.get("status") != "RUNNING":
+                break
+            time.sleep(0.1)
+        assert status_body.get("status") == "SUCCESS", status_body
+        reader = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+        seen = []
+        while reader.has_message_available():
+            msg = reader.read_next(timeout_millis=5000)
+            seen.append((msg.partition_key(), msg.data()))
+        assert seen == [("k1", b"v1")]
+    finally:
+        client.close()

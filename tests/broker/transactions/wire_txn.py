@@ -62,10 +62,13 @@ def end_txn(c: WireClient, txn: tuple[int, int], commit: bool, timeout: float = 
     return c.expect(CommandType.END_TXN_RESPONSE, timeout).command.end_txn_response
 
 
-def send(c: WireClient, producer_id: int, sequence_id: int, payload: bytes, txn: tuple[int, int] | None):  # noqa: ANN201
+def send(c: WireClient, producer_id: int, sequence_id: int, payload: bytes, txn: tuple[int, int] | None,
+         key: str | None = None):  # noqa: ANN201
     """SEND one message (in ``txn`` when given, the id in the command only, as the Go client); the
     SEND_RECEIPT or SEND_ERROR."""
     meta = MessageMetadata(producer_name=f"wire-{producer_id}", sequence_id=sequence_id, publish_time=int(time.time() * 1000))
+    if key is not None:
+        meta.partition_key = key
     cmd = BaseCommand(type=CommandType.SEND)
     cmd.send.producer_id = producer_id
     cmd.send.sequence_id = sequence_id

@@ -57,13 +57,29 @@ def interop_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerP
 
 
 @pytest.fixture(scope="session")
-def interop_env(interop_broker: BrokerProcess | ExternalBroker) -> dict[str, str]:
+def no_txn_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess | None]:
+    """A magnetar with transactions disabled (transactionCoordinatorEnabled=false), for the test of
+    the refusal; None against an external broker."""
+    if os.environ.get("MAGNETAR_INTEROP_SERVICE_URL"):
+        yield None
+        return
+    env = {**BROKER_ENV, "MAGNETAR_TRANSACTION_COORDINATOR_ENABLED": "false"}
+    proc = BrokerProcess(tmp_path_factory.mktemp("interop-no-txn") / "data", env=env).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def interop_env(interop_broker: BrokerProcess | ExternalBroker, no_txn_broker: BrokerProcess | None) -> dict[str, str]:
     """The variables the Java and Go suites read."""
-    return {
+    env = {
         "MAGNETAR_SERVICE_URL": interop_broker.service_url,
         "MAGNETAR_HTTP_URL": interop_broker.http_url,
         "MAGNETAR_INTEROP_RUN": uuid.uuid4().hex[:10],
     }
+    if no_txn_broker is not None:
+        env["MAGNETAR_NO_TXN_SERVICE_URL"] = no_txn_broker.service_url
+    return env
 
 
 @pytest.fixture(scope="session")

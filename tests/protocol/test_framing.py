@@ -455,10 +455,10 @@ def test_corrupted_valid_frame_raises_only_protocol_error(
 
 
 def test_unknown_command_type_decodes_with_unknown_fields_preserved() -> None:
-    # type = 50 (NEW_TXN, absent from the schema) and field 50 = {1: request_id 7}
-    cmd = b"\x08\x32" + b"\x92\x03\x02" + b"\x08\x07"
+    # type = 64 (WATCH_TOPIC_LIST, absent from the schema) and field 64 = {1: request_id 7}
+    cmd = b"\x08\x40" + b"\x82\x04\x02" + b"\x08\x07"
     frame = decode_one(simple_frame(cmd))
-    assert frame.type == 50 == CommandType.NEW_TXN
+    assert frame.type == 64 == CommandType.WATCH_TOPIC_LIST
     assert sub_command(frame.command) is None
     assert frame.command.SerializeToString() == cmd
 

@@ -158,7 +158,7 @@ def test_sub_command_field_numbers_equal_command_types() -> None:
 
 
 def test_every_command_type_but_unsupported_ones_has_a_field() -> None:
-    unsupported = {CommandType.NEW_TXN, CommandType.WATCH_TOPIC_LIST}
+    unsupported = {CommandType.WATCH_TOPIC_LIST}
     assert set(CommandType) - set(COMMAND_FIELD) == unsupported
 
 

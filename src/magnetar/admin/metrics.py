@@ -5,7 +5,9 @@ the ``pulsar_subscription_*`` ones), for every loaded topic. ``magnetar_*`` metr
 process: connections, group-commit fsync rounds, resident memory. Security counters:
 ``pulsar_authentication_success_total`` / ``pulsar_authentication_failures_total`` (Pulsar's names
 and labels: provider_name, auth_method, reason) and ``magnetar_authorization_refusals_total``
-(by protocol and operation; Pulsar has no metric of its own for refusals).
+(by protocol and operation; Pulsar has no metric of its own for refusals). Transactions: Pulsar's
+``pulsar_txn_active_count`` and ``pulsar_txn_{created,committed,aborted,timeout,append_log}_total``
+per coordinator.
 """
 
 from __future__ import annotations
@@ -165,6 +167,41 @@ class SecurityCollector:
         yield refusals
 
 
+class TransactionCollector:
+    """Pulsar's transaction coordinator metrics (``pulsar_txn_*``), per coordinator id."""
+
+    def __init__(self, admin: BrokerAdmin) -> None:
+        self.admin = admin
+
+    def collect(self) -> Iterator[Metric]:
+        """Active transactions and the counters of created, committed, aborted and timed-out ones."""
+        transactions = getattr(self.admin.service, "transactions", None)
+        if transactions is None:
+            return
+        labels = ["cluster", "coordinator_id"]
+        active = GaugeMetricFamily("pulsar_txn_active_count", "Transactions not yet ended", labels=labels)
+        counters = {
+            name: CounterMetricFamily(f"pulsar_txn_{name}", doc, labels=labels)
+            for name, doc in (
+                ("created", "Transactions created"),
+                ("committed", "Transactions committed"),
+                ("aborted", "Transactions aborted"),
+                ("timeout", "Transactions aborted by their timeout"),
+                ("append_log", "Records appended to the transaction log"),
+            )
+        }
+        for tc_id, coordinator in sorted(transactions.coordinators.items()):
+            values = [CLUSTER, str(tc_id)]
+            active.add_metric(values, len(coordinator.txns))
+            counters["created"].add_metric(values, coordinator.created_count)
+            counters["committed"].add_metric(values, coordinator.committed_count)
+            counters["aborted"].add_metric(values, coordinator.aborted_count)
+            counters["timeout"].add_metric(values, coordinator.timeout_count)
+            counters["append_log"].add_metric(values, coordinator.append_count)
+        yield active
+        yield from counters.values()
+
+
 class CommitLatencyCollector:
     """The group committer's histograms, from the buckets recorded since the broker started."""
 
@@ -200,6 +237,7 @@ def build_registry(admin: BrokerAdmin, access: AccessGuard | None = None) -> Col
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(admin))
     registry.register(SecurityCollector(admin, access))
+    registry.register(TransactionCollector(admin))
     registry.register(CommitLatencyCollector(record_commit_latencies(getattr(admin.service, "committer", None))))
     return registry
 

@@ -44,6 +44,7 @@ GROUP_PREFIXES: dict[str, tuple[str, ...]] = {
     "schemas": ("/admin/v2/schemas",),
     "persistent": ("/admin/v2/persistent",),
     "non-persistent": ("/admin/v2/non-persistent",),
+    "transactions": ("/admin/v3/transactions",),
     "console": ("/magnetar", "/topics", "/console"),
 }
 #: single paths a group answers beyond its prefixes
@@ -104,6 +105,12 @@ def _schemas(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
     return [routes_schemas.router(admin, access)]
 
 
+def _transactions(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
+    from magnetar.admin import routes_transactions
+
+    return [routes_transactions.router(admin, access)]
+
+
 def _console(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
     """The console's routes, then its pages (static files, the app shell, ``/``), as ``mount_console`` adds them."""
     from magnetar.admin.console.pages import add_console_pages
@@ -123,6 +130,7 @@ BUILDERS: dict[str, Callable[[BrokerAdmin, AccessGuard], list[APIRouter]]] = {
     "schemas": _schemas,
     "persistent": _topics("persistent"),
     "non-persistent": _topics("non-persistent"),
+    "transactions": _transactions,
     "console": _console,
 }
 

@@ -127,6 +127,11 @@ class BrokerConfig:
     allow_auto_update_schema: bool = True
     #: refuse producers without a schema on topics that have one, in every namespace
     schema_validation_enforced: bool = False
+    #: run the transaction coordinators, buffers and pending acks (Pulsar's transactionCoordinatorEnabled);
+    #: off: TC_CLIENT_CONNECT is refused as on a Pulsar broker without transactions
+    transaction_coordinator_enabled: bool = True
+    #: partitions of pulsar/system/transaction_coordinator_assign: one coordinator (and log) each
+    transaction_coordinator_count: int = 1
     #: log level of the "magnetar" loggers
     log_level: str = "INFO"
     #: authentication, authorization and TLS (with the TLS ports), under Pulsar's semantics

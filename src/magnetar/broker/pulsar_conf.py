@@ -224,6 +224,8 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "managedLedgerMaxLedgerRolloverTimeMinutes": ("segment_max_rollover_minutes", _non_negative),
     "dispatcherMaxReadBatchSize": ("dispatch_batch_entries", _positive),
     "brokerServiceCompactionThresholdInBytes": ("compaction_threshold_bytes", _non_negative),
+    "transactionCoordinatorEnabled": ("transaction_coordinator_enabled", _bool),
+    "transactionCoordinatorCount": ("transaction_coordinator_count", _positive),
 }
 #: keys read together with others (see _combined_settings)
 _COMBINED_KEYS = (

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from magnetar.broker.topics.base import Topic
     from magnetar.broker.topics.compaction import Compactor
     from magnetar.broker.topics.persistent import PersistentTopic
+    from magnetar.broker.transactions.service import TransactionService
     from magnetar.broker.transport import ClientSession
 
 log = logging.getLogger("magnetar.broker")
@@ -89,6 +90,8 @@ class BrokerService(TopicDirectory):
         self.authentication: AuthenticationService | None = None
         #: what a role may do (None when authorization is off); reads grants from the store every time
         self.authorization: AuthorizationService | None = None
+        #: the transaction coordinators, buffers and pending acks (None: transactions disabled)
+        self.transactions: TransactionService | None = None
         self._load_security()
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -101,6 +104,11 @@ class BrokerService(TopicDirectory):
         except BaseException:
             self._dir_lock.release()
             raise
+        if self.config.transaction_coordinator_enabled:
+            from magnetar.broker.transactions.service import TransactionService
+
+            self.transactions = TransactionService(self)
+            await self.transactions.start()
         if self.metadata.list_kv(_COMPACTION_STATUS_PREFIX):
             _ = self.compactor  # a compaction a crashed broker left RUNNING is marked ERROR now
 
@@ -152,7 +160,11 @@ class BrokerService(TopicDirectory):
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._compactor is not None:
             await self._compactor.stop()
+        if self.transactions is not None:
+            await self.transactions.stop()
         await self.committer.drain()
+        if self.transactions is not None:
+            self.transactions.close()
         for topic in self.topics.values():
             if topic.persistent:
                 for sub in topic.subscriptions.values():

@@ -13,7 +13,7 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from magnetar.broker.errors import BrokerError
 from magnetar.protocol.enums import ServerError
@@ -92,6 +92,8 @@ class PreparedTopic:
     policies: TopicPolicies
     #: whether the topic has a compacted-ledger directory (checked here, not on the loop)
     compacted_root_exists: bool = True
+    #: what the transaction component read of the topic (its replayed buffer, its pending acks)
+    transactions: Any = None
 
 
 class TopicLoader:
@@ -232,6 +234,7 @@ class TopicLoader:
             reaper=broker.reap,
         )
         try:
+            transactions = getattr(broker, "transactions", None)
             return PreparedTopic(
                 ledger,
                 metadata.load_cursors(name),
@@ -239,6 +242,7 @@ class TopicLoader:
                 metadata.get_kv(terminated_key(name)) is not None,
                 resolve(metadata, config, topic_name),
                 compacted_root(config.data_dir, ledger_id).is_dir(),
+                transactions.read_topic_state(name, ledger) if transactions is not None else None,
             )
         except BaseException:
             ledger.close()
@@ -281,6 +285,8 @@ class TopicLoader:
         topic.apply_policies(prepared.policies)
         topic.terminated = prepared.terminated
         broker.compactor.load(topic, prepared.compacted_root_exists)
+        if prepared.transactions is not None:
+            broker.transactions.attach(topic, prepared.transactions)  # type: ignore[attr-defined]
         broker.topics[name] = topic
         log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger.ledger_id, ledger.first_entry_id, ledger.last_entry_id)
         return topic

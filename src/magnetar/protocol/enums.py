@@ -56,6 +56,17 @@ class CommandType(IntEnum):
     GET_OR_CREATE_SCHEMA = 39
     GET_OR_CREATE_SCHEMA_RESPONSE = 40
     NEW_TXN = 50
+    NEW_TXN_RESPONSE = 51
+    ADD_PARTITION_TO_TXN = 52
+    ADD_PARTITION_TO_TXN_RESPONSE = 53
+    ADD_SUBSCRIPTION_TO_TXN = 54
+    ADD_SUBSCRIPTION_TO_TXN_RESPONSE = 55
+    END_TXN = 56
+    END_TXN_RESPONSE = 57
+    END_TXN_ON_PARTITION = 58
+    END_TXN_ON_PARTITION_RESPONSE = 59
+    END_TXN_ON_SUBSCRIPTION = 60
+    END_TXN_ON_SUBSCRIPTION_RESPONSE = 61
     TC_CLIENT_CONNECT_REQUEST = 62
     TC_CLIENT_CONNECT_RESPONSE = 63
     WATCH_TOPIC_LIST = 64
@@ -103,6 +114,18 @@ COMMAND_FIELD: dict[int, str] = {
     CommandType.ACK_RESPONSE: "ack_response",
     CommandType.GET_OR_CREATE_SCHEMA: "get_or_create_schema",
     CommandType.GET_OR_CREATE_SCHEMA_RESPONSE: "get_or_create_schema_response",
+    CommandType.NEW_TXN: "new_txn",
+    CommandType.NEW_TXN_RESPONSE: "new_txn_response",
+    CommandType.ADD_PARTITION_TO_TXN: "add_partition_to_txn",
+    CommandType.ADD_PARTITION_TO_TXN_RESPONSE: "add_partition_to_txn_response",
+    CommandType.ADD_SUBSCRIPTION_TO_TXN: "add_subscription_to_txn",
+    CommandType.ADD_SUBSCRIPTION_TO_TXN_RESPONSE: "add_subscription_to_txn_response",
+    CommandType.END_TXN: "end_txn",
+    CommandType.END_TXN_RESPONSE: "end_txn_response",
+    CommandType.END_TXN_ON_PARTITION: "end_txn_on_partition",
+    CommandType.END_TXN_ON_PARTITION_RESPONSE: "end_txn_on_partition_response",
+    CommandType.END_TXN_ON_SUBSCRIPTION: "end_txn_on_subscription",
+    CommandType.END_TXN_ON_SUBSCRIPTION_RESPONSE: "end_txn_on_subscription_response",
     CommandType.TC_CLIENT_CONNECT_REQUEST: "tc_client_connect_request",
     CommandType.TC_CLIENT_CONNECT_RESPONSE: "tc_client_connect_response",
     CommandType.TOPIC_MIGRATED: "topic_migrated",
@@ -241,3 +264,23 @@ class SchemaType(IntEnum):
     PROTOBUF_NATIVE = 20
     AUTO_CONSUME = 21
     EXTERNAL = 22
+
+
+class TxnAction(IntEnum):
+    """CommandEndTxn.txn_action: what ends a transaction."""
+
+    COMMIT = 0
+    ABORT = 1
+
+
+class MarkerType(IntEnum):
+    """MessageMetadata.marker_type of PulsarMarkers.proto: entries no consumer receives."""
+
+    UNKNOWN_MARKER = 0
+    REPLICATED_SUBSCRIPTION_SNAPSHOT_REQUEST = 10
+    REPLICATED_SUBSCRIPTION_SNAPSHOT_RESPONSE = 11
+    REPLICATED_SUBSCRIPTION_SNAPSHOT = 12
+    REPLICATED_SUBSCRIPTION_UPDATE = 13
+    TXN_COMMITTING = 19
+    TXN_COMMIT = 20
+    TXN_ABORT = 21

@@ -405,6 +405,94 @@ CommandTcClientConnectResponse
   2 int32 error
   3 string message
 
+TxnSubscription
+  1 string topic
+  2 string subscription
+
+CommandNewTxn
+  1 uint64 request_id
+  2 uint64 txn_ttl_seconds
+  3 uint64 tc_id
+
+CommandNewTxnResponse
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 int32 error
+  5 string message
+
+CommandAddPartitionToTxn
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 repeated string partitions
+
+CommandAddPartitionToTxnResponse
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 int32 error
+  5 string message
+
+CommandAddSubscriptionToTxn
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 repeated TxnSubscription subscription
+
+CommandAddSubscriptionToTxnResponse
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 int32 error
+  5 string message
+
+CommandEndTxn
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 int32 txn_action
+
+CommandEndTxnResponse
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 int32 error
+  5 string message
+
+CommandEndTxnOnPartition
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 string topic
+  5 int32 txn_action
+  6 uint64 txnid_least_bits_of_low_watermark
+
+CommandEndTxnOnPartitionResponse
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 int32 error
+  5 string message
+
+CommandEndTxnOnSubscription
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 TxnSubscription subscription
+  5 int32 txn_action
+  6 uint64 txnid_least_bits_of_low_watermark
+
+CommandEndTxnOnSubscriptionResponse
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 int32 error
+  5 string message
+
+TxnMarker
+  1 repeated MessageIdData message_id
+
 BaseCommand
   1 int32 type
   2 CommandConnect connect
@@ -446,6 +534,18 @@ BaseCommand
   38 CommandAckResponse ack_response
   39 CommandGetOrCreateSchema get_or_create_schema
   40 CommandGetOrCreateSchemaResponse get_or_create_schema_response
+  50 CommandNewTxn new_txn
+  51 CommandNewTxnResponse new_txn_response
+  52 CommandAddPartitionToTxn add_partition_to_txn
+  53 CommandAddPartitionToTxnResponse add_partition_to_txn_response
+  54 CommandAddSubscriptionToTxn add_subscription_to_txn
+  55 CommandAddSubscriptionToTxnResponse add_subscription_to_txn_response
+  56 CommandEndTxn end_txn
+  57 CommandEndTxnResponse end_txn_response
+  58 CommandEndTxnOnPartition end_txn_on_partition
+  59 CommandEndTxnOnPartitionResponse end_txn_on_partition_response
+  60 CommandEndTxnOnSubscription end_txn_on_subscription
+  61 CommandEndTxnOnSubscriptionResponse end_txn_on_subscription_response
   62 CommandTcClientConnectRequest tc_client_connect_request
   63 CommandTcClientConnectResponse tc_client_connect_response
   68 CommandTopicMigrated topic_migrated

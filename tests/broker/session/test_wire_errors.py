@@ -415,9 +415,9 @@ def test_invalid_topic_name_gets_invalid_topic_name(wire) -> None:  # noqa: ANN0
 
 def test_unsupported_command_gets_not_allowed_with_its_request_id(wire) -> None:  # noqa: ANN001
     c = wire()
-    # BaseCommand type 50 (NEW_TXN) carrying field 50 = {1: request_id 7}: a command the
+    # BaseCommand type 64 (WATCH_TOPIC_LIST) carrying field 64 = {1: request_id 7}: a command the
     # broker's schema does not even know
-    body = BaseCommand(type=50).SerializeToString() + b"\x92\x03\x02\x08\x07"
+    body = BaseCommand(type=64).SerializeToString() + b"\x82\x04\x02\x08\x07"
     c.send_raw(struct.pack(">II", len(body) + 4, len(body)) + body)
     error = c.expect(CommandType.ERROR).command.error
     assert error.request_id == 7

@@ -297,8 +297,11 @@ func TestProducerAccessModes(t *testing.T) {
 	equal(t, []string{"from-owner", "from-waiter"}, payloads(read(t, reader, 2)), "stored messages")
 }
 
+// TestTransactionsAreRefusedWithoutACoordinator runs against the broker MAGNETAR_NO_TXN_SERVICE_URL
+// names (one started with transactionCoordinatorEnabled=false), else against the broker under test.
 func TestTransactionsAreRefusedWithoutACoordinator(t *testing.T) {
-	_, err := pulsar.NewClient(pulsar.ClientOptions{URL: serviceURL(), EnableTransaction: true,
+	url := env("MAGNETAR_NO_TXN_SERVICE_URL", serviceURL())
+	_, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, EnableTransaction: true,
 		OperationTimeout: 10 * time.Second, ConnectionTimeout: 5 * time.Second})
 	// as against a Pulsar broker with transactions disabled: the coordinator-assign topic has no partitions
 	if err == nil || !strings.Contains(err.Error(), "The broker doesn't enable the transaction coordinator") {

@@ -41,11 +41,19 @@ class MessageResources:
         topic = await ctx.load_topic(tn)
         cursor = ctx.subscription(topic, sub).cursor
         last = topic.last_entry_id
-        entry_id = cursor.next_unacked(max(cursor.mark_delete + 1, topic.first_entry_id))
+        buffer = getattr(topic, "txn_buffer", None)
+
+        def next_visible(start: int) -> int:
+            entry_id = cursor.next_unacked(start)
+            while buffer is not None and entry_id <= last and buffer.hidden(entry_id):
+                entry_id = cursor.next_unacked(entry_id + 1)  # a marker or an aborted message
+            return entry_id
+
+        entry_id = next_visible(max(cursor.mark_delete + 1, topic.first_entry_id))
         for _ in range(position - 1):
             if entry_id > last:
                 break
-            entry_id = cursor.next_unacked(entry_id + 1)
+            entry_id = next_visible(entry_id + 1)
         return _read(topic, entry_id, tn.partition_index)
 
     async def examine(self, tn: TopicName, initial_position: str, position: int) -> PeekedEntry:

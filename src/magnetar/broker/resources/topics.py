@@ -145,7 +145,9 @@ class TopicResources:
         when the namespace's auto-topic-creation policy says "partitioned".
         """
         if is_transaction_coordinator_assign(tn):
-            return {"partitions": 0}  # no coordinator, as a Pulsar broker with transactions disabled
+            # one partition per coordinator; none with transactions disabled (as Pulsar)
+            transactions = self.ctx.service.transactions
+            return {"partitions": transactions.count if transactions is not None else 0}
         ctx = self.ctx
         ctx.check_namespace(tn.namespace)
         n = ctx.partitions_of(tn)

@@ -4,7 +4,7 @@
 :class:`~magnetar.net.transport.FramedProtocol` turns bytes into frames and batches the output
 (one ``writelines`` per loop iteration), :class:`~magnetar.broker.session.base.SessionBase`
 keeps the connection's state and implements the transport interfaces the domain sees, and the
-command handlers (lookup.py, producers.py, consumers.py) answer each command. A refused request
+command handlers (lookup.py, producers.py, consumers.py, transactions.py) answer each command. A refused request
 gets an ERROR (or SEND_ERROR) and affects nothing else; only malformed frames close the connection.
 """
 
@@ -18,6 +18,7 @@ from magnetar.broker.session.auth import AuthCommands
 from magnetar.broker.session.consumers import ConsumerCommands
 from magnetar.broker.session.lookup import LookupCommands
 from magnetar.broker.session.producers import ProducerCommands
+from magnetar.broker.session.transactions import TransactionCommands
 from magnetar.protocol.commands import request_id_of
 from magnetar.protocol.enums import CommandType, ServerError
 from magnetar.protocol.framing import Frame, ProtocolError
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("magnetar.broker.session.connection")
 
 
-class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerCommands):
+class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerCommands, TransactionCommands):
     """Broker side of one client connection."""
 
     def __init__(self, service: BrokerService) -> None:
@@ -57,6 +58,10 @@ class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerC
             CommandType.GET_OR_CREATE_SCHEMA: self._on_get_or_create_schema,
             CommandType.GET_TOPICS_OF_NAMESPACE: self._on_get_topics_of_namespace,
             CommandType.AUTH_RESPONSE: self._on_auth_response,
+            CommandType.NEW_TXN: self._on_new_txn,
+            CommandType.ADD_PARTITION_TO_TXN: self._on_add_partition_to_txn,
+            CommandType.ADD_SUBSCRIPTION_TO_TXN: self._on_add_subscription_to_txn,
+            CommandType.END_TXN: self._on_end_txn,
         }
 
     def frame_received(self, frame: Frame) -> None:

@@ -127,6 +127,9 @@ class ConsumerCommands(DeferredCommands):
 
     def _on_ack(self, command: BaseCommand, frame: Frame) -> None:
         ack = command.ack
+        if ack.HasField("txnid_most_bits"):
+            self.acknowledge_in_txn(command)  # type: ignore[attr-defined]  # session/transactions.py
+            return
         consumer = self.consumers.get(ack.consumer_id)
         if consumer is not None:
             consumer.subscription.acknowledge(consumer, ack.ack_type == AckType.Cumulative, ack.message_id)

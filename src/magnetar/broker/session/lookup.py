@@ -29,12 +29,9 @@ if TYPE_CHECKING:
     from magnetar.protocol.schema import CommandGetOrCreateSchema
     from magnetar.protocol.topic_name import TopicName
 
-#: what Pulsar answers a client that enables transactions on a broker without a coordinator
-TRANSACTIONS_DISABLED = "Transactions are not enabled."
-
-# magnetar runs no transaction coordinator; as on a Pulsar broker with transactions disabled,
-# lookups of the coordinator-assign topic succeed (no partitions, served here) so that a client
-# that enables transactions learns it from its own check or from TC_CLIENT_CONNECT's refusal.
+# The coordinator-assign topic has one partition per transaction coordinator, all served here; with
+# transactions disabled it has none (as on a Pulsar broker without them), so that a client that
+# enables transactions learns it from its own check or from TC_CLIENT_CONNECT's refusal.
 
 
 class LookupCommands(DeferredCommands):
@@ -57,7 +54,8 @@ class LookupCommands(DeferredCommands):
                 "PARTITIONED_METADATA", lambda authz: authz.check_lookup(name, self.role, "partitioned_metadata"), name
             )
             if is_transaction_coordinator_assign(name):
-                resp.partitions = 0
+                transactions = self.service.transactions
+                resp.partitions = transactions.count if transactions is not None else 0
             else:
                 self.service.check_namespace(name)
                 resp.partitions = self.service.partitions_for_client(name, req.metadata_auto_creation_enabled)
@@ -93,14 +91,6 @@ class LookupCommands(DeferredCommands):
             resp.response = LookupType.Failed
             resp.error = exc.code
             resp.message = exc.message
-        self.send_command(cmd)
-
-    def _on_tc_client_connect(self, command: BaseCommand, frame: Frame) -> None:
-        cmd = BaseCommand(type=CommandType.TC_CLIENT_CONNECT_RESPONSE)
-        resp = cmd.tc_client_connect_response
-        resp.request_id = command.tc_client_connect_request.request_id
-        resp.error = ServerError.NotAllowedError
-        resp.message = TRANSACTIONS_DISABLED
         self.send_command(cmd)
 
     def _on_get_topics_of_namespace(self, command: BaseCommand, frame: Frame) -> None:

@@ -165,6 +165,9 @@ class ProducerCommands(DeferredCommands):
         # no size check here: as Pulsar, only the frame limit (max_message_size + FRAME_HEADROOM,
         # the decoder's) bounds an entry, since max_message_size does not count the metadata
         context = SendContext(self, producer, send.sequence_id, send.highest_sequence_id, send.num_messages)
+        if send.HasField("txnid_most_bits"):
+            self._send_in_txn(producer, (send.txnid_most_bits, send.txnid_least_bits), entry, crc, context)
+            return
         try:
             if producer.topic.publish(producer, entry, crc, context):
                 context.pending_bytes = len(entry)
@@ -172,6 +175,17 @@ class ProducerCommands(DeferredCommands):
         except StorageError as exc:
             log.error("append to %s failed: %s", producer.topic.name, exc)
             self.send_send_error(send.producer_id, send.sequence_id, ServerError.PersistenceError, f"storage failure: {exc}")
+
+    def _send_in_txn(self, producer: Producer, txn: tuple[int, int], entry: bytes, crc: int, context: SendContext) -> None:
+        """A SEND inside a transaction (session/transactions.py); a refusal is its SEND_ERROR."""
+        try:
+            if self.publish_in_txn(producer, txn, entry, crc, context):  # type: ignore[attr-defined]
+                context.pending_bytes = len(entry)
+                self.publish_started(len(entry))
+        except BrokerError as exc:
+            context.failed(exc.code, exc.message)
+        except StorageError as exc:
+            context.failed(ServerError.PersistenceError, f"storage failure: {exc}")
 
     def _on_close_producer(self, command: BaseCommand, frame: Frame) -> None:
         req = command.close_producer

@@ -18,6 +18,7 @@ from magnetar.storage import CompactedView, Entry, ManagedCursor
 
 if TYPE_CHECKING:
     from magnetar.broker.subscriptions.consumer import Consumer
+    from magnetar.broker.transactions.pending_ack import PendingAcks
 
 log = logging.getLogger("magnetar.broker.subscriptions.subscription")
 
@@ -79,6 +80,8 @@ class Subscription(SubscriptionBase):
         #: messages message TTL or expire-messages acknowledged, and when that last happened
         self.msg_expired_counter = 0
         self.last_expire_time = 0.0
+        #: acknowledgements held by open transactions (transactions/pending_ack.py), once there was one
+        self.pending_acks: PendingAcks | None = None
 
     @property
     def durable(self) -> bool:
@@ -176,11 +179,50 @@ class Subscription(SubscriptionBase):
         A read_compacted subscription reads the topic's compacted view while its read position is
         at or below the compaction horizon (the ids there have gaps), then the topic itself.
         """
-        return self.cursor.read_entries(count, self.topic.last_readable_id, self._compacted_view())
+        view = self._compacted_view()
+        entries = self.cursor.read_entries(count, self.topic.last_readable_id, view)
+        if self.pending_acks is None and getattr(self.topic, "txn_buffer", None) is None:
+            return entries
+        while entries:
+            visible = self._txn_visible(entries)
+            if visible:
+                return visible
+            entries = self.cursor.read_entries(count, self.topic.last_readable_id, view)
+        return entries
 
     def read_entry_list(self, entry_ids: list[int]) -> list[Entry]:
         """The given entries (for redelivery), from the compacted view where it applies."""
-        return self.cursor.read_ids(entry_ids, self._compacted_view())
+        entries = self.cursor.read_ids(entry_ids, self._compacted_view())
+        if self.pending_acks is None and getattr(self.topic, "txn_buffer", None) is None:
+            return entries
+        return self._txn_visible(entries)
+
+    def _txn_visible(self, entries: list[Entry]) -> list[Entry]:
+        """What transactions let this subscription deliver of ``entries``: markers and aborted messages
+        never (they count as acknowledged, as Pulsar's dispatcher acks them), messages a transaction's
+        acknowledgement holds not until it ends."""
+        buffer = getattr(self.topic, "txn_buffer", None)
+        pending = self.pending_acks
+        out = []
+        for entry in entries:
+            entry_id = entry.entry_id
+            if buffer is not None and buffer.hidden(entry_id):
+                self.cursor.ack(entry_id)
+            elif pending is None or not pending.holds(entry_id):
+                out.append(entry)
+        return out
+
+    def txn_acks_held(self, entry_ids: list[int]) -> None:
+        """A transaction's acknowledgement holds these entries: they leave their consumers' in-flight
+        sets and the redelivery queue until it ends."""
+        for entry_id in entry_ids:
+            for consumer in self.consumers:
+                if consumer.forget(entry_id):
+                    break
+            self.redelivery.discard(entry_id)
+        self.update_blocked()
+        if self.dispatcher is not None:
+            self.dispatcher.acknowledged()
 
     def delivery_ack_set(self, entry: Entry) -> list[int] | None:
         """The ack set sent with an entry: the messages of a batch still to deliver.

@@ -515,7 +515,8 @@ class Compactor:
                 position, min(horizon, position + CHUNK_ENTRIES - 1), CHUNK_BYTES
             )
             position += len(entries)
-            yield [(e.entry_id, e.data) for e in entries]
+            buffer = getattr(topic, "txn_buffer", None)  # markers and aborted messages are never compacted in
+            yield [(e.entry_id, e.data) for e in entries if buffer is None or not buffer.hidden(e.entry_id)]
 
 
 def _children(root: Path) -> list[Path]:

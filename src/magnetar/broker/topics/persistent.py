@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from magnetar.broker.errors import BrokerError
@@ -13,7 +14,7 @@ from magnetar.broker.topics import lifecycle
 from magnetar.broker.topics.base import Topic
 from magnetar.broker.topics.no_space import NoSpaceGuard
 from magnetar.protocol.enums import InitialPosition, ServerError
-from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
+from magnetar.protocol.framing import ProtocolError, crc32c, parse_entry_metadata
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import (
     CursorState,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
     from magnetar.broker.policies import TopicPolicies
     from magnetar.broker.topics.producer import Producer
+    from magnetar.broker.transactions.buffer import TransactionBuffer
     from magnetar.broker.transport import PublishContext
     from magnetar.storage import CompactedView
 
@@ -52,6 +54,22 @@ class CursorListener(Protocol):
         """Release whole segments every durable subscription has acknowledged, as retention allows."""
 
 
+class _MarkerContext:
+    """The completion of an appended marker: a duplicate's path (no receipt, no sequence id)."""
+
+    __slots__ = ("_durable",)
+
+    def __init__(self, durable: Callable[[], None]) -> None:
+        self._durable = durable
+
+    def duplicate(self) -> None:
+        """The marker is durable."""
+        self._durable()
+
+    def failed(self, code: ServerError, message: str) -> None:
+        """The sync failed: the marker is written again when the transaction's end is retried."""
+
+
 class PersistentTopic(Topic):
     """One persistent topic (or one partition of a partitioned topic).
 
@@ -65,6 +83,8 @@ class PersistentTopic(Topic):
     compacted: CompactedView | None = None
     #: while a compaction runs: the first entry it still has to read (not trimmed meanwhile)
     compaction_pin: int | None = None
+    #: the transactions of this topic (transactions/buffer.py), once one sent a message here
+    txn_buffer: TransactionBuffer | None = None
 
     def __init__(
         self,
@@ -81,7 +101,9 @@ class PersistentTopic(Topic):
         self.subscriptions: dict[str, Subscription] = {}  # type: ignore[assignment]
         self._committer = committer
         self._cursors = cursors
-        #: highest entry id consumers may read (covered by a completed sync)
+        #: highest entry id covered by a completed sync
+        self.durable_id = ledger.last_entry_id
+        #: highest entry id consumers may read: durable, and before the first open transaction
         self.last_readable_id = ledger.last_entry_id
         #: (publish context, producer name, entry id gating its completion, duplicate?)
         self._receipts: deque[tuple[PublishContext, str, int, bool]] = deque()
@@ -136,7 +158,7 @@ class PersistentTopic(Topic):
         last = self.last_sequence_ids.get(name, -1)
         if self.dedup_enabled and sequence <= last:
             gate = self.ledger.last_entry_id
-            if not self._receipts and gate <= self.last_readable_id:
+            if not self._receipts and gate <= self.durable_id:
                 context.duplicate()
             else:
                 self._receipts.append((context, name, gate, True))
@@ -201,7 +223,7 @@ class PersistentTopic(Topic):
         if not self.dedup_dirty:
             return None
         self.dedup_dirty = False
-        return self.last_readable_id, dict(self.durable_sequence_ids)
+        return self.durable_id, dict(self.durable_sequence_ids)
 
     def on_durable(self, last_durable_id: int) -> None:
         """Entries up to ``last_durable_id`` are safe: complete their publishes, let consumers read them."""
@@ -216,10 +238,27 @@ class PersistentTopic(Topic):
                 durable[name] = max(context.sequence_id, context.highest_sequence_id)
                 self.dedup_dirty = True
                 context.completed(ledger_id, entry_id)
-        if last_durable_id > self.last_readable_id:
-            self.last_readable_id = last_durable_id
+        if last_durable_id > self.durable_id:
+            self.durable_id = last_durable_id
+            self.txn_visibility_changed()
+
+    def txn_visibility_changed(self) -> None:
+        """Recompute the last readable entry (the transaction buffer's max-read position) and
+        dispatch what became readable."""
+        buffer = self.txn_buffer
+        readable = self.durable_id if buffer is None else buffer.max_read(self.durable_id)
+        if readable > self.last_readable_id:
+            self.last_readable_id = readable
             for sub in self.subscriptions.values():
                 sub.schedule_dispatch()
+
+    def append_marker(self, entry: bytes, durable: Callable[[], None]) -> int:
+        """Append an entry no producer sent (a transaction marker); ``durable`` is called once it is
+        durable, in order with the receipts. Raises StorageError."""
+        entry_id = self.ledger.append(entry, crc32c(entry))
+        self._receipts.append((_MarkerContext(durable), "", entry_id, True))
+        self._committer.appended(self)
+        return entry_id
 
     def on_sync_failed(self, error: BaseException) -> None:
         """A sync failed (the ledger fenced itself): every publish still waiting fails with a
@@ -300,6 +339,9 @@ class PersistentTopic(Topic):
     def last_message_id(self) -> tuple[int, int, int]:
         """(ledger id, entry id, batch index) of the last readable message; entry -1 when empty."""
         last = self.last_readable_id
+        buffer = self.txn_buffer
+        while buffer is not None and last >= self.ledger.first_entry_id and buffer.hidden(last):
+            last -= 1  # a marker or an aborted message is not a message anyone receives
         if last < self.ledger.first_entry_id:
             return self.ledger_id, -1, -1
         try:

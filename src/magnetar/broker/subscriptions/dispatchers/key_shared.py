@@ -311,7 +311,7 @@ class KeySharedDispatcher(Dispatcher):
         limit = self._lookahead_limit()
         now_ms = int(time.time() * 1000)
         while budget > 0 and len(redelivery) < limit and self.has_capacity():
-            entries = cursor.read_entries(self.read_limit(batch), topic.last_readable_id)
+            entries = sub.read_new_entries(self.read_limit(batch))
             if not entries:
                 return budget
             looked_at = seen_messages = 0

@@ -9,7 +9,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * magnetar has no transaction coordinator. As on a Pulsar broker with transactions disabled, the
+ * A broker with transactions disabled (MAGNETAR_NO_TXN_SERVICE_URL: a magnetar started with
+ * transactionCoordinatorEnabled=false; else the broker under test): as on such a Pulsar broker, the
  * coordinator-assign topic has no partitions, and the client refuses to open a transaction.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -25,7 +26,9 @@ class TransactionTest {
     @Test
     void transactionsAreRefusedWithoutACoordinator() throws Exception {
         Throwable refusal = null;
-        try (PulsarClient client = PulsarClient.builder().serviceUrl(Interop.serviceUrl())
+        String noTxn = System.getenv("MAGNETAR_NO_TXN_SERVICE_URL");
+        String url = noTxn == null || noTxn.isEmpty() ? Interop.serviceUrl() : noTxn;
+        try (PulsarClient client = PulsarClient.builder().serviceUrl(url)
                 .operationTimeout(10, TimeUnit.SECONDS).enableTransaction(true).build()) {
             client.newTransaction().withTransactionTimeout(1, TimeUnit.MINUTES).build().get(20, TimeUnit.SECONDS);
         } catch (Exception error) {

@@ -1,0 +1,221 @@
+"""One transaction coordinator (Pulsar's ``TransactionMetadataStore`` with its log).
+
+A coordinator owns the transactions whose most significant bits are its id: it hands out the
+ids (the least significant bits count up), keeps each one's metadata (timeout, partitions produced
+to, subscriptions acknowledged on) and state, and writes every change to its durable log before it
+answers. States: OPEN -> COMMITTING -> COMMITTED and OPEN -> ABORTING -> ABORTED; an ended
+transaction is forgotten (a second END_TXN gets TransactionNotFound, as in Pulsar).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.transactions import TxnId
+from magnetar.broker.transactions.log import TransactionLog
+from magnetar.protocol.enums import ServerError
+
+OPEN = "OPEN"
+COMMITTING = "COMMITTING"
+COMMITTED = "COMMITTED"
+ABORTING = "ABORTING"
+ABORTED = "ABORTED"
+#: ended transactions remembered (for pending acknowledgements recovered after a restart)
+_ENDED_KEPT = 100_000
+
+
+def txn_text(txn: TxnId) -> str:
+    """A transaction id as Pulsar prints it: ``(most,least)``."""
+    return f"({txn[0]},{txn[1]})"
+
+
+def not_found(txn: TxnId) -> BrokerError:
+    """TransactionNotFound, worded as Pulsar's TransactionNotFoundException."""
+    return BrokerError(ServerError.TransactionNotFound, f"The transaction with this txdID `{txn_text(txn)}`not found ")
+
+
+@dataclass
+class TxnMeta:
+    """One transaction's metadata, as Pulsar's TxnMeta."""
+
+    txn: TxnId
+    timeout_ms: int
+    opened_ms: int
+    state: str = OPEN
+    #: topics (partitions) the transaction produced to, in the order they were added
+    partitions: list[str] = field(default_factory=list)
+    #: (topic, subscription) pairs it acknowledged on
+    subscriptions: list[tuple[str, str]] = field(default_factory=list)
+    timed_out: bool = False
+
+    @property
+    def deadline_ms(self) -> int:
+        """When the coordinator aborts it if it is still open."""
+        return self.opened_ms + self.timeout_ms
+
+    def to_admin(self, owner: str) -> dict[str, Any]:
+        """Pulsar's TransactionMetadata (admin ``transactionMetadata``)."""
+        acked: dict[str, dict[str, dict]] = {}
+        for topic, sub in self.subscriptions:
+            acked.setdefault(topic, {})[sub] = {"cumulativeAckPosition": None}
+        return {
+            "txnId": txn_text(self.txn),
+            "status": self.state,
+            "openTimestamp": self.opened_ms,
+            "timeoutAt": self.timeout_ms,
+            "producedPartitions": {p: {"startPosition": None, "aborted": False} for p in self.partitions},
+            "ackedPartitions": acked,
+            "owner": owner,
+        }
+
+
+class TransactionCoordinator:
+    """The transactions of coordinator ``tc_id`` and their durable log."""
+
+    def __init__(self, tc_id: int, log: TransactionLog, next_sequence: int = 0) -> None:
+        self.tc_id = tc_id
+        self.log = log
+        self.next_sequence = next_sequence
+        #: transactions not yet ended (OPEN, COMMITTING, ABORTING)
+        self.txns: dict[TxnId, TxnMeta] = {}
+        #: the final state of ended transactions, newest last (bounded)
+        self.ended: OrderedDict[TxnId, str] = OrderedDict()
+        self.created_count = 0
+        self.committed_count = 0
+        self.aborted_count = 0
+        self.timeout_count = 0
+        self.append_count = 0
+
+    def restore(self, replayed: dict[TxnId, dict[str, Any]]) -> None:
+        """Take the transactions a replay of the log found (recovery)."""
+        for txn, meta in replayed.items():
+            if meta["state"] in (COMMITTED, ABORTED):
+                self._remember(txn, meta["state"])
+                continue
+            self.txns[txn] = TxnMeta(
+                txn,
+                meta["timeout_ms"],
+                meta["opened_ms"],
+                meta["state"],
+                list(meta["partitions"]),
+                [(t, s) for t, s in meta["subscriptions"]],
+                meta.get("timed_out", False),
+            )
+
+    def get(self, txn: TxnId) -> TxnMeta:
+        """The metadata of a transaction not yet ended (TransactionNotFound otherwise)."""
+        meta = self.txns.get(txn)
+        if meta is None:
+            raise not_found(txn)
+        return meta
+
+    def final_state(self, txn: TxnId) -> str | None:
+        """COMMITTED or ABORTED for an ended transaction still remembered, the state of one not
+        ended, None when unknown."""
+        meta = self.txns.get(txn)
+        return meta.state if meta is not None else self.ended.get(txn)
+
+    async def new_txn(self, timeout_ms: int) -> TxnId:
+        """Open a transaction; answers once its record is durable."""
+        txn = (self.tc_id, self.next_sequence)
+        self.next_sequence += 1
+        now = int(time.time() * 1000)
+        meta = TxnMeta(txn, timeout_ms, now)
+        await self._append({"op": "new", "txn": list(txn), "timeout_ms": timeout_ms, "opened_ms": now})
+        self.txns[txn] = meta
+        self.created_count += 1
+        return txn
+
+    def _open(self, txn: TxnId) -> TxnMeta:
+        meta = self.get(txn)
+        if meta.state != OPEN:
+            raise invalid_status(txn, OPEN, meta.state)
+        return meta
+
+    async def add_partitions(self, txn: TxnId, partitions: list[str]) -> None:
+        """Record the partitions a transaction produces to (durable before it answers)."""
+        meta = self._open(txn)
+        new = [p for p in dict.fromkeys(partitions) if p not in meta.partitions]
+        if new:
+            await self._append({"op": "partitions", "txn": list(txn), "partitions": new})
+            meta.partitions.extend(p for p in new if p not in meta.partitions)
+
+    async def add_subscriptions(self, txn: TxnId, subscriptions: list[tuple[str, str]]) -> None:
+        """Record the subscriptions a transaction acknowledges on (durable before it answers)."""
+        meta = self._open(txn)
+        new = [s for s in dict.fromkeys(subscriptions) if s not in meta.subscriptions]
+        if new:
+            await self._append({"op": "subscriptions", "txn": list(txn), "subscriptions": [list(s) for s in new]})
+            meta.subscriptions.extend(s for s in new if s not in meta.subscriptions)
+
+    async def begin_end(self, txn: TxnId, commit: bool, timed_out: bool = False) -> TxnMeta:
+        """OPEN -> COMMITTING / ABORTING, durable before it returns; a transaction already in that
+        state (an END_TXN retried) is returned as it is; any other state is InvalidTxnStatus."""
+        meta = self.get(txn)
+        target = COMMITTING if commit else ABORTING
+        if meta.state == target:
+            return meta
+        if meta.state != OPEN:
+            raise invalid_status(txn, OPEN, meta.state)
+        meta.state = target
+        meta.timed_out = timed_out
+        try:
+            await self._append({"op": "state", "txn": list(txn), "state": target, "timed_out": timed_out})
+        except BaseException:
+            meta.state = OPEN
+            raise
+        if timed_out:
+            self.timeout_count += 1
+        return meta
+
+    async def finish_end(self, meta: TxnMeta) -> None:
+        """COMMITTING -> COMMITTED / ABORTING -> ABORTED once every partition and subscription has
+        ended it; the transaction is forgotten."""
+        final = COMMITTED if meta.state == COMMITTING else ABORTED
+        await self._append({"op": "state", "txn": list(meta.txn), "state": final})
+        meta.state = final
+        self.txns.pop(meta.txn, None)
+        self._remember(meta.txn, final)
+        if final == COMMITTED:
+            self.committed_count += 1
+        else:
+            self.aborted_count += 1
+
+    def expired(self, now_ms: int) -> list[TxnId]:
+        """Open transactions past their timeout."""
+        return [t for t, m in self.txns.items() if m.state == OPEN and m.deadline_ms <= now_ms]
+
+    def _remember(self, txn: TxnId, state: str) -> None:
+        self.ended[txn] = state
+        while len(self.ended) > _ENDED_KEPT:
+            self.ended.popitem(last=False)
+
+    async def _append(self, record: dict[str, Any]) -> None:
+        self.append_count += 1
+        try:
+            await self.log.append(record)
+        except Exception as exc:
+            raise BrokerError(ServerError.PersistenceError, f"transaction log {self.log.name}: {exc}") from None
+
+    def stats(self) -> dict[str, Any]:
+        """Pulsar's TransactionCoordinatorStats."""
+        return {
+            "state": "Ready",
+            "leastSigBits": self.next_sequence - 1,
+            "lowWaterMark": min((t[1] for t in self.txns), default=self.next_sequence - 1),
+            "ongoingTxnSize": len(self.txns),
+            "recoverStartTime": 0,
+            "recoverEndTime": 0,
+        }
+
+
+def invalid_status(txn: TxnId, expected: str, actual: str) -> BrokerError:
+    """InvalidTxnStatus, worded as Pulsar's InvalidTxnStatusException."""
+    return BrokerError(
+        ServerError.InvalidTxnStatus,
+        f"[{txn_text(txn)}] Expect Txn `{txn_text(txn)}` to be in {expected} status but it is in {actual} status",
+    )

@@ -1,0 +1,139 @@
+"""The durable log of one transaction coordinator (Pulsar's ``MLTransactionLogImpl``).
+
+The log is a ledger of :mod:`magnetar.storage` like a topic's (Pulsar keeps it in
+``__transaction_log_<tc>``): records are appended on the loop and made durable by the broker's
+group committer with everything else, so group commit, fencing and repair cover it. Each record is
+one JSON object: a transaction opened (``new``), partitions or subscriptions added, or a state
+change (``state``: COMMITTING, COMMITTED, ABORTING, ABORTED). Replaying the records in order
+rebuilds every transaction's metadata (:func:`replay`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
+
+from magnetar.storage import ManagedLedger, StorageError
+
+log = logging.getLogger("magnetar.broker.transactions.log")
+
+#: entries read at once when the log is replayed
+_REPLAY_CHUNK = 1000
+
+
+class Committer(Protocol):
+    """The broker's group committer, as the log uses it."""
+
+    def appended(self, topic: Any) -> None:
+        """``topic`` appended at least one entry that is not durable yet."""
+        ...
+
+
+def log_name(tc_id: int) -> str:
+    """The name the log of coordinator ``tc_id`` is stored under, as in Pulsar."""
+    return f"persistent://pulsar/system/__transaction_log_{tc_id}"
+
+
+class TransactionLog:
+    """Appends records to a coordinator's ledger; each append completes once it is durable.
+
+    It is what the group committer calls a committed topic (``name``, ``closed``, ``ledger``,
+    ``on_durable``, ``on_sync_failed``).
+    """
+
+    def __init__(self, tc_id: int, ledger: ManagedLedger, committer: Committer) -> None:
+        self.tc_id = tc_id
+        self.name = log_name(tc_id)
+        self.ledger = ledger
+        self.closed = False
+        self._committer = committer
+        self._waiting: deque[tuple[int, asyncio.Future[int]]] = deque()
+
+    def append(self, record: dict[str, Any]) -> asyncio.Future[int]:
+        """Append one record; the future gives its entry id once durable (or the storage error)."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if self.ledger.fenced:
+            try:
+                self.ledger.recover()
+            except StorageError as exc:
+                future.set_exception(exc)
+                return future
+        entry_id = self.ledger.append(json.dumps(record, separators=(",", ":")).encode())
+        self._waiting.append((entry_id, future))
+        self._committer.appended(self)
+        return future
+
+    def on_durable(self, last_durable_id: int) -> None:
+        """Entries up to ``last_durable_id`` are durable: complete their appends."""
+        waiting = self._waiting
+        while waiting and waiting[0][0] <= last_durable_id:
+            entry_id, future = waiting.popleft()
+            if not future.done():
+                future.set_result(entry_id)
+
+    def on_sync_failed(self, error: BaseException) -> None:
+        """A sync failed (the ledger fenced itself): every append still waiting fails."""
+        while self._waiting:
+            _, future = self._waiting.popleft()
+            if not future.done():
+                future.set_exception(StorageError(f"transaction log {self.name}: {error}"))
+
+    def close(self) -> None:
+        """Close the ledger (after the committer drained)."""
+        self.closed = True
+        self.ledger.close()
+
+
+def read_records(ledger: ManagedLedger) -> Iterator[dict[str, Any]]:
+    """Every record of a log in order (in a load thread); undecodable ones are skipped."""
+    first, last = ledger.first_entry_id, ledger.last_entry_id
+    for chunk in range(first, last + 1, _REPLAY_CHUNK):
+        for entry in ledger.read_intact(chunk, min(last, chunk + _REPLAY_CHUNK - 1)):
+            try:
+                record = json.loads(bytes(entry.data))
+            except ValueError:
+                log.error("%s: entry %d is not a transaction log record: skipped", ledger, entry.entry_id)
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def replay(records: Iterable[dict[str, Any]]) -> tuple[dict[tuple[int, int], dict[str, Any]], int]:
+    """The transactions a log's records describe, by id, each as its newest metadata
+    (``state``, ``timeout_ms``, ``opened_ms``, ``partitions``, ``subscriptions``), and the highest
+    sequence used (-1 when none)."""
+    txns: dict[tuple[int, int], dict[str, Any]] = {}
+    highest = -1
+    for record in records:
+        txn_field = record.get("txn")
+        if not isinstance(txn_field, list) or len(txn_field) != 2:
+            continue
+        txn = (int(txn_field[0]), int(txn_field[1]))
+        op = record.get("op")
+        if op == "new":
+            highest = max(highest, txn[1])
+            txns[txn] = {
+                "state": "OPEN",
+                "timeout_ms": int(record.get("timeout_ms", 0)),
+                "opened_ms": int(record.get("opened_ms", 0)),
+                "partitions": [],
+                "subscriptions": [],
+            }
+            continue
+        meta = txns.get(txn)
+        if meta is None:
+            continue
+        if op == "partitions":
+            meta["partitions"].extend(p for p in record.get("partitions", []) if p not in meta["partitions"])
+        elif op == "subscriptions":
+            for pair in record.get("subscriptions", []):
+                if list(pair) not in meta["subscriptions"]:
+                    meta["subscriptions"].append(list(pair))
+        elif op == "state":
+            meta["state"] = str(record.get("state"))
+            meta["timed_out"] = bool(record.get("timed_out", False))
+    return txns, highest

@@ -1,0 +1,92 @@
+"""The coordinator and its durable log: states, refusals, and replay after a restart."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from magnetar.broker.errors import BrokerError
+from magnetar.broker.transactions.coordinator import (
+    ABORTING,
+    COMMITTED,
+    COMMITTING,
+    OPEN,
+    TransactionCoordinator,
+)
+from magnetar.broker.transactions.log import TransactionLog, read_records, replay
+from magnetar.protocol.enums import ServerError
+from magnetar.storage import ManagedLedger
+
+
+class InstantCommitter:
+    """Makes every append durable on the next loop iteration (the group committer's contract)."""
+
+    def appended(self, topic) -> None:  # noqa: ANN001
+        topic.ledger.flush()
+        asyncio.get_running_loop().call_soon(topic.on_durable, topic.ledger.last_entry_id)
+
+
+def _coordinator(directory: Path) -> TransactionCoordinator:
+    ledger = ManagedLedger.open(directory, 1)
+    replayed, highest = replay(read_records(ledger))
+    coordinator = TransactionCoordinator(0, TransactionLog(0, ledger, InstantCommitter()), highest + 1)
+    coordinator.restore(replayed)
+    return coordinator
+
+
+def test_states_and_refusals(tmp_path: Path) -> None:
+    async def run() -> None:
+        c = _coordinator(tmp_path / "log")
+        first = await c.new_txn(60_000)
+        second = await c.new_txn(60_000)
+        assert (first, second) == ((0, 0), (0, 1))
+        await c.add_partitions(first, ["persistent://public/default/a", "persistent://public/default/a"])
+        await c.add_subscriptions(first, [("persistent://public/default/a", "s")])
+        meta = c.get(first)
+        assert (meta.state, meta.partitions, meta.subscriptions) == (
+            OPEN, ["persistent://public/default/a"], [("persistent://public/default/a", "s")]
+        )
+        await c.begin_end(first, commit=True)
+        with pytest.raises(BrokerError) as refused:
+            await c.add_partitions(first, ["persistent://public/default/b"])
+        assert refused.value.code == ServerError.InvalidTxnStatus
+        with pytest.raises(BrokerError) as refused:
+            await c.begin_end(first, commit=False)
+        assert refused.value.code == ServerError.InvalidTxnStatus
+        await c.finish_end(c.get(first))
+        with pytest.raises(BrokerError) as gone:
+            c.get(first)
+        assert gone.value.code == ServerError.TransactionNotFound
+        assert c.final_state(first) == COMMITTED
+        c.log.close()
+
+    asyncio.run(run())
+
+
+def test_replay_after_restart_keeps_every_state(tmp_path: Path) -> None:
+    async def first_run() -> None:
+        c = _coordinator(tmp_path / "log")
+        committing = await c.new_txn(60_000)
+        await c.add_partitions(committing, ["persistent://public/default/t"])
+        await c.begin_end(committing, commit=True)  # the crash comes before the markers
+        aborting = await c.new_txn(60_000)
+        await c.begin_end(aborting, commit=False)
+        await c.new_txn(1_000)  # left open
+        done = await c.new_txn(60_000)
+        await c.begin_end(done, commit=False)
+        await c.finish_end(c.get(done))
+        c.log.ledger.sync()
+        c.log.ledger.close()
+
+    async def second_run() -> None:
+        c = _coordinator(tmp_path / "log")
+        assert {t: m.state for t, m in c.txns.items()} == {(0, 0): COMMITTING, (0, 1): ABORTING, (0, 2): OPEN}
+        assert c.get((0, 0)).partitions == ["persistent://public/default/t"]
+        assert c.final_state((0, 3)) == "ABORTED"
+        assert await c.new_txn(1_000) == (0, 4)  # ids are never reused
+        c.log.close()
+
+    asyncio.run(first_run())
+    asyncio.run(second_run())

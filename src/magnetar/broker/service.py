@@ -98,7 +98,7 @@ class BrokerService(TopicDirectory):
         if self.config.security.authentication_enabled:
             self._ensure_secured_defaults()
         else:
-            self.metadata.ensure_defaults()
+            self.metadata.ensure_defaults(self.config.cluster_name)
         self.persistence = CursorPersistence(self.config, self.metadata, self.topics, self.maybe_trim)
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
@@ -186,12 +186,38 @@ class BrokerService(TopicDirectory):
             self.authorization = AuthorizationService(security, self.tenant_info, self.namespace_policies)
 
     def _ensure_secured_defaults(self) -> None:
-        """Only cluster ``standalone``: with authentication on nothing is open by default, and the
-        administrator creates ``public`` and ``public/default`` with the admin roles and permissions
-        they choose (as the set-up scripts of Pulsar's secured standalone do)."""
+        """As Pulsar's standalone with authentication on: the local cluster and tenant ``public``
+        (administered by the superusers) always; ``public/default`` only when the broker client's
+        credentials (brokerClientAuthenticationPlugin / Parameters) may create it, as Pulsar creates
+        it through its own broker client."""
         assert self.metadata is not None
-        if self.metadata.get_cluster("standalone") is None:
-            self.metadata.create_cluster("standalone", {})
+        security = self.config.security
+        allowed = self._broker_client_may_administer()
+        self.metadata.ensure_defaults(self.config.cluster_name, list(security.super_user_roles), namespace=allowed)
+        if not allowed:
+            log.warning("public/default not created: the broker client's credentials "
+                        "(brokerClientAuthenticationPlugin / brokerClientAuthenticationParameters) are not a superuser's")
+
+    def _broker_client_may_administer(self) -> bool:
+        """Whether the broker client's credentials authenticate here as a role that may create namespaces."""
+        from magnetar.broker.replication.credentials import CredentialsError, client_credentials
+        from magnetar.broker.security.errors import AuthenticationError
+
+        config = self.config
+        try:
+            creds = client_credentials(config.broker_client_authentication_plugin,
+                                       config.broker_client_authentication_parameters)
+        except CredentialsError as exc:
+            log.error("broker client credentials: %s", exc)
+            return False
+        if creds.certificate is not None or self.authentication is None:
+            return False
+        try:
+            role = self.authentication.authenticate(creds.method or None, creds.data or None).role
+        except AuthenticationError:
+            return False
+        security = config.security
+        return not security.authorization_enabled or security.is_super_user(role)
 
     # -- topics --------------------------------------------------------------------------
     async def load_topic(self, topic_name: TopicName, create: bool = True) -> Topic:

@@ -38,6 +38,8 @@ from magnetar.storage.repair import metadata_problem, repair_data_dir
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from magnetar.broker.replication.manager import ReplicationManager
+    from magnetar.broker.replication.replicator import Replicator
     from magnetar.broker.security.authentication import AuthenticationService
     from magnetar.broker.security.authorization import AuthorizationService
     from magnetar.broker.topics.base import Topic
@@ -75,12 +77,13 @@ class BrokerService(TopicDirectory):
         self.topic_loader = TopicLoader(self)
         #: the durable cursors and their persistence (set in start())
         self.persistence: CursorPersistence
+        self._replication: ReplicationManager | None = None
         self._tasks: list[asyncio.Task] = []
         self._compactor: Compactor | None = None
         self.started_at = time.time()
         self.running = False
         #: names of producers that did not choose one: this prefix, then a number
-        self.producer_name_prefix = f"standalone-{self.instance_id}"
+        self.producer_name_prefix = f"{config.cluster_name}-{self.instance_id}"
         #: who a client is (None when authentication is off); loads keys and htpasswd now
         self.authentication: AuthenticationService | None = None
         #: what a role may do (None when authorization is off); reads grants from the store every time
@@ -133,6 +136,8 @@ class BrokerService(TopicDirectory):
             task.cancel()
         # loads under way end before storage closes; they register nothing now
         await self.topic_loader.wait_all()
+        if self._replication is not None:
+            await self._replication.stop()
         await self.persistence.stop()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._compactor is not None:
@@ -152,6 +157,20 @@ class BrokerService(TopicDirectory):
         self.persistence.close()
         self.topic_loader.shutdown()
         self._reap_executor.shutdown(wait=True)
+
+    @property
+    def replication(self) -> ReplicationManager:
+        """The geo-replicators of loaded topics (replication.manager); made with the first topic."""
+        if self._replication is None:
+            from magnetar.broker.replication.manager import ReplicationManager
+
+            assert self.metadata is not None
+            self._replication = ReplicationManager(self.config, self.metadata, self.schemas, self.open_cursor, self.topics)
+        return self._replication
+
+    def replicators_of(self, topic_name: str) -> dict[str, Replicator]:
+        """A topic's replicators by remote cluster (none before any topic loaded)."""
+        return self._replication.replicators_of(topic_name) if self._replication is not None else {}
 
     @property
     def compactor(self) -> Compactor:
@@ -238,9 +257,15 @@ class BrokerService(TopicDirectory):
         self.metadata.put_kv(terminated_key(topic.name), b"1")
         return topic.terminate()
 
+    def topic_loaded(self, topic: Topic) -> None:
+        """A topic was loaded: its replicators start (when its replication policy names other clusters)."""
+        self.replication.topic_loaded(topic)
+
     def policies_changed(self, namespace: str | None = None) -> None:
         """Re-resolve policies of loaded topics (of one namespace, or all) so they take effect live."""
         self.topic_loader.policies_changed()
+        if self._replication is not None:
+            self._replication.policies_changed(namespace)
         for topic in list(self.topics.values()):
             if namespace is None or topic.topic_name.namespace == namespace:
                 self.apply_policies(topic)
@@ -372,6 +397,8 @@ class BrokerService(TopicDirectory):
         """
         assert self.metadata is not None
         await self.topic_loader.wait_for(name)
+        if self._replication is not None:
+            await self._replication.topic_closing(name)
         async with self.persistence.lock:
             topic = self.topics.pop(name, None)
             if topic is not None:

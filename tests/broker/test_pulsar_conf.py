@@ -105,6 +105,7 @@ def test_the_official_suites_conf() -> None:
         "default_num_partitions": 0,
         "max_message_size": 1024000,
         "key_shared_selector": "auto_split_hash_range",
+        "cluster_name": "standalone",
     }
     security = conf.security
     assert security.authentication_enabled and security.authorization_enabled
@@ -114,7 +115,7 @@ def test_the_official_suites_conf() -> None:
     assert security.token_secret_key == "file:///work/data/tokens/secret.key"
     assert security.basic_auth_conf == "test-conf/.htpasswd"
     assert conf.ignored == ["zookeeperServers", "brokerShutdownTimeoutMs", "tlsEnabled",
-                            "brokerClientAuthenticationPlugin", "topicLevelPoliciesEnabled"]
+                            "topicLevelPoliciesEnabled"]
 
 
 def test_the_real_file_from_the_official_client_when_available() -> None:
@@ -165,8 +166,9 @@ def test_keys_map_to_magnetar_settings(text: str, expected: dict[str, object]) -
 
 def test_fixed_values_and_magnetar_names() -> None:
     assert load_pulsar_conf("clusterName=standalone\ndelayedDeliveryEnabled=true\n").ignored == []
-    assert load_pulsar_conf("clusterName=prod\ndelayedDeliveryEnabled=false\n").ignored == [
-        "clusterName", "delayedDeliveryEnabled"]
+    conf = load_pulsar_conf("clusterName=prod\ndelayedDeliveryEnabled=false\n")
+    assert conf.ignored == ["delayedDeliveryEnabled"]
+    assert conf.settings["cluster_name"] == "prod"
     conf = load_pulsar_conf("fsync=never\nsegment_max_bytes=8192\n", magnetar_settings={"fsync", "segment_max_bytes"})
     assert conf.settings == {"fsync": "never", "segment_max_bytes": "8192"}
     assert load_pulsar_conf("fsync=never\n").ignored == ["fsync"]

@@ -20,6 +20,7 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.resources.errors import (
     BadRequestError,
     ConflictError,
+    ForbiddenError,
     InvalidChangeError,
     NotAllowedError,
     NotFoundError,
@@ -48,6 +49,7 @@ class HttpError(Exception):
 
 _RESOURCE_ERROR_STATUS: dict[type[ResourceError], int] = {
     BadRequestError: 400,
+    ForbiddenError: 403,
     NotFoundError: 404,
     NotAllowedError: 405,
     OutOfRangeError: 406,

@@ -39,12 +39,18 @@ class TenantInfo(_Body):
 
 
 class ClusterData(_Body):
-    """URLs of a cluster."""
+    """A cluster's URLs and how brokers connect to it (Pulsar's ClusterData; other fields are kept as given)."""
 
     serviceUrl: str | None = None  # noqa: N815
     serviceUrlTls: str | None = None  # noqa: N815
     brokerServiceUrl: str | None = None  # noqa: N815
     brokerServiceUrlTls: str | None = None  # noqa: N815
+    proxyServiceUrl: str | None = None  # noqa: N815
+    authenticationPlugin: str | None = None  # noqa: N815
+    authenticationParameters: str | None = None  # noqa: N815
+    brokerClientTlsEnabled: StrictBool | None = None  # noqa: N815
+    tlsAllowInsecureConnection: StrictBool | None = None  # noqa: N815
+    brokerClientTrustCertsFilePath: str | None = None  # noqa: N815
 
 
 class RetentionPolicies(_Body):

@@ -68,9 +68,9 @@ def groups_for(path: str) -> tuple[str, ...]:
 
 def _topics(domain: str) -> Callable[[BrokerAdmin, AccessGuard], list[APIRouter]]:
     def build(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
-        from magnetar.admin import routes_topics
+        from magnetar.admin import routes_clusters, routes_topics
 
-        return [routes_topics.router(admin, access, domain)]
+        return [routes_clusters.topic_replication_router(admin, access, domain), routes_topics.router(admin, access, domain)]
 
     return build
 
@@ -88,9 +88,9 @@ def _tenants(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
 
 
 def _namespaces(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
-    from magnetar.admin import routes_namespaces
+    from magnetar.admin import routes_clusters, routes_namespaces
 
-    return [routes_namespaces.router(admin, access)]
+    return [routes_clusters.namespace_replication_router(admin, access), routes_namespaces.router(admin, access)]
 
 
 def _lookup(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:

@@ -1,4 +1,6 @@
-"""/admin/v2/clusters: the clusters tenants may use (this broker is cluster "standalone")."""
+"""/admin/v2/clusters: the local cluster and the remote ones geo-replication sends to; and the
+replication policies of namespaces (``/namespaces/{t}/{ns}/replication``) and topics
+(``/persistent/{t}/{ns}/{topic}/replication``), which name them."""
 
 from typing import Annotated
 
@@ -13,18 +15,76 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     """Cluster routes over ``admin``: listing for any role, the rest for superusers (as Pulsar)."""
     r = APIRouter(prefix="/admin/v2/clusters", tags=["clusters"])
     super_user = [access.super_user()]
+    clusters = admin.clusters
 
     @r.get("", dependencies=[access.open()], summary="List clusters")
     async def list_clusters() -> list[str]:
-        return admin.clusters.list_clusters()
+        return clusters.list_clusters()
 
-    @r.get("/{cluster}", dependencies=super_user, summary="Get a cluster's URLs")
+    @r.get("/{cluster}", dependencies=super_user, summary="Get a cluster's ClusterData")
     async def get_cluster(cluster: str) -> dict:
-        return admin.clusters.get_cluster(cluster)
+        return clusters.get_cluster(cluster)
 
     @r.put("/{cluster}", status_code=204, dependencies=super_user, summary="Create a cluster")
     async def create_cluster(cluster: str, data: Annotated[ClusterData | None, Body()] = None) -> Response:
-        admin.clusters.create_cluster(cluster, dump(data))
+        clusters.create_cluster(cluster, dump(data))
+        return Response(status_code=204)
+
+    @r.post("/{cluster}", status_code=204, dependencies=super_user, summary="Update a cluster's ClusterData")
+    async def update_cluster(cluster: str, data: Annotated[ClusterData, Body()]) -> Response:
+        clusters.update_cluster(cluster, dump(data))
+        return Response(status_code=204)
+
+    @r.delete("/{cluster}", status_code=204, dependencies=super_user, summary="Delete a cluster")
+    async def delete_cluster(cluster: str) -> Response:
+        clusters.delete_cluster(cluster)
+        return Response(status_code=204)
+
+    return r
+
+
+def namespace_replication_router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
+    """GET / POST ``/admin/v2/namespaces/{tenant}/{namespace}/replication`` (pulsar-admin's get-clusters / set-clusters)."""
+    r = APIRouter(prefix="/admin/v2/namespaces", tags=["namespaces"])
+    clusters = admin.clusters
+    name = admin.ctx.namespace_name
+
+    @r.get("/{tenant}/{namespace}/replication", dependencies=[access.namespace_policy(write=False)],
+           summary="Get the replication clusters")
+    async def get_replication(tenant: str, namespace: str) -> list[str]:
+        return clusters.get_namespace_replication(name(tenant, namespace))
+
+    @r.post("/{tenant}/{namespace}/replication", status_code=204, dependencies=[access.namespace_policy(write=True)],
+            summary="Set the replication clusters")
+    async def set_replication(tenant: str, namespace: str, value: Annotated[list[str], Body()]) -> Response:
+        clusters.set_namespace_replication(name(tenant, namespace), value)
+        return Response(status_code=204)
+
+    return r
+
+
+def topic_replication_router(admin: BrokerAdmin, access: AccessGuard, domain: str) -> APIRouter:
+    """GET / POST / DELETE ``/admin/v2/{domain}/{tenant}/{namespace}/{topic}/replication``."""
+    r = APIRouter(prefix=f"/admin/v2/{domain}", tags=[f"{domain} topics"])
+    clusters = admin.clusters
+    path = "/{tenant}/{namespace}/{topic}/replication"
+    read, write = [access.topic_policy(False, domain)], [access.topic_policy(True, domain)]
+
+    def topic_name(tenant: str, namespace: str, topic: str):  # noqa: ANN202 - TopicName
+        return admin.ctx.topic_name(domain, tenant, namespace, topic)
+
+    @r.get(path, dependencies=read, summary="Get the topic's replication clusters")
+    async def get_replication(tenant: str, namespace: str, topic: str, applied: bool = False) -> list[str] | None:
+        return clusters.get_topic_replication(topic_name(tenant, namespace, topic), applied)
+
+    @r.post(path, status_code=204, dependencies=write, summary="Set the topic's replication clusters")
+    async def set_replication(tenant: str, namespace: str, topic: str, value: Annotated[list[str], Body()]) -> Response:
+        clusters.set_topic_replication(topic_name(tenant, namespace, topic), value)
+        return Response(status_code=204)
+
+    @r.delete(path, status_code=204, dependencies=write, summary="Remove the topic's replication clusters")
+    async def remove_replication(tenant: str, namespace: str, topic: str) -> Response:
+        clusters.remove_topic_replication(topic_name(tenant, namespace, topic))
         return Response(status_code=204)
 
     return r

@@ -134,6 +134,14 @@ class BrokerConfig:
     transaction_coordinator_count: int = 1
     #: log level of the "magnetar" loggers
     log_level: str = "INFO"
+    #: this broker's cluster (Pulsar's clusterName): the local cluster of geo-replication
+    cluster_name: str = "standalone"
+    #: how this broker authenticates as a client, to itself and to other clusters (Pulsar's
+    #: brokerClientAuthenticationPlugin / brokerClientAuthenticationParameters; "" for none)
+    broker_client_authentication_plugin: str = ""
+    broker_client_authentication_parameters: str = ""
+    #: where a new replicator cursor starts: "latest" (Pulsar's replicationStartAt default) or "earliest"
+    replication_start_at: str = "latest"
     #: authentication, authorization and TLS (with the TLS ports), under Pulsar's semantics
     security: SecuritySettings = field(default_factory=SecuritySettings)
     #: keys of a Pulsar configuration file that magnetar does not implement (logged at start-up)
@@ -290,6 +298,10 @@ class BrokerConfig:
                 f"not {self.schema_compatibility_strategy!r}"
             )
         self.schema_compatibility_strategy = str(parse_strategy(self.schema_compatibility_strategy))
+        if not self.cluster_name or not all(c.isalnum() or c in "-_.=:" for c in self.cluster_name):
+            raise ConfigError(f"cluster_name {self.cluster_name!r} is not a valid cluster name")
+        if self.replication_start_at not in ("latest", "earliest"):
+            raise ConfigError(f"replication_start_at must be 'latest' or 'earliest', not {self.replication_start_at!r}")
         if self.key_shared_selector not in ("auto_split_hash_range", "consistent_hashing"):
             raise ConfigError(
                 "key_shared_selector must be 'auto_split_hash_range' or 'consistent_hashing', "

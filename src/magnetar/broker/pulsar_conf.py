@@ -27,7 +27,7 @@ _INTEGER = re.compile(r"^[-+]?\d+$")
 _NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 _KEY_LINE = re.compile(r"^\s*[A-Za-z_][\w.-]*\s*[=:]")
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-#: magnetar's only cluster
+#: the cluster name of a broker whose file sets none (Pulsar's standalone's)
 CLUSTER_NAME = "standalone"
 
 
@@ -187,6 +187,12 @@ def _schema_strategy(key: str, text: str) -> str:
     return text.upper()
 
 
+def _replication_start(key: str, text: str) -> str:
+    if text.lower() not in ("latest", "earliest"):
+        raise PulsarConfError(key, f"{text!r} is not latest or earliest")
+    return text.lower()
+
+
 Converter = Callable[[str, str], Any]
 
 #: Pulsar key -> (BrokerConfig field, converter), for the keys that map one to one
@@ -226,6 +232,10 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "brokerServiceCompactionThresholdInBytes": ("compaction_threshold_bytes", _non_negative),
     "transactionCoordinatorEnabled": ("transaction_coordinator_enabled", _bool),
     "transactionCoordinatorCount": ("transaction_coordinator_count", _positive),
+    "clusterName": ("cluster_name", _text),
+    "brokerClientAuthenticationPlugin": ("broker_client_authentication_plugin", _text),
+    "brokerClientAuthenticationParameters": ("broker_client_authentication_parameters", _text),
+    "replicationStartAt": ("replication_start_at", _replication_start),
 }
 #: keys read together with others (see _combined_settings)
 _COMBINED_KEYS = (
@@ -234,7 +244,7 @@ _COMBINED_KEYS = (
     "subscriptionKeySharedUseConsistentHashing",
 )
 #: keys whose value magnetar always has: honoured when the file agrees, listed as ignored otherwise
-_FIXED_KEYS: dict[str, str] = {"clusterName": CLUSTER_NAME, "delayedDeliveryEnabled": "true"}
+_FIXED_KEYS: dict[str, str] = {"delayedDeliveryEnabled": "true"}
 #: every Pulsar key this module understands
 KNOWN_PULSAR_KEYS = frozenset(PULSAR_BROKER_KEYS) | frozenset(_COMBINED_KEYS) | frozenset(_FIXED_KEYS) | frozenset(
     PULSAR_SECURITY_KEYS

@@ -40,6 +40,8 @@ from magnetar.storage.repair import metadata_problem, repair_data_dir
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from magnetar.broker.replication.manager import ReplicationManager
+    from magnetar.broker.replication.replicator import Replicator
     from magnetar.broker.security.authentication import AuthenticationService
     from magnetar.broker.security.authorization import AuthorizationService
     from magnetar.broker.topics.base import Topic
@@ -78,6 +80,7 @@ class BrokerService(TopicDirectory):
         self.topic_loader = TopicLoader(self)
         #: the durable cursors and their persistence (set in start())
         self.persistence: CursorPersistence
+        self._replication: ReplicationManager | None = None
         self._tasks: list[asyncio.Task] = []
         #: this broker's hold on its data directory (taken in start(), released by stop())
         self._dir_lock: DataDirLock
@@ -85,7 +88,7 @@ class BrokerService(TopicDirectory):
         self.started_at = time.time()
         self.running = False
         #: names of producers that did not choose one: this prefix, then a number
-        self.producer_name_prefix = f"standalone-{self.instance_id}"
+        self.producer_name_prefix = f"{config.cluster_name}-{self.instance_id}"
         #: who a client is (None when authentication is off); loads keys and htpasswd now
         self.authentication: AuthenticationService | None = None
         #: what a role may do (None when authorization is off); reads grants from the store every time
@@ -123,7 +126,7 @@ class BrokerService(TopicDirectory):
         if self.config.security.authentication_enabled:
             self._ensure_secured_defaults()
         else:
-            self.metadata.ensure_defaults()
+            self.metadata.ensure_defaults(self.config.cluster_name)
         self.persistence = CursorPersistence(self.config, self.metadata, self.topics, self.maybe_trim)
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
@@ -156,6 +159,8 @@ class BrokerService(TopicDirectory):
             task.cancel()
         # loads under way end before storage closes; they register nothing now
         await self.topic_loader.wait_all()
+        if self._replication is not None:
+            await self._replication.stop()
         await self.persistence.stop()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._compactor is not None:
@@ -180,6 +185,20 @@ class BrokerService(TopicDirectory):
         self.topic_loader.shutdown()
         self._reap_executor.shutdown(wait=True)
         self._dir_lock.release()
+
+    @property
+    def replication(self) -> ReplicationManager:
+        """The geo-replicators of loaded topics (replication.manager); made with the first topic."""
+        if self._replication is None:
+            from magnetar.broker.replication.manager import ReplicationManager
+
+            assert self.metadata is not None
+            self._replication = ReplicationManager(self.config, self.metadata, self.schemas, self.open_cursor, self.topics)
+        return self._replication
+
+    def replicators_of(self, topic_name: str) -> dict[str, Replicator]:
+        """A topic's replicators by remote cluster (none before any topic loaded)."""
+        return self._replication.replicators_of(topic_name) if self._replication is not None else {}
 
     @property
     def compactor(self) -> Compactor:
@@ -214,12 +233,38 @@ class BrokerService(TopicDirectory):
             self.authorization = AuthorizationService(security, self.tenant_info, self.namespace_policies)
 
     def _ensure_secured_defaults(self) -> None:
-        """Only cluster ``standalone``: with authentication on nothing is open by default, and the
-        administrator creates ``public`` and ``public/default`` with the admin roles and permissions
-        they choose (as the set-up scripts of Pulsar's secured standalone do)."""
+        """As Pulsar's standalone with authentication on: the local cluster and tenant ``public``
+        (administered by the superusers) always; ``public/default`` only when the broker client's
+        credentials (brokerClientAuthenticationPlugin / Parameters) may create it, as Pulsar creates
+        it through its own broker client."""
         assert self.metadata is not None
-        if self.metadata.get_cluster("standalone") is None:
-            self.metadata.create_cluster("standalone", {})
+        security = self.config.security
+        allowed = self._broker_client_may_administer()
+        self.metadata.ensure_defaults(self.config.cluster_name, list(security.super_user_roles), namespace=allowed)
+        if not allowed:
+            log.warning("public/default not created: the broker client's credentials "
+                        "(brokerClientAuthenticationPlugin / brokerClientAuthenticationParameters) are not a superuser's")
+
+    def _broker_client_may_administer(self) -> bool:
+        """Whether the broker client's credentials authenticate here as a role that may create namespaces."""
+        from magnetar.broker.replication.credentials import CredentialsError, client_credentials
+        from magnetar.broker.security.errors import AuthenticationError
+
+        config = self.config
+        try:
+            creds = client_credentials(config.broker_client_authentication_plugin,
+                                       config.broker_client_authentication_parameters)
+        except CredentialsError as exc:
+            log.error("broker client credentials: %s", exc)
+            return False
+        if creds.certificate is not None or self.authentication is None:
+            return False
+        try:
+            role = self.authentication.authenticate(creds.method or None, creds.data or None).role
+        except AuthenticationError:
+            return False
+        security = config.security
+        return not security.authorization_enabled or security.is_super_user(role)
 
     # -- topics --------------------------------------------------------------------------
     async def load_topic(self, topic_name: TopicName, create: bool = True) -> Topic:
@@ -240,9 +285,15 @@ class BrokerService(TopicDirectory):
         self.metadata.put_kv(terminated_key(topic.name), b"1")
         return topic.terminate()
 
+    def topic_loaded(self, topic: Topic) -> None:
+        """A topic was loaded: its replicators start (when its replication policy names other clusters)."""
+        self.replication.topic_loaded(topic)
+
     def policies_changed(self, namespace: str | None = None) -> None:
         """Re-resolve policies of loaded topics (of one namespace, or all) so they take effect live."""
         self.topic_loader.policies_changed()
+        if self._replication is not None:
+            self._replication.policies_changed(namespace)
         for topic in list(self.topics.values()):
             if namespace is None or topic.topic_name.namespace == namespace:
                 self.apply_policies(topic)
@@ -374,6 +425,8 @@ class BrokerService(TopicDirectory):
         """
         assert self.metadata is not None
         await self.topic_loader.wait_for(name)
+        if self._replication is not None:
+            await self._replication.topic_closing(name)
         async with self.persistence.lock:
             topic = self.topics.pop(name, None)
             if topic is not None:

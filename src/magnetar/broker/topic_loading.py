@@ -78,6 +78,9 @@ class LoadingBroker(Protocol):
     def maybe_trim(self, topic: PersistentTopic) -> None:
         """Release whole segments every durable cursor has acknowledged."""
 
+    def topic_loaded(self, topic: Topic) -> None:
+        """A persistent topic was registered (its replicators start)."""
+
 
 @dataclass
 class PreparedTopic:
@@ -288,5 +291,6 @@ class TopicLoader:
         if prepared.transactions is not None:
             broker.transactions.attach(topic, prepared.transactions)  # type: ignore[attr-defined]
         broker.topics[name] = topic
+        broker.topic_loaded(topic)
         log.debug("loaded topic %s (ledger %d, entries %d..%d)", name, ledger.ledger_id, ledger.first_entry_id, ledger.last_entry_id)
         return topic

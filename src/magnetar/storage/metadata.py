@@ -184,19 +184,26 @@ class MetadataStore:
 
     # -- defaults and clusters ------------------------------------------------
 
-    def ensure_defaults(self) -> None:
-        """Create cluster ``standalone``, tenant ``public`` and namespace ``public/default`` if missing."""
-        with self._tx(then=lambda: self._namespaces.setdefault(DEFAULT_NAMESPACE, "{}")) as db:
-            db.execute("INSERT OR IGNORE INTO clusters (name, config) VALUES (?, ?)", (DEFAULT_CLUSTER, "{}"))
-            tenant_config = {"adminRoles": [], "allowedClusters": [DEFAULT_CLUSTER]}
+    def ensure_defaults(self, cluster: str = DEFAULT_CLUSTER, admin_roles: list[str] | None = None,
+                        namespace: bool = True) -> None:
+        """Create the local ``cluster``, tenant ``public`` (administered by ``admin_roles``) and (with
+        ``namespace``) namespace ``public/default`` if missing."""
+        def created() -> None:
+            if namespace:
+                self._namespaces.setdefault(DEFAULT_NAMESPACE, "{}")
+
+        with self._tx(then=created) as db:
+            db.execute("INSERT OR IGNORE INTO clusters (name, config) VALUES (?, ?)", (cluster, "{}"))
+            tenant_config = {"adminRoles": list(admin_roles or []), "allowedClusters": [cluster]}
             db.execute(
                 "INSERT OR IGNORE INTO tenants (name, config) VALUES (?, ?)",
                 (DEFAULT_TENANT, _dumps(tenant_config)),
             )
-            db.execute(
-                "INSERT OR IGNORE INTO namespaces (name, tenant, policies) VALUES (?, ?, ?)",
-                (DEFAULT_NAMESPACE, DEFAULT_TENANT, "{}"),
-            )
+            if namespace:
+                db.execute(
+                    "INSERT OR IGNORE INTO namespaces (name, tenant, policies) VALUES (?, ?, ?)",
+                    (DEFAULT_NAMESPACE, DEFAULT_TENANT, "{}"),
+                )
 
     def create_cluster(self, name: str, config: dict[str, Any] | None = None) -> None:
         """Register a cluster; raises MetadataConflictError if it exists."""
@@ -210,6 +217,19 @@ class MetadataStore:
         """Return a cluster's configuration, or None."""
         row = self._one("SELECT config FROM clusters WHERE name = ?", (name,))
         return json.loads(row[0]) if row else None
+
+    def update_cluster(self, name: str, config: dict[str, Any]) -> None:
+        """Replace a cluster's configuration; raises MetadataNotFoundError if missing."""
+        with self._tx() as db:
+            cur = db.execute("UPDATE clusters SET config = ? WHERE name = ?", (_dumps(config), name))
+            if cur.rowcount == 0:
+                raise MetadataNotFoundError(f"cluster {name!r} does not exist")
+
+    def delete_cluster(self, name: str) -> None:
+        """Forget a cluster; raises MetadataNotFoundError if missing."""
+        with self._tx() as db:
+            if db.execute("DELETE FROM clusters WHERE name = ?", (name,)).rowcount == 0:
+                raise MetadataNotFoundError(f"cluster {name!r} does not exist")
 
     def list_clusters(self) -> list[str]:
         """Return every cluster name, sorted."""

@@ -30,7 +30,8 @@ def anonymous_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
                                        security=settings)).start()
     url = f"http://127.0.0.1:{http_port}"
     su = Caller(url, f"Bearer {create_token(secret, 'superUser')}")
-    assert su("PUT", "/admin/v2/tenants/public", {"adminRoles": ["anonymous"], "allowedClusters": ["standalone"]}).status in (204, 409)
+    # the broker made tenant public (administered by the superusers) as Pulsar's standalone does: hand it over
+    assert su("POST", "/admin/v2/tenants/public", {"adminRoles": ["anonymous"], "allowedClusters": ["standalone"]}).status == 204
     assert su("PUT", "/admin/v2/namespaces/public/default", {
         "auth_policies": {"namespace_auth": {"anonymous": ["produce", "consume"]}}, "replication_clusters": ["standalone"],
     }).status in (204, 409)

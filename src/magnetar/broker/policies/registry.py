@@ -22,6 +22,7 @@ from magnetar.broker.policies.validation import (
     validate_auto_topic_creation,
     validate_backlog_quotas,
     validate_bool,
+    validate_clusters,
     validate_delayed_delivery,
     validate_retention,
     validate_strategy,
@@ -59,7 +60,8 @@ class Policy:
 
     #: the field of Pulsar's Policies object (storage key and JSON field)
     name: str
-    #: value shape: int, bool, seconds, str, retention, backlog_quotas, delayed_delivery, auto_topic_creation
+    #: value shape: int, bool, seconds, str, retention, backlog_quotas, delayed_delivery, auto_topic_creation,
+    #: clusters
     shape: str
     #: (value, the other policies of the same scope) -> the value normalized; raises a broker error
     validate: Callable[[Any, Mapping[str, Any]], Any]
@@ -206,6 +208,22 @@ COMPACTION_THRESHOLD = Policy(
     namespace=Scope("compactionThreshold"),
     topic=Scope("compactionThreshold"),
 )
+REPLICATION_CLUSTERS = Policy(
+    "replication_clusters",
+    "clusters",
+    validate_clusters,
+    lambda c: [c.cluster_name],
+    namespace=Scope(
+        "replication", "clusters", "the replication clusters", "Set the replication clusters.",
+        option=("--clusters", "-c", "Replication cluster ids, comma separated"), generic_routes=False,
+        commands=("get", "set"),
+    ),
+    topic=Scope(
+        "replication", "replication-clusters", "the topic's replication clusters",
+        "Set the topic's replication clusters.",
+        option=("--clusters", "-c", "Replication cluster ids, comma separated"), generic_routes=False,
+    ),
+)
 
 #: every policy; the CLI lists its commands in this order
 POLICIES: tuple[Policy, ...] = (
@@ -221,6 +239,7 @@ POLICIES: tuple[Policy, ...] = (
     BACKLOG_QUOTAS,
     SCHEMA_COMPATIBILITY,
     COMPACTION_THRESHOLD,
+    REPLICATION_CLUSTERS,
 )
 BY_NAME: dict[str, Policy] = {p.name: p for p in POLICIES}
 

@@ -186,3 +186,15 @@ def validate_auto_topic_creation(value: Any, current: Current) -> dict[str, Any]
     elif topic_type is not None:
         out["topicType"] = topic_type
     return out
+
+
+def validate_clusters(value: Any, current: Current) -> list[str]:
+    """A replication policy: a non-empty list of cluster names, each once, in the order given
+    (whether each is registered and allowed for the tenant is checked where the tenant is known)."""
+    if not isinstance(value, list) or any(not isinstance(c, str) for c in value):
+        raise PreconditionFailedError("Invalid replication clusters: expected a list of cluster names")
+    clusters = list(dict.fromkeys(c.strip() for c in value))
+    if not clusters or any(not c for c in clusters):
+        raise PreconditionFailedError("ClusterIds should not be null or empty")
+    return clusters
+

@@ -37,7 +37,7 @@ class BrokerAdmin:
         self.policies = PolicyResources(self.ctx)
         self.topics = TopicResources(self.ctx, self.policies)
         self.namespaces = NamespaceResources(self.ctx, self.topics)
-        self.clusters = ClusterResources(self.ctx)
+        self.clusters = ClusterResources(self.ctx, self.policies)
         self.tenants = TenantResources(self.ctx, self.namespaces)
         self.subscriptions = SubscriptionResources(self.ctx)
         self.messages = MessageResources(self.ctx)

@@ -34,6 +34,10 @@ class BadRequestError(ResourceError):
     """The request itself is malformed (a body that is not what the operation takes)."""
 
 
+class ForbiddenError(ResourceError):
+    """The operation is refused for what it names (a cluster the tenant may not use)."""
+
+
 class NotAllowedError(ResourceError):
     """The operation is not allowed on this kind of resource (a partitioned or non-persistent topic)."""
 

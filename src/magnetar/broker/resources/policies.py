@@ -70,9 +70,8 @@ class PolicyResources:
     def get_namespace_policies(self, ns: str) -> dict[str, Any]:
         """A namespace's Policies object as Pulsar returns it: defaults plus what was set."""
         stored = self.ctx.check_namespace(ns)
-        tenant = self.ctx.metadata.get_tenant(ns.split("/", 1)[0]) or {}
         out = json.loads(json.dumps(_NAMESPACE_POLICIES_SHAPE))
-        out["replication_clusters"] = list(tenant.get("allowedClusters", []))
+        out["replication_clusters"] = [self.ctx.config.cluster_name]
         out.update(stored)
         return out
 

@@ -12,6 +12,8 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from magnetar.broker.policies.registry import DEDUPLICATION
+from magnetar.broker.replication.names import is_replicator
+from magnetar.broker.replication.stats import replication_stats
 from magnetar.broker.resources.base import ResourceContext
 from magnetar.broker.resources.errors import NotFoundError
 from magnetar.broker.resources.policies import PolicyResources
@@ -89,11 +91,15 @@ class StatsResources:
         avg_entry = storage / entries if entries else 0.0
         out["storageSize"] = storage
         out["averageMsgSize"] = numbers["msgThroughputIn"] / numbers["msgRateIn"] if numbers["msgRateIn"] else 0.0
-        out["publishers"] = [self._publisher_stats(topic, producer) for producer in topic.producers.values()]
+        out["publishers"] = [self._publisher_stats(topic, producer) for producer in topic.producers.values()
+                             if producer.remote_cluster is None]
+        out["replication"] = replication_stats(topic, self.ctx.service, self.tracker)
         subs: dict[str, Any] = {}
         backlog_total = 0
         ranges_total = 0
         for sub in topic.subscriptions.values():
+            if is_replicator(sub.name):
+                continue
             s = self._subscription_stats(topic, sub, avg_entry)
             subs[sub.name] = s
             backlog_total = max(backlog_total, s["backlogSize"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from magnetar.broker.replication.names import is_replicator
 from magnetar.broker.resources.base import LATEST_LEDGER, U64, ResourceContext
 from magnetar.broker.resources.errors import (
     ConflictError,
@@ -30,7 +31,7 @@ class SubscriptionResources:
         """The subscriptions of a topic (of all its partitions)."""
         names: dict[str, None] = {}
         for topic in await self.ctx.targets(tn):
-            names.update((s, None) for s in topic.subscriptions)
+            names.update((s, None) for s in topic.subscriptions if not is_replicator(s))
         return list(names)
 
     async def create_subscription(self, tn: TopicName, sub: str, position: tuple[int, int] | None) -> None:

@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from magnetar.broker.errors import BrokerError
+from magnetar.broker.replication.names import RESERVED_SUBSCRIPTION, is_replicator
 from magnetar.broker.schemas import declared_schema_from_wire
 from magnetar.broker.schemas.topics import topic_is_active
 from magnetar.broker.session.deferred import DeferredCommands, PendingRequest
@@ -52,6 +53,8 @@ class ConsumerCommands(DeferredCommands):
             raise BrokerError(ServerError.ConsumerBusy, f"consumer id {req.consumer_id} is already in use on this connection")
         if not req.subscription:
             raise BrokerError(ServerError.InvalidTopicName, "subscription name is empty")
+        if is_replicator(req.subscription):
+            raise BrokerError(ServerError.ProducerBusy, RESERVED_SUBSCRIPTION)
         try:
             sub_type = SubType(req.sub_type)
         except ValueError:

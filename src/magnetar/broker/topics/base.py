@@ -88,7 +88,7 @@ class Topic(ABC):
         if self.terminated:
             raise BrokerError(ServerError.TopicTerminatedError, f"topic {self.name} was terminated")
         limit = self.policies.max_producers
-        if limit > 0 and len(self.producers) >= limit:
+        if limit > 0 and producer.remote_cluster is None and self.local_producers() >= limit:
             raise BrokerError(ServerError.ProducerBusy, f"topic {self.name} reached its maximum of {limit} producers")
         self.check_quota_for_producer()
         mode = producer.access_mode
@@ -155,6 +155,10 @@ class Topic(ABC):
                 continue
             self.producers[nxt.name] = nxt
             nxt.became_ready()
+
+    def local_producers(self) -> int:
+        """Producers of this cluster's clients (replicators of other clusters do not count in limits)."""
+        return sum(1 for p in self.producers.values() if p.remote_cluster is None)
 
     def generate_producer_name(self) -> str:
         """A producer name unique on this broker, for producers that did not choose one."""

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from magnetar.broker.policies import MiB
+from magnetar.broker.replication.names import is_replicator
 
 if TYPE_CHECKING:
     from magnetar.broker.policies import TopicPolicies
@@ -176,7 +177,7 @@ def expired_subscriptions(topic: ExpiringTopic, now: float) -> list[str]:
     return [
         name
         for name, sub in topic.subscriptions.items()
-        if sub.durable and not sub.consumers and now - sub.last_active > minutes * 60
+        if sub.durable and not sub.consumers and now - sub.last_active > minutes * 60 and not is_replicator(name)
     ]
 
 

@@ -44,6 +44,14 @@ LATEST_ID = (1 << 63) - 1
 __all__ = ["EARLIEST_ID", "LATEST_ID", "CursorListener", "PersistentTopic"]
 
 
+def _original_producer(entry: bytes) -> str | None:
+    """The producer name in an entry's metadata (None when unreadable)."""
+    try:
+        return parse_entry_metadata(entry).producer_name
+    except ProtocolError:
+        return None
+
+
 class CursorListener(Protocol):
     """Who opens a topic's durable cursors (they persist themselves) and trims its ledger (the service)."""
 
@@ -155,6 +163,9 @@ class PersistentTopic(Topic):
         highest = context.highest_sequence_id
         sequence = highest if highest > sequence_id else sequence_id
         name = producer.name
+        if producer.remote_cluster is not None:
+            # a replicated entry: deduplicated by its original producer, as Pulsar's MessageDeduplication
+            name = _original_producer(entry) or name
         last = self.last_sequence_ids.get(name, -1)
         if self.dedup_enabled and sequence <= last:
             gate = self.ledger.last_entry_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Protocol
 
+from magnetar.broker.replication.names import source_cluster
 from magnetar.protocol.enums import ProducerAccessMode
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class Producer:
         "request_id",
         "topic_epoch",
         "schema_version",
+        "remote_cluster",
     )
 
     def __init__(
@@ -78,6 +80,8 @@ class Producer:
         self.topic_epoch = topic_epoch
         #: the schema version this producer publishes with (None: no schema)
         self.schema_version: int | None = None
+        #: for a replicator of another cluster (``pulsar.repl.<cluster>-->...``): that cluster
+        self.remote_cluster = source_cluster(name)
 
     def close_by_broker(self) -> None:
         """Detach the producer from its topic and tell its client (fencing, termination, quota, deletion)."""

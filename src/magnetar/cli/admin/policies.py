@@ -109,6 +109,16 @@ def _auto_topic_creation(scope: Scope) -> tuple[list[inspect.Parameter], Callabl
     return params, read
 
 
+def _clusters(scope: Scope) -> tuple[list[inspect.Parameter], Callable[..., Any]]:
+    def read(value: str) -> list[str]:
+        clusters = [c.strip() for c in value.split(",") if c.strip()]
+        if not clusters:
+            fail("--clusters needs at least one cluster name")
+        return clusters
+
+    return _option(scope, str), read
+
+
 #: how the set command of each value shape reads its value
 SETTERS: dict[str, Callable[[Scope], tuple[list[inspect.Parameter], Callable[..., Any]]]] = {
     "retention": _retention,
@@ -118,6 +128,7 @@ SETTERS: dict[str, Callable[[Scope], tuple[list[inspect.Parameter], Callable[...
     "str": _strategy,
     "delayed_delivery": _delayed_delivery,
     "auto_topic_creation": _auto_topic_creation,
+    "clusters": _clusters,
 }
 
 

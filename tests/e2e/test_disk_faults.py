@@ -10,6 +10,7 @@ once.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -171,6 +172,49 @@ def test_disk_full_gives_the_official_client_a_final_error_and_publishing_resume
             break
         stored.append(_index_of(msg.data()))
     assert stored == confirmed
+
+
+INTEROP = Path(__file__).resolve().parents[1] / "interop"
+
+
+def _client_command(client: str, build_dir: Path) -> list[str]:
+    """How to run the disk-full driver of the official ``go`` or ``java`` client (built here)."""
+    tool = shutil.which({"go": "go", "java": "mvn"}[client])
+    if tool is None or (client == "java" and shutil.which("java") is None):
+        pytest.fail(f"the {client} client's disk-full driver needs {'go' if client == 'go' else 'mvn and java'} on PATH")
+    if client == "go":
+        binary = build_dir / "diskfull"
+        subprocess.run([tool, "build", "-o", str(binary), "./diskfull"], cwd=INTEROP / "go", check=True, timeout=900,
+                       capture_output=True)
+        return [str(binary), "-url", "{url}", "-dir", "{dir}", "-topic", "{topic}"]
+    classpath = build_dir / "classpath.txt"
+    subprocess.run([tool, "-B", "-q", "dependency:build-classpath", f"-Dmdep.outputFile={classpath}"],
+                   cwd=INTEROP / "java", check=True, timeout=900, capture_output=True)
+    driver = INTEROP / "java" / "diskfull" / "DiskFull.java"
+    return ["java", "-cp", classpath.read_text().strip(), str(driver), "{url}", "{dir}", "{topic}"]
+
+
+@pytest.mark.parametrize("client", ["go", "java"])
+def test_disk_full_gives_the_go_and_java_clients_a_final_error(
+    client: str, small_disk: Path, dedicated_broker: Callable[..., BrokerProcess], tmp_path: Path
+) -> None:
+    command = _client_command(client, tmp_path)
+    conf = small_disk.parent / "broker.toml"
+    conf.write_text("segment_max_bytes = 1048576\n")
+    broker = dedicated_broker(small_disk / "data", args=("--config", str(conf)), log_path=tmp_path / "broker.log")
+    topic = f"persistent://public/default/disk-full-{client}"
+    values = {"url": broker.service_url, "dir": str(small_disk), "topic": topic}
+    done = subprocess.run([part.format(**values) for part in command], capture_output=True, text=True, timeout=400,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["fail_blocked"], result["fail_error"]
+    assert result["fail_seconds"] < SEND_TIMEOUT_MS / 1000
+    assert result["next_error"] and result["next_seconds"] < SEND_TIMEOUT_MS / 1000 + 1
+    assert 20 < len(result["confirmed"]) < 120
+    assert result["received"] == result["confirmed"]  # reads and acks went on; nothing unconfirmed stored
+    assert result["resumed_seconds"] < 60
+    assert "no space left for its ledger" in broker.log()
 
 
 def test_damaged_files_the_broker_starts_and_serves_what_is_intact(

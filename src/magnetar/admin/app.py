@@ -23,6 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from magnetar import __version__
 from magnetar.admin import metrics
 from magnetar.admin.access import AccessGuard
+from magnetar.admin.chart_history import ChartHistory
 from magnetar.admin.errors import install_error_handlers
 from magnetar.admin.route_groups import LazyRoutesApp, RouteGroups
 from magnetar.admin.security import AuthenticationMiddleware
@@ -61,12 +62,15 @@ def create_core_app(service: BrokerService) -> tuple[FastAPI, RouteGroups]:
         redoc_url=None,  # ReDoc loads its script from a CDN: /docs is the one OpenAPI page
     )
     admin = admin_for(service)
+    #: the console charts' last ten minutes, sampled from the broker's start
+    app.state.chart_history = history = ChartHistory(admin)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         pass  # built outside the broker loop (pure routing tests): no background sampling
     else:
         admin.start()
+        history.start()
     install_error_handlers(app)
     access = AccessGuard(service)
     app.state.access = access

@@ -12,8 +12,9 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from magnetar.cli.admin import output
 from magnetar.cli.admin.client import DEFAULT_ADMIN_URL, AdminClient, AdminCliError
+from magnetar.cli.admin.output import cell as output_cell
+from magnetar.cli.admin.output import done_message, print_value
 from magnetar.cli.client_conf import (
     AuthParamsOpt,
     AuthPluginOpt,
@@ -80,7 +81,7 @@ def _report_change(*_result: Any, **_options: Any) -> None:
     leaf = st.command if st is not None else None
     if st is None or leaf is None or leaf.parent is None or not st.client.changed or st.shown or st.json:
         return
-    print(output.done_message(leaf.parent.info_name or "", leaf.info_name or "", leaf.params))
+    print(done_message(leaf.parent.info_name or "", leaf.info_name or "", leaf.params))
 
 
 admin_app = typer.Typer(
@@ -179,7 +180,7 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 #: a value as a table cell (pulsar-admin's words: true, false, null)
-cell = output.cell
+cell = output_cell
 
 
 def show(ctx: typer.Context, data: Any, title: str | None = None) -> None:
@@ -190,4 +191,4 @@ def show(ctx: typer.Context, data: Any, title: str | None = None) -> None:
     if st.json:
         typer.echo(json.dumps(data, indent=2))
         return
-    output.print_value(data, title)
+    print_value(data, title)

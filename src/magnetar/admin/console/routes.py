@@ -53,25 +53,8 @@ def schema_lookup(admin: BrokerAdmin, tn: TopicName) -> SchemaLookup:
     return lookup
 
 
-def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
-    """The console's own read-only routes and the REST producer, over ``admin``, guarded by ``access``."""
-    r = APIRouter()
-    started_at = getattr(admin.service, "started_at", time.time())
-
-    @r.get(
-        "/magnetar/v1/broker", tags=["magnetar"], summary="This broker: version, start time, addresses",
-        dependencies=[access.open()],
-    )
-    async def broker_info() -> dict[str, Any]:
-        config = admin.service.config
-        return {
-            "version": __version__,
-            "startedAt": int(started_at * 1000),
-            "uptimeSeconds": round(time.time() - started_at, 3),
-            "brokerServiceUrl": config.broker_service_url,
-            "webServiceUrl": config.web_service_url,
-            "cluster": "standalone",
-        }
+def _add_history_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) -> None:
+    """The chart history routes (:mod:`magnetar.admin.chart_history`) on ``r``."""
 
     def history(request: Request) -> ChartHistory:
         return request.app.state.chart_history
@@ -93,6 +76,29 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     ) -> dict[str, Any]:
         tn = _topic_name(admin, domain, tenant, namespace, topic)
         return history(request).topic_history(str(tn), partitions)
+
+
+def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
+    """The console's own read-only routes and the REST producer, over ``admin``, guarded by ``access``."""
+    r = APIRouter()
+    started_at = getattr(admin.service, "started_at", time.time())
+
+    @r.get(
+        "/magnetar/v1/broker", tags=["magnetar"], summary="This broker: version, start time, addresses",
+        dependencies=[access.open()],
+    )
+    async def broker_info() -> dict[str, Any]:
+        config = admin.service.config
+        return {
+            "version": __version__,
+            "startedAt": int(started_at * 1000),
+            "uptimeSeconds": round(time.time() - started_at, 3),
+            "brokerServiceUrl": config.broker_service_url,
+            "webServiceUrl": config.web_service_url,
+            "cluster": "standalone",
+        }
+
+    _add_history_routes(r, admin, access)
 
     @r.get(
         "/magnetar/v1/messages" + T, tags=["magnetar"], dependencies=[access.topic(TopicOperation.PEEK_MESSAGES)],

@@ -16,12 +16,14 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
-from fastapi.responses import PlainTextResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from magnetar import __version__
 from magnetar.admin import metrics
 from magnetar.admin.access import AccessGuard
+from magnetar.admin.chart_history import ChartHistory
 from magnetar.admin.errors import install_error_handlers
 from magnetar.admin.route_groups import LazyRoutesApp, RouteGroups
 from magnetar.admin.security import AuthenticationMiddleware
@@ -30,6 +32,9 @@ from magnetar.storage.health import storage_health
 
 if TYPE_CHECKING:
     from magnetar.broker.service import BrokerService
+
+#: Swagger UI's files, shipped with the console's (swagger-ui-dist, vendored): /docs works offline
+SWAGGER_UI_ASSETS = "/console/static/vendor/swagger-ui"
 
 
 def create_app(service: BrokerService) -> FastAPI:
@@ -53,14 +58,19 @@ def create_core_app(service: BrokerService) -> tuple[FastAPI, RouteGroups]:
         title="magnetar",
         description="magnetar broker HTTP API: Pulsar admin v2 REST API, HTTP lookup, health and metrics",
         version=__version__,
+        docs_url=None,  # served below, from the package instead of a CDN
+        redoc_url=None,  # ReDoc loads its script from a CDN: /docs is the one OpenAPI page
     )
     admin = admin_for(service)
+    #: the console charts' last ten minutes, sampled from the broker's start
+    app.state.chart_history = history = ChartHistory(admin)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         pass  # built outside the broker loop (pure routing tests): no background sampling
     else:
         admin.start()
+        history.start()
     install_error_handlers(app)
     access = AccessGuard(service)
     app.state.access = access
@@ -84,6 +94,17 @@ def create_core_app(service: BrokerService) -> tuple[FastAPI, RouteGroups]:
     async def prometheus_metrics() -> Response:
         """Prometheus text: pulsar_* topic metrics and magnetar_* process metrics."""
         return Response(metrics.render(registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        """Swagger UI over /openapi.json, its script and style served by this broker."""
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="magnetar - Swagger UI",
+            swagger_js_url=f"{SWAGGER_UI_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER_UI_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER_UI_ASSETS}/favicon-32x32.png",
+        )
 
     return app, RouteGroups(app, admin, access)
 

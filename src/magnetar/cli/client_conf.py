@@ -27,8 +27,6 @@ from typing import Annotated, Any
 
 import typer
 
-from magnetar.client import AuthenticationBasic, AuthenticationTLS, AuthenticationToken
-
 CLIENT_CONF_ENV = "PULSAR_CLIENT_CONF"
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 BASIC_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationBasic"
@@ -186,6 +184,11 @@ class ClientConf:
         if self.tls_trust_certs_file_path:
             options["tls_trust_certs_file_path"] = self.tls_trust_certs_file_path
         method = self.auth_method
+        if method is None:
+            return options
+        # the client package is imported only when credentials are used (the admin CLI's start-up)
+        from magnetar.client import AuthenticationBasic, AuthenticationTLS, AuthenticationToken
+
         if method == "token":
             options["authentication"] = AuthenticationToken(self.token())
         elif method == "basic":

@@ -4,7 +4,8 @@ Each sub-command lives in its own module, and :func:`main` imports only the one 
 command line: ``magnetar standalone`` never loads the admin CLI, the client or the policy registry,
 and a plain ``magnetar standalone --option value ...`` does not even load Typer.
 Without a known sub-command (``--help``, completion, a typo) every sub-command is registered, so the
-help and the errors are the ones of the whole command. ``app`` (the whole command, for tests and
+help and the errors are the ones of the whole command. Of the sub-command, only the groups and
+commands the command line names are built (:mod:`magnetar.cli.pruning`). ``app`` (the whole command, for tests and
 ``CliRunner``) is built on first access.
 """
 
@@ -88,7 +89,19 @@ def main() -> None:
         flags = parse_flags(sys.argv[2:])
         if flags is not None:
             sys.exit(start_standalone(flags))
-    build_app([chosen] if chosen in SUBCOMMANDS else None)(prog_name="magnetar")
+    if chosen not in SUBCOMMANDS:
+        build_app()(prog_name="magnetar")
+        return
+    from magnetar.cli.pruning import leading_names, only_named
+
+    app = build_app([chosen])
+    rest = sys.argv[2:]
+    if chosen == "admin":  # its own options may come first: ``admin --json topics list``
+        from magnetar.cli.admin.context import split_global_options
+
+        rest = split_global_options(rest)[1]
+    with only_named(app, [chosen, *leading_names(rest)]):
+        app(prog_name="magnetar")
 
 
 if __name__ == "__main__":

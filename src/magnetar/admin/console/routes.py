@@ -1,6 +1,8 @@
 """The HTTP routes the console needs beyond Pulsar's admin API.
 
 - ``GET /magnetar/v1/broker``: version, start time and addresses of this broker (read-only);
+- ``GET /magnetar/v1/history[/{domain}/{tenant}/{namespace}/{topic}]``: the last ten minutes of the
+  series the console charts, for the broker or a topic (:mod:`magnetar.admin.chart_history`);
 - ``GET /magnetar/v1/messages/{domain}/{tenant}/{namespace}/{topic}``: messages decoded by the
   topic's schema, peeked from a subscription or browsed by position or time (read-only);
 - ``POST /topics/{domain}/{tenant}/{namespace}/{topic}``: Pulsar's REST producer, which publishes
@@ -12,10 +14,11 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Query
+from fastapi import APIRouter, Body, Header, Query, Request
 
 from magnetar import __version__
 from magnetar.admin.access import AccessGuard
+from magnetar.admin.chart_history import ChartHistory
 from magnetar.admin.console.browsing import MAX_COUNT, browse_messages, peek_messages
 from magnetar.admin.console.decoding import SchemaLookup
 from magnetar.admin.console.publishing import ProducerMessages, bearer_token, publish
@@ -50,6 +53,31 @@ def schema_lookup(admin: BrokerAdmin, tn: TopicName) -> SchemaLookup:
     return lookup
 
 
+def _add_history_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) -> None:
+    """The chart history routes (:mod:`magnetar.admin.chart_history`) on ``r``."""
+
+    def history(request: Request) -> ChartHistory:
+        return request.app.state.chart_history
+
+    @r.get(
+        "/magnetar/v1/history", tags=["magnetar"], dependencies=[access.open()],
+        summary="The last ten minutes of the broker's charted series (rates, throughput, fsync round, connections)",
+    )
+    async def broker_history(request: Request) -> dict[str, Any]:
+        return history(request).broker_history()
+
+    @r.get(
+        "/magnetar/v1/history" + T, tags=["magnetar"], dependencies=[access.topic(TopicOperation.GET_STATS)],
+        summary="A topic's charted series (rates in and out, backlog), kept from the first time a page asks",
+    )
+    async def topic_history(
+        request: Request, domain: str, tenant: str, namespace: str, topic: str,
+        partitions: Annotated[int, Query(ge=0, le=100_000)] = 0,
+    ) -> dict[str, Any]:
+        tn = _topic_name(admin, domain, tenant, namespace, topic)
+        return history(request).topic_history(str(tn), partitions)
+
+
 def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     """The console's own read-only routes and the REST producer, over ``admin``, guarded by ``access``."""
     r = APIRouter()
@@ -69,6 +97,8 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
             "webServiceUrl": config.web_service_url,
             "cluster": "standalone",
         }
+
+    _add_history_routes(r, admin, access)
 
     @r.get(
         "/magnetar/v1/messages" + T, tags=["magnetar"], dependencies=[access.topic(TopicOperation.PEEK_MESSAGES)],

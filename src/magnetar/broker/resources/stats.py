@@ -159,8 +159,8 @@ class StatsResources:
             "address": c.connection.peer,
             "connectedSince": iso_time(c.connected_since),
             "clientVersion": c.connection.client_version,
-            "lastAckedTimestamp": 0,
-            "lastConsumedTimestamp": 0,
+            "lastAckedTimestamp": c.last_acked_ms,
+            "lastConsumedTimestamp": c.last_consumed_ms,
             "metadata": dict(c.metadata),
         }
 
@@ -194,10 +194,11 @@ class StatsResources:
             "msgRateExpired": 0.0,
             "totalMsgExpired": expired,
             "lastExpireTimestamp": int(last_expire * 1000),
-            "lastConsumedFlowTimestamp": 0,
-            "lastConsumedTimestamp": 0,
-            "lastAckedTimestamp": 0,
-            "lastMarkDeleteAdvancedTimestamp": 0,
+            # as Pulsar: the consumers' latest (0 once they are gone), and the subscription's own
+            "lastConsumedFlowTimestamp": sub.last_consumed_flow_ms,
+            "lastConsumedTimestamp": max((c.last_consumed_ms for c in sub.consumers), default=0),
+            "lastAckedTimestamp": max((c.last_acked_ms for c in sub.consumers), default=0),
+            "lastMarkDeleteAdvancedTimestamp": sub.last_mark_delete_advanced_ms,
             "consumers": [self._consumer_stats(topic, sub, c) for c in sub.consumers],
             "isDurable": sub.durable,
             "isReplicated": False,

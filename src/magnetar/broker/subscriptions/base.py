@@ -74,6 +74,10 @@ class SubscriptionBase(ABC):
         #: what consumers that left had been sent (Pulsar's msgOutFromRemovedConsumer)
         self.msg_out_from_removed_consumers = 0
         self.bytes_out_from_removed_consumers = 0
+        #: epoch ms of the last FLOW of any consumer, and of the last ack that moved the mark-delete
+        #: position (Pulsar's lastConsumedFlowTimestamp, lastMarkDeleteAdvancedTimestamp)
+        self.last_consumed_flow_ms = 0
+        self.last_mark_delete_advanced_ms = 0
         config = topic.config
         override = topic.policies.max_unacked_per_consumer
         self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer

@@ -76,6 +76,8 @@ class Consumer(Generic[SubscriptionT]):
         "bytes_out_counter",
         "redelivered_counter",
         "connected_since",
+        "last_consumed_ms",
+        "last_acked_ms",
         "_ledger_id",
         "_partition",
     )
@@ -110,6 +112,10 @@ class Consumer(Generic[SubscriptionT]):
         self.bytes_out_counter = 0
         self.redelivered_counter = 0
         self.connected_since = time.time()
+        #: epoch ms of the last message sent to this consumer and of its last ACK (Pulsar's
+        #: lastConsumedTimestamp, lastAckedTimestamp)
+        self.last_consumed_ms = 0
+        self.last_acked_ms = 0
         topic = subscription.topic
         self._ledger_id = topic.ledger_id
         #: as Pulsar does: a partition's messages carry its index (clients expose it in ids)
@@ -118,6 +124,7 @@ class Consumer(Generic[SubscriptionT]):
     def add_permits(self, n: int) -> None:
         """Record a FLOW grant of ``n`` messages."""
         self.permits += n
+        self.subscription.last_consumed_flow_ms = int(time.time() * 1000)
 
     def can_take(self, messages: int) -> bool:
         """Whether an entry of ``messages`` messages may be sent now.
@@ -141,6 +148,7 @@ class Consumer(Generic[SubscriptionT]):
                 self.blocked = True
         self.msg_out_counter += messages
         self.bytes_out_counter += len(entry.data)
+        self.last_consumed_ms = int(time.time() * 1000)
         self.connection.send_message(self.consumer_id, self._ledger_id, self._partition, entry, redelivery_count, ack_set)
 
     def deliver_live(self, entry: Entry, messages: int) -> None:
@@ -148,6 +156,7 @@ class Consumer(Generic[SubscriptionT]):
         self.permits -= messages
         self.msg_out_counter += messages
         self.bytes_out_counter += len(entry.data)
+        self.last_consumed_ms = int(time.time() * 1000)
         self.connection.send_message(self.consumer_id, self._ledger_id, self._partition, entry, 0, None)
 
     def close_by_broker(self) -> None:

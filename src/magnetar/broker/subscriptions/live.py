@@ -8,6 +8,7 @@ permit, else dropped, as Pulsar's non-persistent dispatchers do.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
@@ -67,6 +68,7 @@ class NonPersistentSubscription(SubscriptionBase):
 
     def acknowledge(self, consumer: Consumer, cumulative: bool, message_ids: Iterable) -> None:
         """Acknowledgements are accepted and have nothing to act on: messages are not kept."""
+        consumer.last_acked_ms = int(time.time() * 1000)
 
     def redeliver_unacknowledged(self, consumer: Consumer, message_ids: Iterable | None) -> None:
         """Nothing can be sent again: messages are not kept."""

@@ -271,6 +271,8 @@ class Subscription(SubscriptionBase):
         topic = self.topic
         ledger_id = topic.ledger_id
         last = topic.last_entry_id
+        mark_delete_before = self.cursor.mark_delete
+        consumer.last_acked_ms = int(time.time() * 1000)
         whole: list[int] = []
         for mid in message_ids:
             if mid.ledger_id != ledger_id:
@@ -290,6 +292,8 @@ class Subscription(SubscriptionBase):
                 whole.append(entry_id)
         if whole:
             self._ack_entries(consumer, whole)
+        if self.cursor.mark_delete != mark_delete_before:
+            self.last_mark_delete_advanced_ms = consumer.last_acked_ms
         if cumulative and self.redelivery_counts:
             md = self.cursor.mark_delete
             self.redelivery_counts = {e: n for e, n in self.redelivery_counts.items() if e > md}

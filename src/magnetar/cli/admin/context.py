@@ -1,5 +1,6 @@
 """What every ``magnetar admin`` command shares: the Typer apps, the client of the broker, output
-(rich tables or JSON) and the one-line errors."""
+(tables or JSON, :mod:`magnetar.cli.admin.output`), the line saying what a change did, and the
+one-line errors."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, NoReturn
 
-import click
 import typer
-from rich.console import Console
-from rich.table import Table
 from typer.core import TyperGroup
 
 from magnetar.cli.admin.client import DEFAULT_ADMIN_URL, AdminClient, AdminCliError
+from magnetar.cli.admin.output import cell as output_cell
+from magnetar.cli.admin.output import done_message, print_value
 from magnetar.cli.client_conf import (
     AuthParamsOpt,
     AuthPluginOpt,
@@ -37,6 +37,12 @@ _GLOBAL_OPTIONS = {
 def hoist_global_options(args: list[str]) -> list[str]:
     """``args`` with the admin-wide options moved in front of the subcommand, wherever they were
     (pulsar-admin users put flags last: ``magnetar admin topics list public/default --json``)."""
+    front, rest = split_global_options(args)
+    return front + rest
+
+
+def split_global_options(args: list[str]) -> tuple[list[str], list[str]]:
+    """(the admin-wide options with their values, the rest: subcommand, its arguments and options)."""
     front: list[str] = []
     rest: list[str] = []
     i = 0
@@ -54,14 +60,28 @@ def hoist_global_options(args: list[str]) -> list[str]:
         else:
             rest.append(arg)
         i += 1
-    return front + rest
+    return front, rest
 
 
 class _AdminGroup(TyperGroup):
     """The ``admin`` group: accepts its own options after the subcommand too."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args))
+
+
+#: the State of the invocation under way (the result callback is given no context)
+_CURRENT: list[State] = []
+
+
+def _report_change(*_result: Any, **_options: Any) -> None:
+    """After a command that worked: a change that printed nothing says what it did
+    (``Created tenant acme``); with --json nothing is added."""
+    st = _CURRENT[-1] if _CURRENT else None
+    leaf = st.command if st is not None else None
+    if st is None or leaf is None or leaf.parent is None or not st.client.changed or st.shown or st.json:
+        return
+    print(done_message(leaf.parent.info_name or "", leaf.info_name or "", leaf.params))
 
 
 admin_app = typer.Typer(
@@ -69,6 +89,7 @@ admin_app = typer.Typer(
     cls=_AdminGroup,
     help="Administer a broker over its REST API, like pulsar-admin.",
     no_args_is_help=True,
+    result_callback=_report_change,
 )
 clusters_app = typer.Typer(help="Clusters.", no_args_is_help=True)
 tenants_app = typer.Typer(help="Tenants.", no_args_is_help=True)
@@ -88,11 +109,20 @@ ForceOpt = Annotated[bool, typer.Option("--force", "-f", help="Also when clients
 
 @dataclass
 class State:
-    """The broker client and output settings of one ``magnetar admin`` invocation."""
+    """The broker client and output settings of one ``magnetar admin`` invocation, the command's
+    context, and whether it printed an answer."""
 
     client: AdminClient
     json: bool
-    console: Console
+    shown: bool = False
+    command: typer.Context | None = None
+
+    @property
+    def console(self) -> Any:
+        """A rich Console on stdout (rich is imported by the first command that prints a table)."""
+        from rich.console import Console
+
+        return Console(soft_wrap=False)
 
 
 @admin_app.callback()
@@ -122,14 +152,16 @@ def _admin(
         client = AdminClient(url, authorization=conf.http_authorization(), ssl_context=context)
     except (ClientConfError, OSError) as exc:
         fail(str(exc))
-    ctx.obj = State(client, json_output, Console(soft_wrap=False))
+    ctx.obj = State(client, json_output)
+    _CURRENT[:] = [ctx.obj]
 
 
 def state(ctx: typer.Context) -> State:
-    """The invocation's state (set by the admin callback)."""
+    """The invocation's state (set by the admin callback); ``ctx`` is remembered as the command's."""
     found = ctx.find_object(State)
     if found is None:  # pragma: no cover - the callback always sets it
-        found = State(AdminClient(DEFAULT_ADMIN_URL), False, Console())
+        found = State(AdminClient(DEFAULT_ADMIN_URL), False)
+    found.command = ctx
     return found
 
 
@@ -147,38 +179,16 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         fail(exc.message)
 
 
-def cell(value: Any) -> str:
-    """A value as a table cell."""
-    if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"))
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return "" if value is None else str(value)
+#: a value as a table cell (pulsar-admin's words: true, false, null)
+cell = output_cell
 
 
 def show(ctx: typer.Context, data: Any, title: str | None = None) -> None:
-    """Print an answer: JSON with --json, else a table (lists, objects) or the plain value."""
+    """Print an answer: JSON with --json, else a list one item a line (``(none)`` when empty), an
+    object as a key / value table (a nested one as indented JSON), a plain value as it is."""
     st = state(ctx)
+    st.shown = True
     if st.json:
         typer.echo(json.dumps(data, indent=2))
         return
-    if isinstance(data, list):
-        table = Table(title=title, show_header=bool(title))
-        table.add_column(title or "value")
-        for item in data:
-            table.add_row(cell(item))
-        if title:
-            st.console.print(table)
-        else:
-            for item in data:
-                st.console.print(cell(item), highlight=False, markup=False)
-        return
-    if isinstance(data, dict):
-        table = Table(title=title)
-        table.add_column("key", style="bold")
-        table.add_column("value", overflow="fold")
-        for key, value in data.items():
-            table.add_row(str(key), cell(value))
-        st.console.print(table)
-        return
-    typer.echo("null" if data is None else (json.dumps(data) if isinstance(data, bool) else str(data)))
+    print_value(data, title)

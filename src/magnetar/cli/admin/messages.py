@@ -8,10 +8,10 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from magnetar.cli.admin.client import AdminCliError, RawReply
 from magnetar.cli.admin.context import SubOpt, TopicArg, call, fail, state, topics_app
+from magnetar.cli.admin.output import new_table
 from magnetar.cli.admin.parsing import q, topic_path
 from magnetar.cli.admin.subscriptions import sub_path
 
@@ -57,7 +57,7 @@ def _print_messages(ctx: typer.Context, messages: list[dict[str, Any]]) -> None:
         typer.echo(json.dumps(out, indent=2))
         return
     for m in messages:
-        table = Table(show_header=False, title=f"Message ID: {m['messageId']}")
+        table = new_table(show_header=False, title=f"Message ID: {m['messageId']}")
         table.add_column("field", style="bold")
         table.add_column("value", overflow="fold")
         table.add_row("publish time", m.get("publishTime") or "")

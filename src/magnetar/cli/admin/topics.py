@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from magnetar.cli.admin.context import ForceOpt, NsArg, TopicArg, call, cell, show, state, topics_app
+from magnetar.cli.admin.output import new_table
 from magnetar.cli.admin.parsing import ns_path, q, topic_path
 
 
@@ -73,7 +73,7 @@ def _show_stats(ctx: typer.Context, stats: dict[str, Any]) -> None:
     if st.json:
         show(ctx, stats)
         return
-    summary = Table(title="topic")
+    summary = new_table(title="topic")
     summary.add_column("metric", style="bold")
     summary.add_column("value", justify="right")
     for key in (
@@ -83,14 +83,14 @@ def _show_stats(ctx: typer.Context, stats: dict[str, Any]) -> None:
         summary.add_row(key, cell(stats.get(key)))
     st.console.print(summary)
     if stats.get("publishers"):
-        pubs = Table(title="publishers")
+        pubs = new_table(title="publishers")
         for col in ("producerName", "msgRateIn", "msgThroughputIn", "address"):
             pubs.add_column(col)
         for p in stats["publishers"]:
             pubs.add_row(*(cell(p.get(c)) for c in ("producerName", "msgRateIn", "msgThroughputIn", "address")))
         st.console.print(pubs)
     if stats.get("subscriptions"):
-        subs = Table(title="subscriptions")
+        subs = new_table(title="subscriptions")
         cols = ("type", "msgBacklog", "msgRateOut", "unackedMessages", "consumers")
         subs.add_column("name", style="bold")
         for col in cols:

@@ -1,4 +1,5 @@
-// Live charts: uPlot (vendored, MIT) over a ring of samples kept in the page for the last minutes.
+// Live charts: uPlot (vendored, MIT) over a ring of samples for the last minutes, seeded on load with
+// the history the broker keeps (/magnetar/v1/history) and extended by the page's own polling.
 import uPlot from "../vendor/uPlot.esm.js";
 import { h } from "./dom.js";
 
@@ -22,7 +23,24 @@ export class SeriesBuffer {
     }
   }
 
+  /** Seed an empty buffer with the broker's history ({t: [...], name: [...]}, oldest first);
+   * `fields` are the history's names for this buffer's series, in order. */
+  seed(history, fields) {
+    if (this.times.length || !history || !Array.isArray(history.t)) return;
+    history.t.forEach((at, i) => this.add(fields.map((f) => Number(history[f]?.[i] ?? 0)), at));
+  }
+
   data() { return [this.times, ...this.values]; }
+}
+
+/** "14:05" (or "14:05:30" when ticks are less than a minute apart): short labels that do not run together. */
+function timeLabels(u, splits) {
+  const step = splits.length > 1 ? splits[1] - splits[0] : 60;
+  return splits.map((s) => {
+    const d = new Date(s * 1000);
+    const hm = `${String(d.getHours()).padStart(2, "0")}:${String(d.getMinutes()).padStart(2, "0")}`;
+    return step < 60 ? `${hm}:${String(d.getSeconds()).padStart(2, "0")}` : hm;
+  });
 }
 
 function color(i) {
@@ -42,7 +60,8 @@ export class LiveChart {
   }
 
   options() {
-    const width = Math.max(280, (this.el.clientWidth || 360) - 16);
+    // the card's inner width (padding and border off), so the plot and its legend stay inside it
+    const width = Math.max(240, (this.el.clientWidth || 360) - 20);
     const axis = { stroke: getComputedStyle(document.documentElement).getPropertyValue("--muted").trim(),
       grid: { stroke: "rgba(128,128,128,.15)" }, ticks: { stroke: "rgba(128,128,128,.25)" } };
     const unit = this.unit;
@@ -50,7 +69,9 @@ export class LiveChart {
       width, height: 170,
       series: [{}, ...this.buffer.names.map((name, i) => ({ label: name, stroke: color(i), width: 1.5,
         value: (u, v) => (v === null || v === undefined ? "–" : `${v.toFixed(v < 10 ? 2 : 0)} ${unit}`) }))],
-      axes: [axis, { ...axis, size: 56 }],
+      // x: at least 90 px between time labels, "HH:MM"; y: room for "12.3k"
+      axes: [{ ...axis, space: 90, values: timeLabels }, { ...axis, size: 56 }],
+      legend: { live: true },
       scales: { x: { time: true, range: () => this.timeRange() }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
       cursor: { drag: { x: false, y: false } },
     };
@@ -67,11 +88,13 @@ export class LiveChart {
     if (!this.el.isConnected) { window.removeEventListener("themechange", this.onTheme); return; }
     if (this.plot) this.plot.destroy();
     this.plot = new uPlot(this.options(), this.buffer.data(), this.body);
+    this.el.dataset.samples = String(this.buffer.times.length);
   }
 
   update() {
     if (!this.el.isConnected) return;
     if (!this.plot) this.rebuild();
     else this.plot.setData(this.buffer.data());
+    this.el.dataset.samples = String(this.buffer.times.length);
   }
 }

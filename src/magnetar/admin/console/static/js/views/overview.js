@@ -1,4 +1,5 @@
-// Overview: the broker at a glance, with live charts sampled from /metrics while the console is open.
+// Overview: the broker at a glance, with live charts: the last ten minutes the broker kept
+// (/magnetar/v1/history), then samples of /metrics while the console is open.
 import { get, metricSum, parseMetrics, poll } from "../api.js";
 import { bytes, card, duration, h, human, replace } from "../dom.js";
 import { LiveChart, SeriesBuffer } from "../charts.js";
@@ -46,8 +47,17 @@ async function sample() {
   } catch { /* the broker may be restarting or refuse: keep the last samples */ }
 }
 
-/** Sample /metrics every few seconds for as long as the console is open. */
-export function startBrokerSampling() {
+/** Seed the charts with the broker's history, then sample /metrics every few seconds for as long
+ * as the console is open. */
+export async function startBrokerSampling() {
+  try {
+    const history = await poll("/magnetar/v1/history");
+    rates.seed(history, ["rateIn", "rateOut"]);
+    throughput.seed({ ...history, throughputIn: history.throughputIn.map((v) => v / 1024),
+      throughputOut: history.throughputOut.map((v) => v / 1024) }, ["throughputIn", "throughputOut"]);
+    fsync.seed(history, ["fsyncMs"]);
+    connections.seed(history, ["connections"]);
+  } catch { /* an older broker, or refused: the charts start with the page */ }
   sample();
   setInterval(sample, POLL_MS);
 }

@@ -35,7 +35,17 @@ function backlogTable(stats) {
   "No subscriptions.");
 }
 
-function overviewPanel(key, loadStats, first) {
+/** Seed a topic's charts with the history the broker keeps of it (from the first page that asked). */
+async function seedFromHistory(t, partitions, rates, backlog) {
+  if (rates.times.length) return;
+  try {
+    const history = await poll(`/magnetar/v1/history/${topicPath(t)}`, { partitions });
+    rates.seed(history, ["rateIn", "rateOut"]);
+    backlog.seed(history, ["backlog"]);
+  } catch { /* refused or an older broker: the charts start with the page */ }
+}
+
+function overviewPanel(key, loadStats, first, seeded) {
   const { rates, backlog } = bufferOf(key);
   const cards = h("div", { class: "cards" });
   const subs = h("div", {});
@@ -57,7 +67,7 @@ function overviewPanel(key, loadStats, first) {
   draw(first);
   requestAnimationFrame(() => charts.forEach((c) => c.rebuild()));
   const timer = setInterval(sample, POLL_MS);
-  sample();
+  seeded.then(sample);
   return { node: h("div", {}, cards, h("div", { class: "charts" }, charts.map((c) => c.el)), h("h2", {}, "Backlog per subscription"), subs),
     cleanup: () => clearInterval(timer) };
 }
@@ -127,7 +137,12 @@ export async function topicView(t, query) {
   const holder = h("div", { id: "tab-body" });
   const redraw = () => document.dispatchEvent(new CustomEvent("navigate", { detail: { url: location.pathname + location.search, replace: true } }));
   let cleanup = null;
-  if (tab === "overview") { const o = overviewPanel(page, loadStats, stats); holder.append(o.node); cleanup = o.cleanup; }
+  if (tab === "overview") {
+    const { rates, backlog } = bufferOf(page);
+    const o = overviewPanel(page, loadStats, stats, seedFromHistory(t, partitions, rates, backlog));
+    holder.append(o.node);
+    cleanup = o.cleanup;
+  }
   else if (tab === "subscriptions") holder.append(await subscriptionsPanel(base, loadStats, partitions > 0, consume));
   else if (tab === "producers") holder.append(producersPanel(stats));
   else if (tab === "partitions") holder.append(partitionsPanel(t, stats, partitions));

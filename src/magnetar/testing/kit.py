@@ -7,6 +7,7 @@ pytest run, imports none of this until a test asks for a fixture.
 
 from __future__ import annotations
 
+import importlib
 import queue
 import threading
 from collections.abc import Mapping
@@ -84,9 +85,12 @@ class Kit:
         return Broker({**self.options.broker_settings, **(settings or {})}, token_auth=token_auth)
 
     def launch_session_broker(self) -> None:
-        """Start the session broker's process now, without waiting (the fixture waits for it)."""
+        """Start the session broker's process now, without waiting (the fixture waits for it), and import
+        the client meanwhile on a thread: the first test then finds both ready sooner."""
         if self.session_broker is None and self.options.service_url is None:
             self.session_broker = self.new_broker().launch()
+            threading.Thread(target=importlib.import_module, args=("magnetar.client",), daemon=True,
+                             name="magnetar-client-import").start()
 
     def start_session_broker(self) -> Broker | ExternalBroker:
         """The session broker, started (or the external one)."""

@@ -35,6 +35,7 @@ _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 _NAMESPACES = pytest.StashKey[list[str]]()
 _BROKERS = pytest.StashKey[list["Broker"]]()
 _WORKER_KEPT = pytest.StashKey[list[str]]()
+_MARKED = pytest.StashKey[Callable[..., Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -150,9 +151,9 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     try:
         return (yield)
     finally:
-        async_fixture = globals()["async_pulsar_client"]
-        getattr(async_fixture, "_get_wrapped_function", lambda: async_fixture)().__dict__.pop(
-            "_force_asyncio_fixture", None)
+        marked = item.stash.get(_MARKED, None)
+        if marked is not None:
+            marked.__dict__.pop("_force_asyncio_fixture", None)
         namespaces = item.stash.get(_NAMESPACES, [])
         kit = item.config.stash.get(_KIT, None)
         if namespaces and kit is not None and kit.session_broker is not None:
@@ -270,6 +271,7 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.Fix
         return (yield)
     # pytest-asyncio's mark; it stays on until the test's teardown (pytest-asyncio looks again at the call)
     func._force_asyncio_fixture = True  # type: ignore[attr-defined]
+    request.node.stash[_MARKED] = func
     return (yield)
 
 

@@ -200,3 +200,23 @@ def test_the_report_of_a_failed_factory_test_names_the_kept_directory(pytester: 
     kept = re.findall(r"magnetar: broker data kept in (\S+)", result.stdout.str())
     assert len(kept) == 1 and Path(kept[0], "data").is_dir()
     shutil.rmtree(kept[0])
+
+
+def test_under_xdist_the_controller_names_the_kept_directory(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.parametrize("n", range(4))
+        def test_send(pulsar_client, pulsar_topic, n):
+            pulsar_client.create_producer(pulsar_topic).send(b"x")
+            assert n != 3
+        """
+    )
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "--pulsar-keep-data")
+    result.assert_outcomes(passed=3, failed=1)
+    in_report = re.findall(r"^broker data kept in (\S+)$", result.stdout.str(), re.MULTILINE)
+    in_summary = re.findall(r"^magnetar: broker data kept in (\S+)$", result.stdout.str(), re.MULTILINE)
+    assert len(in_summary) == 1 and in_report == in_summary
+    assert Path(in_summary[0], "broker.log").is_file()
+    shutil.rmtree(in_summary[0])

@@ -53,6 +53,7 @@ def test_external_broker_options_run_the_fixtures_against_a_running_broker(
         reader = client.create_reader("persistent://public/default/from-inner", MessageId.earliest)
         assert [reader.read_next(5000).data() for _ in range(2)] == [b"cli", b"ini"]
         assert not reader.has_message_available()
+    assert other_broker.admin.namespaces("public") == ["public/default"]  # every test's namespace deleted
 
 
 def test_half_of_the_external_broker_options_is_a_usage_error(pytester: pytest.Pytester) -> None:
@@ -85,38 +86,47 @@ def test_broker_args_reach_the_session_broker(pytester: pytest.Pytester) -> None
 KEEP_TEST = """
 import json
 
-def test_fails(pulsar_broker, pulsar_client, pulsar_topic):
+def test_fails(pulsar_broker, pulsar_client, pulsar_topic, pulsar_namespace):
     pulsar_client.create_producer(pulsar_topic).send(b"evidence")
-    json.dump({{"directory": str(pulsar_broker.directory)}}, open({record!r}, "w"))
+    record = {{"directory": str(pulsar_broker.directory), "failed": pulsar_namespace}}
+    json.dump(record, open({record!r}, "w"))
     assert {passes}
+
+def test_passes(pulsar_namespace):
+    record = json.load(open({record!r}))
+    json.dump({{**record, "passed": pulsar_namespace}}, open({record!r}, "w"))
 """
 
 
-def _run_recording(pytester: pytest.Pytester, passes: bool, *args: str) -> tuple[pytest.RunResult, Path]:
+def _run_recording(pytester: pytest.Pytester, passes: bool, *args: str) -> tuple[pytest.RunResult, Path, dict]:
     record = pytester.path / "record.json"
     pytester.makepyfile(test_keep=KEEP_TEST.format(record=str(record), passes=passes))
     result = pytester.runpytest(*args)
-    return result, Path(json.loads(record.read_text())["directory"])
+    recorded = json.loads(record.read_text())
+    return result, Path(recorded["directory"]), recorded
 
 
 def test_keep_data_keeps_a_failed_runs_broker_directory_and_says_where(pytester: pytest.Pytester) -> None:
-    result, directory = _run_recording(pytester, False, "--pulsar-keep-data")
-    result.assert_outcomes(failed=1)
+    result, directory, recorded = _run_recording(pytester, False, "--pulsar-keep-data")
+    result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(["*- magnetar -*", f"broker data kept in {directory}",
                                  f"magnetar: broker data kept in {directory}"])
     assert (directory / "broker.log").read_text().count("magnetar standalone ready") == 1
     segments = list((directory / "data").rglob("*.log"))
     assert [b"evidence" in segment.read_bytes() for segment in segments] == [True]
+    # the kept data opens in a broker: the failed test's namespace is there, the passed test's was deleted
+    with Broker(directory=directory, keep_data=True) as inspector:
+        assert inspector.admin.namespaces("public") == sorted(["public/default", recorded["failed"]])
     shutil.rmtree(directory)
 
 
 def test_without_keep_data_or_without_a_failure_the_directory_is_removed(pytester: pytest.Pytester) -> None:
-    result, directory = _run_recording(pytester, False)
-    result.assert_outcomes(failed=1)
+    result, directory, _ = _run_recording(pytester, False)
+    result.assert_outcomes(failed=1, passed=1)
     assert "broker data kept" not in result.stdout.str()
     assert not directory.exists()
-    result, directory = _run_recording(pytester, True, "--pulsar-keep-data")
-    result.assert_outcomes(passed=1)
+    result, directory, _ = _run_recording(pytester, True, "--pulsar-keep-data")
+    result.assert_outcomes(passed=2)
     assert not directory.exists()
 
 
@@ -200,3 +210,23 @@ def test_the_report_of_a_failed_factory_test_names_the_kept_directory(pytester: 
     kept = re.findall(r"magnetar: broker data kept in (\S+)", result.stdout.str())
     assert len(kept) == 1 and Path(kept[0], "data").is_dir()
     shutil.rmtree(kept[0])
+
+
+def test_under_xdist_the_controller_names_the_kept_directory(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.parametrize("n", range(4))
+        def test_send(pulsar_client, pulsar_topic, n):
+            pulsar_client.create_producer(pulsar_topic).send(b"x")
+            assert n != 3
+        """
+    )
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "--pulsar-keep-data")
+    result.assert_outcomes(passed=3, failed=1)
+    in_report = re.findall(r"^broker data kept in (\S+)$", result.stdout.str(), re.MULTILINE)
+    in_summary = re.findall(r"^magnetar: broker data kept in (\S+)$", result.stdout.str(), re.MULTILINE)
+    assert len(in_summary) == 1 and in_report == in_summary
+    assert Path(in_summary[0], "broker.log").is_file()
+    shutil.rmtree(in_summary[0])

@@ -78,8 +78,9 @@ class Broker:
         self._log: IO[bytes] | None = None
         self._secret: bytes | None = None
         self._admin: Admin | None = None
+        #: set once the admin API answers (or cannot), with why it cannot; one pair per launch
         self._http_ready = threading.Event()
-        self._http_error: str | None = None
+        self._http_errors: list[str] = []
 
     # -- addresses and files ----------------------------------------------------------------------
     @property
@@ -138,8 +139,9 @@ class Broker:
     @property
     def admin(self) -> Admin:
         """The admin API of this broker (waits until it answers; a superuser's with ``token_auth``)."""
-        if not self._http_ready.wait(30) or self._http_error is not None:
-            raise BrokerStartError(f"the admin API at {self.http_url} did not answer: {self._http_error}\n{self.log()}")
+        if not self._http_ready.wait(30) or self._http_errors:
+            why = self._http_errors[0] if self._http_errors else "no answer in 30 s"
+            raise BrokerStartError(f"the admin API at {self.http_url} did not answer: {why}\n{self.log()}")
         if self._admin is None:
             self._admin = Admin(self.http_url, self.admin_token)
         return self._admin
@@ -171,7 +173,7 @@ class Broker:
         self.http_port = self.http_port or free_port()
         command = [sys.executable, "-m", "magnetar.cli.main", "standalone", "--data-dir", str(self.data_dir),
                    "--port", str(self.port), "--http-port", str(self.http_port)]
-        self._http_ready.clear()
+        self._http_ready, self._http_errors = threading.Event(), []
         self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
                                      env=self._environment(), preexec_fn=die_with_parent())
         register(self.proc.pid, self.directory if self._owns_directory and not self.keep_data else None)
@@ -191,19 +193,19 @@ class Broker:
 
     def _warm_http(self) -> None:
         """Ask for the admin API once (its app is built on the first connection), in a thread."""
-        probe = Admin(self.http_url)
+        probe, proc, ready, errors = Admin(self.http_url), self.proc, threading.Event(), []
+        self._http_ready, self._http_errors = ready, errors
 
         def wait() -> None:
             deadline = time.monotonic() + 30
             while not probe.ready():
-                if time.monotonic() > deadline or not self.running:
-                    self._http_error = "not ready after 30 s" if self.running else "the broker exited"
+                if time.monotonic() > deadline or proc is None or proc.poll() is not None:
+                    errors.append("the broker exited" if proc is None or proc.poll() is not None else "not ready after 30 s")
                     break
                 time.sleep(0.01)
             probe.close()
-            self._http_ready.set()
+            ready.set()
 
-        self._http_error = None
         threading.Thread(target=wait, name="magnetar-admin-warmup", daemon=True).start()
 
     def launch(self) -> Broker:

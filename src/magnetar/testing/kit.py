@@ -7,6 +7,7 @@ pytest run, imports none of this until a test asks for a fixture.
 
 from __future__ import annotations
 
+import importlib
 import queue
 import threading
 from collections.abc import Mapping
@@ -78,15 +79,21 @@ class Kit:
         self.deleter = NamespaceDeleter()
         #: data directories kept for inspection (``--pulsar-keep-data`` and a failure)
         self.kept: list[str] = []
+        #: namespaces of the running test, deleted once its fixtures are torn down; whether it failed
+        self.namespaces: list[str] = []
+        self.test_failed = False
 
     def new_broker(self, settings: Mapping[str, object] | None = None, *, token_auth: bool = False) -> Broker:
         """A broker (not started) with the ``--pulsar-broker-arg`` settings under ``settings``."""
         return Broker({**self.options.broker_settings, **(settings or {})}, token_auth=token_auth)
 
     def launch_session_broker(self) -> None:
-        """Start the session broker's process now, without waiting (the fixture waits for it)."""
+        """Start the session broker's process now, without waiting (the fixture waits for it), and import
+        the client meanwhile on a thread: the first test then finds both ready sooner."""
         if self.session_broker is None and self.options.service_url is None:
             self.session_broker = self.new_broker().launch()
+            threading.Thread(target=importlib.import_module, args=("magnetar.client",), daemon=True,
+                             name="magnetar-client-import").start()
 
     def start_session_broker(self) -> Broker | ExternalBroker:
         """The session broker, started (or the external one)."""
@@ -98,6 +105,16 @@ class Kit:
         assert isinstance(self.session_broker, Broker)
         return self.session_broker.start()
 
+    def release_namespaces(self) -> None:
+        """Hand the running test's namespaces to the deleter; a failed test's stay on a started broker whose
+        data is kept (``--pulsar-keep-data``), for inspection."""
+        namespaces, failed, self.namespaces, self.test_failed = self.namespaces, self.test_failed, [], False
+        broker = self.session_broker
+        if broker is None or (failed and self.options.keep_data and isinstance(broker, Broker)):
+            return
+        for namespace in namespaces:
+            self.deleter.delete_later(broker.admin, namespace)
+
     def finish_broker(self, broker: Broker | ExternalBroker, failed: bool) -> None:
         """Stop ``broker``; keep its data directory when asked to and something failed."""
         if isinstance(broker, Broker):
@@ -107,7 +124,9 @@ class Kit:
         broker.stop()
 
     def finish_session_broker(self, failed: bool) -> None:
-        """Delete the remaining namespaces, then stop the session broker."""
+        """Delete the remaining namespaces, then stop the session broker (torn down with the last test,
+        after that test's function-scoped fixtures: its namespaces are released here)."""
+        self.release_namespaces()
         self.deleter.drain()
         if self.session_broker is not None:
             self.finish_broker(self.session_broker, failed)

@@ -32,9 +32,9 @@ SESSION_BROKER_FIXTURES = frozenset({"pulsar_broker", "pulsar_namespace", "pulsa
 
 _KIT = pytest.StashKey["Kit"]()
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
-_NAMESPACES = pytest.StashKey[list[str]]()
 _BROKERS = pytest.StashKey[list["Broker"]]()
 _WORKER_KEPT = pytest.StashKey[list[str]]()
+_MARKED = pytest.StashKey[Callable[..., Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -127,6 +127,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report: pytest.TestReport = yield
     item.stash.setdefault(_REPORTS, {})[report.when] = report
     kit = item.config.stash.get(_KIT, None)
+    if report.failed and kit is not None:
+        kit.test_failed = True
     if report.failed and kit is not None and kit.options.keep_data:
         directories = [broker.directory for broker in item.stash.get(_BROKERS, [])]
         if kit.session_broker is not None and _uses_session_broker(item):
@@ -150,14 +152,12 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     try:
         return (yield)
     finally:
-        async_fixture = globals()["async_pulsar_client"]
-        getattr(async_fixture, "_get_wrapped_function", lambda: async_fixture)().__dict__.pop(
-            "_force_asyncio_fixture", None)
-        namespaces = item.stash.get(_NAMESPACES, [])
+        marked = item.stash.get(_MARKED, None)
+        if marked is not None:
+            marked.__dict__.pop("_force_asyncio_fixture", None)
         kit = item.config.stash.get(_KIT, None)
-        if namespaces and kit is not None and kit.session_broker is not None:
-            for namespace in namespaces:
-                kit.deleter.delete_later(kit.session_broker.admin, namespace)
+        if kit is not None:
+            kit.release_namespaces()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -220,7 +220,7 @@ def pulsar_namespace(pulsar_broker: Broker | ExternalBroker, request: pytest.Fix
     kit = _kit(request.config)
     namespace = f"{kit.options.tenant}/{_slug(request.node.name)}-{uuid.uuid4().hex[:8]}"
     pulsar_broker.admin.create_namespace(namespace)
-    request.node.stash.setdefault(_NAMESPACES, []).append(namespace)
+    kit.namespaces.append(namespace)
     yield namespace
 
 
@@ -270,6 +270,7 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.Fix
         return (yield)
     # pytest-asyncio's mark; it stays on until the test's teardown (pytest-asyncio looks again at the call)
     func._force_asyncio_fixture = True  # type: ignore[attr-defined]
+    request.node.stash[_MARKED] = func
     return (yield)
 
 

@@ -1,0 +1,159 @@
+"""The testing kit's figures (docs/TESTING.md), measured inside real pytest runs of generated test files.
+
+1. Fixture request to a CONNECTED client: from the set-up of the first test that asks for
+   ``pulsar_client`` to the answer of the client's first request (``get_topic_partitions``: a
+   connection, CONNECT / CONNECTED, one lookup), for the first test of the session (the broker's
+   process was launched when collection ended) and for later tests (the broker runs).
+2. The ``pulsar_namespace`` fixture: its set-up (a namespace created over the admin API) per test,
+   median and p90 over the tests after the first (the first also waits for the admin app's build).
+3. N tests (default 200) that each send one message, with ``pulsar_namespace`` + ``pulsar_topic``
+   against N tests that send to a unique topic of ``public/default`` with no namespace fixture: the time
+   from the first test's set-up to the last test's teardown (pytest's own start-up left out), and the
+   ratio. Each kind runs ``--rounds`` times, alternating; medians are printed.
+
+usage: python benchmarks/testing_kit.py [--tests 200] [--rounds 3] [--out results/testing_kit.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+CONFTEST = textwrap.dedent(
+    """
+    import json, os, time
+    import pytest
+
+    TIMES = {"setup": [], "namespace": [], "first_setup": None, "last_teardown": None}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(item):
+        item.setup_started = time.perf_counter()
+        if TIMES["first_setup"] is None:
+            TIMES["first_setup"] = item.setup_started
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(fixturedef, request):
+        started = time.perf_counter()
+        try:
+            return (yield)
+        finally:
+            if fixturedef.argname == "pulsar_namespace":
+                TIMES["namespace"].append(time.perf_counter() - started)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_teardown(item):
+        TIMES["last_teardown"] = time.perf_counter()
+
+    @pytest.fixture
+    def started(request):
+        return request.node.setup_started
+
+    def pytest_sessionfinish(session):
+        TIMES["last_teardown"] = TIMES["last_teardown"] or time.perf_counter()
+        with open(os.environ["KIT_BENCH_OUT"], "w") as f:
+            json.dump(TIMES, f)
+    """
+)
+
+CONNECT_TESTS = textwrap.dedent(
+    """
+    import time
+    import pytest
+    from conftest import TIMES
+
+    @pytest.mark.parametrize("n", range(10))
+    def test_connect(started, pulsar_client, n):
+        pulsar_client.get_topic_partitions("persistent://public/default/connect-probe")
+        TIMES["setup"].append(time.perf_counter() - started)
+    """
+)
+
+NAMESPACE_TESTS = textwrap.dedent(
+    """
+    import pytest
+
+    @pytest.mark.parametrize("n", range({tests}))
+    def test_one_message(pulsar_client, pulsar_topic, n):
+        pulsar_client.create_producer(pulsar_topic).send(b"x")
+    """
+)
+
+PLAIN_TESTS = textwrap.dedent(
+    """
+    import pytest
+
+    @pytest.mark.parametrize("n", range({tests}))
+    def test_one_message(pulsar_client, n, request):
+        pulsar_client.create_producer(f"persistent://public/default/{{request.node.name}}-{{id(request)}}").send(b"x")
+    """
+)
+
+
+def run(tests: str, workdir: Path) -> dict:
+    """One pytest run of ``tests`` in a fresh directory; the conftest's timings."""
+    case = Path(tempfile.mkdtemp(dir=workdir))
+    (case / "conftest.py").write_text(CONFTEST)
+    (case / "test_bench.py").write_text(tests)
+    (case / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    out = case / "times.json"
+    env = {**os.environ, "KIT_BENCH_OUT": str(out)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           str(case / "test_bench.py")], cwd=case, env=env, capture_output=True, text=True,
+                          timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"pytest failed:\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(out.read_text())
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    """Run the three measurements and print them as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tests", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="testing-kit-bench-"))
+    first, later, namespace, with_ns, without_ns = [], [], [], [], []
+    for _ in range(args.rounds):
+        times = run(CONNECT_TESTS, workdir)
+        first.append(times["setup"][0])
+        later.extend(times["setup"][1:])
+        for kind, source in (("ns", NAMESPACE_TESTS), ("plain", PLAIN_TESTS)):
+            times = run(source.format(tests=args.tests), workdir)
+            session = times["last_teardown"] - times["first_setup"]
+            (with_ns if kind == "ns" else without_ns).append(session)
+            if kind == "ns":
+                namespace.extend(times["namespace"][1:])
+    result = {
+        "first_test_to_connected_s": statistics.median(first),
+        "later_test_to_connected_s": statistics.median(later),
+        "namespace_fixture_median_ms": statistics.median(namespace) * 1000,
+        "namespace_fixture_p90_ms": percentile(namespace, 0.9) * 1000,
+        f"{args.tests}_tests_with_namespace_s": statistics.median(with_ns),
+        f"{args.tests}_tests_without_namespace_s": statistics.median(without_ns),
+        "ratio": statistics.median(with_ns) / statistics.median(without_ns),
+        "rounds": args.rounds,
+        "load_average": os.getloadavg(),
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

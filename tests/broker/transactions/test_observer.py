@@ -200,3 +200,10 @@ def test_peek_and_compaction_never_see_markers_or_aborted_messages(broker: Broke
         assert seen == [("k1", b"v1")]
     finally:
         client.close()
+
+
+def test_http_lookup_of_a_coordinator_partition(broker: BrokerProcess) -> None:
+    # the Go client looks the coordinators up over HTTP when its URL is http(s)://
+    path = "/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-0"
+    status, body = _get_json(broker, path)
+    assert (status, body["brokerUrl"]) == (200, broker.service_url)

@@ -70,6 +70,8 @@ def test_open_commit_abort_as_an_observer_sees_them(broker: BrokerProcess, wire:
         assert not wire_txn.end_txn(wire, aborted, commit=False).HasField("error")
         assert wire_txn.send(wire, 1, 20, b"p2", None).type == CommandType.SEND_RECEIPT
         assert _drain(consumer) == [b"p2"]
+        _, stats = _get_json(broker, f"/admin/v2/persistent/{topic.replace('persistent://', '')}/stats")
+        assert (stats["ongoingTxnCount"], stats["committedTxnCount"], stats["abortedTxnCount"]) == (0, 1, 1)
 
         reader = client.create_reader(topic, pulsar.MessageId.earliest)
         seen = []

@@ -405,93 +405,6 @@ CommandTcClientConnectResponse
   2 int32 error
   3 string message
 
-TxnSubscription
-  1 string topic
-  2 string subscription
-
-CommandNewTxn
-  1 uint64 request_id
-  2 uint64 txn_ttl_seconds
-  3 uint64 tc_id
-
-CommandNewTxnResponse
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 int32 error
-  5 string message
-
-CommandAddPartitionToTxn
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 repeated string partitions
-
-CommandAddPartitionToTxnResponse
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 int32 error
-  5 string message
-
-CommandAddSubscriptionToTxn
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 repeated TxnSubscription subscription
-
-CommandAddSubscriptionToTxnResponse
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 int32 error
-  5 string message
-
-CommandEndTxn
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 int32 txn_action
-
-CommandEndTxnResponse
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 int32 error
-  5 string message
-
-CommandEndTxnOnPartition
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 string topic
-  5 int32 txn_action
-  6 uint64 txnid_least_bits_of_low_watermark
-
-CommandEndTxnOnPartitionResponse
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 int32 error
-  5 string message
-
-CommandEndTxnOnSubscription
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 TxnSubscription subscription
-  5 int32 txn_action
-  6 uint64 txnid_least_bits_of_low_watermark
-
-CommandEndTxnOnSubscriptionResponse
-  1 uint64 request_id
-  2 uint64 txnid_least_bits
-  3 uint64 txnid_most_bits
-  4 int32 error
-  5 string message
-
-TxnMarker
-  1 repeated MessageIdData message_id
 
 BaseCommand
   1 int32 type
@@ -551,7 +464,70 @@ BaseCommand
   68 CommandTopicMigrated topic_migrated
 """
 
-_CLASSES = build_classes(_SCHEMA, _PACKAGE)
+#: what every transaction command's answer holds (PulsarApi.proto's Command*TxnResponse shapes)
+_TXN_RESPONSE = """
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 int32 error
+  5 string message
+"""
+#: the transaction commands (PIP-31) and PulsarMarkers.proto's TxnCommitMarker shape
+_TXN_SCHEMA = """
+TxnSubscription
+  1 string topic
+  2 string subscription
+
+CommandNewTxn
+  1 uint64 request_id
+  2 uint64 txn_ttl_seconds
+  3 uint64 tc_id
+
+CommandAddPartitionToTxn
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 repeated string partitions
+
+CommandAddSubscriptionToTxn
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 repeated TxnSubscription subscription
+
+CommandEndTxn
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 int32 txn_action
+
+CommandEndTxnOnPartition
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 string topic
+  5 int32 txn_action
+  6 uint64 txnid_least_bits_of_low_watermark
+
+CommandEndTxnOnSubscription
+  1 uint64 request_id
+  2 uint64 txnid_least_bits
+  3 uint64 txnid_most_bits
+  4 TxnSubscription subscription
+  5 int32 txn_action
+  6 uint64 txnid_least_bits_of_low_watermark
+
+TxnMarker
+  1 repeated MessageIdData message_id
+""" + "".join(
+    f"\n{name}Response{_TXN_RESPONSE}"
+    for name in (
+        "CommandNewTxn", "CommandAddPartitionToTxn", "CommandAddSubscriptionToTxn",
+        "CommandEndTxn", "CommandEndTxnOnPartition", "CommandEndTxnOnSubscription",
+    )
+)
+
+_CLASSES = build_classes(_SCHEMA + _TXN_SCHEMA, _PACKAGE)
 
 KeyValue = _CLASSES["KeyValue"]
 KeyLongValue = _CLASSES["KeyLongValue"]

@@ -54,8 +54,8 @@ def test_transaction_coordinator_is_looked_up_and_connected(wire) -> None:  # no
 
 def test_transaction_coordinator_is_refused_when_disabled(tmp_path) -> None:  # noqa: ANN001
     env = {"MAGNETAR_TRANSACTION_COORDINATOR_ENABLED": "false"}
-    with BrokerProcess(tmp_path / "data", env=env) as broker:
-        c = WireClient(broker.port)
+    with BrokerProcess(tmp_path / "data", env=env) as disabled:
+        c = WireClient(disabled.port)
         try:
             c.connect()
             assert _assign_partitions(c, 32) == 0
@@ -63,7 +63,7 @@ def test_transaction_coordinator_is_refused_when_disabled(tmp_path) -> None:  # 
             assert (resp.request_id, resp.error, resp.message) == (
                 33, ServerError.NotAllowedError, "Transactions are not enabled."
             )
-            url = f"{broker.http_url}/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions"
+            url = f"{disabled.http_url}/admin/v2/persistent/pulsar/system/transaction_coordinator_assign/partitions"
             with urllib.request.urlopen(url, timeout=10) as response:
                 assert response.read() == b'{"partitions":0}'
         finally:

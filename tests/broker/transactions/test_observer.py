@@ -70,6 +70,8 @@ def test_open_commit_abort_as_an_observer_sees_them(broker: BrokerProcess, wire:
         assert not wire_txn.end_txn(wire, aborted, commit=False).HasField("error")
         assert wire_txn.send(wire, 1, 20, b"p2", None).type == CommandType.SEND_RECEIPT
         assert _drain(consumer) == [b"p2"]
+        _, stats = _get_json(broker, f"/admin/v2/persistent/{topic.replace('persistent://', '')}/stats")
+        assert (stats["ongoingTxnCount"], stats["committedTxnCount"], stats["abortedTxnCount"]) == (0, 1, 1)
 
         reader = client.create_reader(topic, pulsar.MessageId.earliest)
         seen = []
@@ -200,3 +202,10 @@ def test_peek_and_compaction_never_see_markers_or_aborted_messages(broker: Broke
         assert seen == [("k1", b"v1")]
     finally:
         client.close()
+
+
+def test_http_lookup_of_a_coordinator_partition(broker: BrokerProcess) -> None:
+    # the Go client looks the coordinators up over HTTP when its URL is http(s)://
+    path = "/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-0"
+    status, body = _get_json(broker, path)
+    assert (status, body["brokerUrl"]) == (200, broker.service_url)

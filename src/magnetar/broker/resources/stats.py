@@ -121,6 +121,10 @@ class StatsResources:
             "lastCompactionDurationTimeInMills": 0,
             **self.ctx.service.compactor.stats.get(topic.name, {}),
         }
+        buffer = getattr(topic, "txn_buffer", None)  # Pulsar's transaction counts of a topic
+        out["ongoingTxnCount"] = len(buffer.ongoing) if buffer is not None else 0
+        out["abortedTxnCount"] = buffer.aborted_count if buffer is not None else 0
+        out["committedTxnCount"] = buffer.committed_count if buffer is not None else 0
         return out
 
     def _publisher_stats(self, topic: Topic, producer: Producer) -> dict[str, Any]:

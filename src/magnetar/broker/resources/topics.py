@@ -247,8 +247,10 @@ class TopicResources:
         return {"status": "NOT_RUN", "lastError": ""}
 
     def lookup(self, tn: TopicName, http_port: int | None = None) -> dict[str, Any]:
-        """Where clients find the topic: always this broker (its TLS URLs for clients that use TLS)."""
-        self.ctx.check_namespace(tn.namespace)
+        """Where clients find the topic: always this broker (its TLS URLs for clients that use TLS), the
+        transaction coordinators' partitions included (their namespace need not exist)."""
+        if not is_transaction_coordinator_assign(tn):
+            self.ctx.check_namespace(tn.namespace)
         config = self.ctx.config
         broker_url = config.broker_service_url
         http_url = f"http://{config.service_host}:{config.http_port or http_port or 0}"

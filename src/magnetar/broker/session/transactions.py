@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.session.deferred import DeferredCommands
-from magnetar.protocol.enums import AckType, CommandType, ServerError, TxnAction
 from magnetar.broker.transactions.buffer import with_txn_id
+from magnetar.protocol.enums import AckType, CommandType, ServerError, TxnAction
 from magnetar.protocol.framing import ProtocolError, crc32c
 from magnetar.protocol.schema import BaseCommand
 

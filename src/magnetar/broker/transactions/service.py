@@ -156,7 +156,8 @@ class TransactionService:
         new = [n for n in names if n not in self._flagged]
         if new:
             await asyncio.get_running_loop().run_in_executor(None, self._flag_topics, new)
-        await self._of(txn).add_partitions(txn, names)
+        # kept as the client named them (Pulsar's transaction metadata shows them so)
+        await self._of(txn).add_partitions(txn, list(partitions))
 
     def _flag_topics(self, names: list[str]) -> None:
         metadata = self.broker.metadata
@@ -167,8 +168,9 @@ class TransactionService:
 
     async def add_subscriptions(self, txn: TxnId, subscriptions: list[tuple[str, str]]) -> None:
         """ADD_SUBSCRIPTION_TO_TXN."""
-        pairs = [(str(_parse(t)), s) for t, s in subscriptions]
-        await self._of(txn).add_subscriptions(txn, pairs)
+        for topic, _ in subscriptions:
+            _parse(topic)
+        await self._of(txn).add_subscriptions(txn, list(subscriptions))
 
     async def end_txn(self, txn: TxnId, commit: bool) -> None:
         """END_TXN: answers once the COMMITTING / ABORTING record is durable and every partition and
@@ -215,7 +217,7 @@ class TransactionService:
         sub = topic.subscriptions.get(sub_name)
         if sub is not None and sub.pending_acks is not None:
             sub.pending_acks.end(txn, commit)
-        key = f"{acks_prefix(topic_name)}{sub_name}|{txn[0]}:{txn[1]}"
+        key = f"{acks_prefix(topic.name)}{sub_name}|{txn[0]}:{txn[1]}"
         # kept until the cursor holding the acknowledgements is persisted (a restart applies them again)
         delay = self.broker.config.cursor_persist_delay_seconds + 5.0
         asyncio.get_running_loop().call_later(delay, self._delete_key_later, key)

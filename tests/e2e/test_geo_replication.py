@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pulsar
 import pytest
 
+import magnetar.client
 from magnetar.testing import BrokerProcess
 from tests.broker.replication.rest import rest
 
@@ -93,6 +95,46 @@ def produce(url: str, topic: str, prefix: str, count: int, **options: Any) -> No
         client.close()
 
 
+def produce_native(url: str, topic: str, prefix: str, count: int) -> None:
+    """As :func:`produce`, with magnetar.client."""
+    client = magnetar.client.Client(url)
+    try:
+        producer = client.create_producer(f"persistent://{NS}/{topic}", producer_name=prefix)
+        for i in range(count):
+            producer.send_async(f"{prefix}-{i}".encode(), None)
+        producer.flush()
+        producer.close()
+    finally:
+        client.close()
+
+
+def consume_native(url: str, topic: str, count: int) -> list[bytes]:
+    """``count`` payloads from the start of a topic with a magnetar.client consumer, then check nothing more comes."""
+    client = magnetar.client.Client(url)
+    try:
+        consumer = client.subscribe(f"persistent://{NS}/{topic}", "native",
+                                    initial_position=magnetar.client.InitialPosition.Earliest)
+        out = [consumer.receive(timeout_millis=20_000).data() for _ in range(count)]
+        with pytest.raises(magnetar.client.Timeout):
+            consumer.receive(timeout_millis=1000)
+        return out
+    finally:
+        client.close()
+
+
+def metric_values(broker: BrokerProcess, name: str) -> dict[str, float]:
+    """``remote_cluster`` label -> value of one /metrics series of a broker."""
+    with urllib.request.urlopen(f"{broker.http_url}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            labels, value = line[len(name) + 1:].rsplit("} ", 1)
+            remote = labels.split('remote_cluster="', 1)[1].split('"', 1)[0]
+            out[remote] = out.get(remote, 0.0) + float(value)
+    return out
+
+
 def by_producer(messages: list[pulsar.Message]) -> dict[str, list[int]]:
     """Message numbers per producer prefix, in the order read."""
     out: dict[str, list[int]] = {}
@@ -117,11 +159,13 @@ def two(tmp_path: Path) -> Iterator[dict[str, BrokerProcess]]:
 def test_both_ways_exact_sets_order_and_no_loops(two: dict[str, BrokerProcess]) -> None:
     east, west = two["east"], two["west"]
     produce(east.service_url, "both", "e", 300)
-    produce(west.service_url, "both", "w", 200)
+    produce_native(west.service_url, "both", "w", 200)
     for broker in (east, west):
         got = read_all(broker.service_url, "both", 500)
         assert len(got) == 500
         assert by_producer(got) == {"e": list(range(300)), "w": list(range(200))}
+    native = consume_native(east.service_url, "both", 500)
+    assert sorted(native) == sorted([f"e-{i}".encode() for i in range(300)] + [f"w-{i}".encode() for i in range(200)])
     # each broker stored each message once: its own 300 or 200, the other's by replication
     wait_until(lambda: all(stats(b, "both")["replication"].get(o, {}).get("replicationBacklog", 1) == 0
                            for b, o in ((east, "west"), (west, "east"))), what="backlogs at 0")
@@ -132,7 +176,7 @@ def test_both_ways_exact_sets_order_and_no_loops(two: dict[str, BrokerProcess]) 
         assert set(s["replication"]) == {other}
         assert s["replication"][other]["msgOutCounter"] == own
         assert s["replication"][other]["connected"] is True
-        assert s["subscriptions"] == {}
+        assert set(s["subscriptions"]) == ({"native"} if broker is east else set())  # the cursor is not one
 
 
 def test_remote_down_backlog_grows_then_drains(two: dict[str, BrokerProcess]) -> None:
@@ -144,12 +188,17 @@ def test_remote_down_backlog_grows_then_drains(two: dict[str, BrokerProcess]) ->
     wait_until(lambda: stats(east, "outage")["replication"]["west"]["connected"] is False, what="disconnected")
     down = stats(east, "outage")["replication"]["west"]
     assert down["replicationBacklog"] > 0 and down["msgOutCounter"] == 50
+    assert metric_values(east, "pulsar_replication_connected_count") == {"west": 0.0}
+    assert metric_values(east, "pulsar_replication_backlog")["west"] > 0
     west.start()
     wait_until(lambda: stats(east, "outage")["replication"]["west"]["replicationBacklog"] == 0, what="backlog drained")
     got = read_all(west.service_url, "outage", 450)
     assert by_producer(got) == {"a": list(range(50)), "b": list(range(400))}
     up = stats(east, "outage")["replication"]["west"]
     assert up["connected"] is True and up["msgOutCounter"] == 450
+    assert metric_values(east, "pulsar_replication_connected_count") == {"west": 1.0}
+    assert metric_values(east, "pulsar_replication_backlog") == {"west": 0.0}
+    assert set(metric_values(east, "pulsar_replication_delay_in_seconds")) == {"west"}
     assert stats(west, "outage")["msgInCounter"] == 400  # what it received after its restart
 
 

@@ -5,6 +5,8 @@ between them; producers and consumers are the official Python client and magneta
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -25,9 +27,9 @@ NS = "geo/ns"
 SETTLE_S = 30.0
 
 
-def start_cluster(base: Path, name: str, fsync: str = "never") -> BrokerProcess:
+def start_cluster(base: Path, name: str, fsync: str = "never", **env_extra: str) -> BrokerProcess:
     """A broker process of cluster ``name`` (``fsync="always"`` where a crash must lose nothing acknowledged)."""
-    env = {"MAGNETAR_CLUSTER_NAME": name}
+    env = {"MAGNETAR_CLUSTER_NAME": name, **env_extra}
     (base / name).mkdir(parents=True, exist_ok=True)
     return BrokerProcess(base / name / "data", args=("--fsync", fsync), env=env).start()
 
@@ -315,3 +317,30 @@ def test_avro_schema_is_registered_on_the_remote(two: dict[str, BrokerProcess]) 
         assert [(r.sensor, r.value) for r in got] == [(f"s{i}", i / 2) for i in range(20)]
     finally:
         client.close()
+
+
+def test_scale_out_script_moves_a_namespace_with_its_data(tmp_path: Path) -> None:
+    edge = start_cluster(tmp_path, "edge", MAGNETAR_REPLICATION_START_AT="earliest")
+    core = start_cluster(tmp_path, "core")
+    try:
+        assert rest(edge.http_url, "PUT", "/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["edge"]})[0] == 204
+        assert rest(edge.http_url, "PUT", f"/admin/v2/namespaces/{NS}")[0] == 204
+        assert rest(edge.http_url, "PUT", f"/admin/v2/persistent/{NS}/orders/partitions", 2)[0] == 204
+        produce(edge.service_url, "events", "e", 250)  # stored before replication is set up
+        produce(edge.service_url, "orders", "o", 100)
+        script = Path(__file__).resolve().parents[2] / "tools" / "scale_out.py"
+        done = subprocess.run(
+            [sys.executable, str(script), "--magnetar-http", edge.http_url, "--magnetar-cluster", "edge",
+             "--target-cluster", "core", "--target-http", core.http_url, "--target-broker", core.service_url,
+             "--namespace", NS, "--timeout", "60"], capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "point producers and consumers at" in done.stdout
+        assert by_producer(read_all(core.service_url, "events", 250)) == {"e": list(range(250))}
+        assert rest(core.http_url, "GET", f"/admin/v2/persistent/{NS}/orders/partitions")[1] == {"partitions": 2}
+        assert sorted(consume_native(core.service_url, "orders", 100)) == sorted(f"o-{i}".encode() for i in range(100))
+        produce(core.service_url, "events", "after", 10)  # the switched producers: nothing comes back
+        time.sleep(1)
+        assert stats(edge, "events")["msgInCounter"] == 250
+    finally:
+        edge.stop()
+        core.stop()

@@ -32,8 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from magnetar.testing import BrokerProcess  # noqa: E402
 from tests.broker.replication.rest import rest  # noqa: E402
+
+from magnetar.testing import BrokerProcess  # noqa: E402
 
 PAYLOAD = b"x" * 100
 

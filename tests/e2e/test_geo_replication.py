@@ -5,7 +5,10 @@ between them; producers and consumers are the official Python client and magneta
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,7 @@ from typing import Any
 import pulsar
 import pytest
 
+import magnetar.client
 from magnetar.testing import BrokerProcess
 from tests.broker.replication.rest import rest
 
@@ -23,11 +27,11 @@ NS = "geo/ns"
 SETTLE_S = 30.0
 
 
-def start_cluster(base: Path, name: str, *extra: str) -> BrokerProcess:
-    """A broker process of cluster ``name``."""
-    env = {"MAGNETAR_CLUSTER_NAME": name}
+def start_cluster(base: Path, name: str, fsync: str = "never", **env_extra: str) -> BrokerProcess:
+    """A broker process of cluster ``name`` (``fsync="always"`` where a crash must lose nothing acknowledged)."""
+    env = {"MAGNETAR_CLUSTER_NAME": name, **env_extra}
     (base / name).mkdir(parents=True, exist_ok=True)
-    return BrokerProcess(base / name / "data", args=("--fsync", "never", *extra), env=env).start()
+    return BrokerProcess(base / name / "data", args=("--fsync", fsync), env=env).start()
 
 
 def register(brokers: dict[str, BrokerProcess], dedup: bool = True, replicate: bool = True) -> None:
@@ -83,13 +87,54 @@ def produce(url: str, topic: str, prefix: str, count: int, **options: Any) -> No
     client = new_client(url)
     try:
         producer = client.create_producer(f"persistent://{NS}/{topic}", producer_name=prefix,
-                                          batching_enabled=True, batching_max_publish_delay_ms=5, **options)
+                                          batching_enabled=True, batching_max_publish_delay_ms=5,
+                                          block_if_queue_full=True, **options)
         for i in range(count):
             producer.send_async(f"{prefix}-{i}".encode(), None)
         producer.flush()
         producer.close()
     finally:
         client.close()
+
+
+def produce_native(url: str, topic: str, prefix: str, count: int) -> None:
+    """As :func:`produce`, with magnetar.client."""
+    client = magnetar.client.Client(url)
+    try:
+        producer = client.create_producer(f"persistent://{NS}/{topic}", producer_name=prefix)
+        for i in range(count):
+            producer.send_async(f"{prefix}-{i}".encode(), None)
+        producer.flush()
+        producer.close()
+    finally:
+        client.close()
+
+
+def consume_native(url: str, topic: str, count: int) -> list[bytes]:
+    """``count`` payloads from the start of a topic with a magnetar.client consumer, then check nothing more comes."""
+    client = magnetar.client.Client(url)
+    try:
+        consumer = client.subscribe(f"persistent://{NS}/{topic}", "native",
+                                    initial_position=magnetar.client.InitialPosition.Earliest)
+        out = [consumer.receive(timeout_millis=20_000).data() for _ in range(count)]
+        with pytest.raises(magnetar.client.Timeout):
+            consumer.receive(timeout_millis=1000)
+        return out
+    finally:
+        client.close()
+
+
+def metric_values(broker: BrokerProcess, name: str) -> dict[str, float]:
+    """``remote_cluster`` label -> value of one /metrics series of a broker."""
+    with urllib.request.urlopen(f"{broker.http_url}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            labels, value = line[len(name) + 1:].rsplit("} ", 1)
+            remote = labels.split('remote_cluster="', 1)[1].split('"', 1)[0]
+            out[remote] = out.get(remote, 0.0) + float(value)
+    return out
 
 
 def by_producer(messages: list[pulsar.Message]) -> dict[str, list[int]]:
@@ -116,11 +161,13 @@ def two(tmp_path: Path) -> Iterator[dict[str, BrokerProcess]]:
 def test_both_ways_exact_sets_order_and_no_loops(two: dict[str, BrokerProcess]) -> None:
     east, west = two["east"], two["west"]
     produce(east.service_url, "both", "e", 300)
-    produce(west.service_url, "both", "w", 200)
+    produce_native(west.service_url, "both", "w", 200)
     for broker in (east, west):
         got = read_all(broker.service_url, "both", 500)
         assert len(got) == 500
         assert by_producer(got) == {"e": list(range(300)), "w": list(range(200))}
+    native = consume_native(east.service_url, "both", 500)
+    assert sorted(native) == sorted([f"e-{i}".encode() for i in range(300)] + [f"w-{i}".encode() for i in range(200)])
     # each broker stored each message once: its own 300 or 200, the other's by replication
     wait_until(lambda: all(stats(b, "both")["replication"].get(o, {}).get("replicationBacklog", 1) == 0
                            for b, o in ((east, "west"), (west, "east"))), what="backlogs at 0")
@@ -131,4 +178,169 @@ def test_both_ways_exact_sets_order_and_no_loops(two: dict[str, BrokerProcess]) 
         assert set(s["replication"]) == {other}
         assert s["replication"][other]["msgOutCounter"] == own
         assert s["replication"][other]["connected"] is True
-        assert s["subscriptions"] == {}
+        assert set(s["subscriptions"]) == ({"native"} if broker is east else set())  # the cursor is not one
+
+
+def test_remote_down_backlog_grows_then_drains(two: dict[str, BrokerProcess]) -> None:
+    east, west = two["east"], two["west"]
+    produce(east.service_url, "outage", "a", 50)
+    assert len(read_all(west.service_url, "outage", 50)) == 50
+    west.stop()
+    produce(east.service_url, "outage", "b", 400)
+    wait_until(lambda: stats(east, "outage")["replication"]["west"]["connected"] is False, what="disconnected")
+    down = stats(east, "outage")["replication"]["west"]
+    assert down["replicationBacklog"] > 0 and down["msgOutCounter"] == 50
+    assert metric_values(east, "pulsar_replication_connected_count") == {"west": 0.0}
+    assert metric_values(east, "pulsar_replication_backlog")["west"] > 0
+    west.start()
+    wait_until(lambda: stats(east, "outage")["replication"]["west"]["replicationBacklog"] == 0, what="backlog drained")
+    got = read_all(west.service_url, "outage", 450)
+    assert by_producer(got) == {"a": list(range(50)), "b": list(range(400))}
+    up = stats(east, "outage")["replication"]["west"]
+    assert up["connected"] is True and up["msgOutCounter"] == 450
+    assert metric_values(east, "pulsar_replication_connected_count") == {"west": 1.0}
+    assert metric_values(east, "pulsar_replication_backlog") == {"west": 0.0}
+    assert set(metric_values(east, "pulsar_replication_delay_in_seconds")) == {"west"}
+    assert stats(west, "outage")["msgInCounter"] == 400  # what it received after its restart
+
+
+@pytest.fixture
+def durable_two(tmp_path: Path) -> Iterator[dict[str, BrokerProcess]]:
+    """Clusters east and west as ``two``, with fsync on: what a producer was acknowledged survives kill -9."""
+    brokers = {name: start_cluster(tmp_path, name, fsync="always") for name in ("east", "west")}
+    try:
+        register(brokers)
+        yield brokers
+    finally:
+        for b in brokers.values():
+            b.stop()
+
+
+def test_kill_9_of_the_source_loses_nothing_and_stores_nothing_twice(durable_two: dict[str, BrokerProcess]) -> None:
+    east, west = durable_two["east"], durable_two["west"]
+    for broker in (east, west):  # keep what was replicated, to count it on the source too
+        assert rest(broker.http_url, "POST", f"/admin/v2/namespaces/{NS}/retention",
+                    {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1})[0] == 204
+    client = new_client(east.service_url)
+    producer = client.create_producer(f"persistent://{NS}/crash", producer_name="c", batching_enabled=False,
+                                      block_if_queue_full=True)
+    total = 3000
+    for i in range(total):
+        producer.send_async(f"c-{i}".encode(), None)
+    producer.flush()
+    client.close()
+
+    def arrived() -> int:
+        return int(stats(west, "crash")["msgInCounter"]) if rest(west.http_url, "GET", f"/admin/v2/persistent/{NS}/crash/stats")[0] == 200 else 0
+
+    wait_until(lambda: arrived() > 0, what="replication under way")
+    east.kill()
+    sent_before_kill = arrived()
+    east.start()
+    wait_until(lambda: stats(east, "crash")["replication"]["west"]["replicationBacklog"] == 0, what="backlog drained")
+    assert len(read_all(east.service_url, "crash", total)) == total  # the source lost nothing it acknowledged
+    got = read_all(west.service_url, "crash", total)
+    assert by_producer(got) == {"c": list(range(total))}
+    assert stats(west, "crash")["msgInCounter"] == total  # resent entries were dropped by deduplication
+    assert 0 < sent_before_kill <= total
+
+
+def test_replicate_to_and_disable_replication_with_three_clusters(tmp_path: Path) -> None:
+    brokers = {name: start_cluster(tmp_path, name) for name in ("a", "b", "c")}
+    try:
+        register(brokers)
+        client = new_client(brokers["a"].service_url)
+        producer = client.create_producer(f"persistent://{NS}/routed", batching_enabled=False)
+        producer.send(b"everywhere")
+        producer.send(b"only-b", replication_clusters=["b"])
+        producer.send(b"only-here", disable_replication=True)
+        producer.send(b"last")
+        client.close()
+        expected = {"a": [b"everywhere", b"only-b", b"only-here", b"last"],
+                    "b": [b"everywhere", b"only-b", b"last"], "c": [b"everywhere", b"last"]}
+        for name, want in expected.items():
+            got = read_all(brokers[name].service_url, "routed", len(want))
+            assert [m.data() for m in got] == want, name
+            assert stats(brokers[name], "routed")["msgInCounter"] == len(want)
+        # from b and c too, each message lands once on every cluster (a full mesh, no loops)
+        produce(brokers["b"].service_url, "mesh", "b", 100)
+        produce(brokers["c"].service_url, "mesh", "c", 100)
+        for broker in brokers.values():
+            got = read_all(broker.service_url, "mesh", 200)
+            assert by_producer(got) == {"b": list(range(100)), "c": list(range(100))}
+            assert stats(broker, "mesh")["msgInCounter"] == 200
+    finally:
+        for b in brokers.values():
+            b.stop()
+
+
+def test_partitioned_topic_is_created_on_the_remote(two: dict[str, BrokerProcess]) -> None:
+    east, west = two["east"], two["west"]
+    assert rest(east.http_url, "PUT", f"/admin/v2/persistent/{NS}/parts/partitions", 3) == (204, None)
+    produce(east.service_url, "parts", "p", 300)
+    wait_until(lambda: rest(west.http_url, "GET", f"/admin/v2/persistent/{NS}/parts/partitions")[1] == {"partitions": 3},
+               what="partitioned topic on west")
+    client = new_client(west.service_url)
+    try:
+        consumer = client.subscribe(f"persistent://{NS}/parts", "check", initial_position=pulsar.InitialPosition.Earliest)
+        got = sorted(int(consumer.receive(timeout_millis=20_000).data().decode().rpartition("-")[2]) for _ in range(300))
+        assert got == list(range(300))
+        with pytest.raises(pulsar.Timeout):
+            consumer.receive(timeout_millis=1000)
+    finally:
+        client.close()
+
+
+class Reading(pulsar.schema.Record):
+    """An Avro record of the schema test."""
+
+    sensor = pulsar.schema.String()
+    value = pulsar.schema.Double()
+
+
+def test_avro_schema_is_registered_on_the_remote(two: dict[str, BrokerProcess]) -> None:
+    east, west = two["east"], two["west"]
+    topic = f"persistent://{NS}/avro"
+    client = new_client(east.service_url)
+    producer = client.create_producer(topic, schema=pulsar.schema.AvroSchema(Reading))
+    for i in range(20):
+        producer.send(Reading(sensor=f"s{i}", value=i / 2))
+    client.close()
+    wait_until(lambda: stats(east, "avro")["replication"]["west"]["replicationBacklog"] == 0, what="replicated")
+    status, schema = rest(west.http_url, "GET", f"/admin/v2/schemas/{NS}/avro/schema")
+    assert status == 200 and schema["type"] == "AVRO" and "Reading" in schema["data"]
+    client = new_client(west.service_url)
+    try:
+        consumer = client.subscribe(topic, "check", schema=pulsar.schema.AvroSchema(Reading),
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        got = [consumer.receive(timeout_millis=10_000).value() for _ in range(20)]
+        assert [(r.sensor, r.value) for r in got] == [(f"s{i}", i / 2) for i in range(20)]
+    finally:
+        client.close()
+
+
+def test_scale_out_script_moves_a_namespace_with_its_data(tmp_path: Path) -> None:
+    edge = start_cluster(tmp_path, "edge", MAGNETAR_REPLICATION_START_AT="earliest")
+    core = start_cluster(tmp_path, "core")
+    try:
+        assert rest(edge.http_url, "PUT", "/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["edge"]})[0] == 204
+        assert rest(edge.http_url, "PUT", f"/admin/v2/namespaces/{NS}")[0] == 204
+        assert rest(edge.http_url, "PUT", f"/admin/v2/persistent/{NS}/orders/partitions", 2)[0] == 204
+        produce(edge.service_url, "events", "e", 250)  # stored before replication is set up
+        produce(edge.service_url, "orders", "o", 100)
+        script = Path(__file__).resolve().parents[2] / "tools" / "scale_out.py"
+        done = subprocess.run(
+            [sys.executable, str(script), "--magnetar-http", edge.http_url, "--magnetar-cluster", "edge",
+             "--target-cluster", "core", "--target-http", core.http_url, "--target-broker", core.service_url,
+             "--namespace", NS, "--timeout", "60"], capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "point producers and consumers at" in done.stdout
+        assert by_producer(read_all(core.service_url, "events", 250)) == {"e": list(range(250))}
+        assert rest(core.http_url, "GET", f"/admin/v2/persistent/{NS}/orders/partitions")[1] == {"partitions": 2}
+        assert sorted(consume_native(core.service_url, "orders", 100)) == sorted(f"o-{i}".encode() for i in range(100))
+        produce(core.service_url, "events", "after", 10)  # the switched producers: nothing comes back
+        time.sleep(1)
+        assert stats(edge, "events")["msgInCounter"] == 250
+    finally:
+        edge.stop()
+        core.stop()

@@ -24,10 +24,22 @@ from prometheus_client.utils import floatToGoString
 
 from magnetar.admin.access import AccessGuard
 from magnetar.admin.commit_latencies import CommitLatencies, LatencyBuckets, record_commit_latencies
+from magnetar.broker.replication.names import is_replicator
+from magnetar.broker.replication.stats import replication_stats
 from magnetar.broker.resources.admin import BrokerAdmin
 from magnetar.storage.health import storage_health
 
-CLUSTER = "standalone"
+#: Pulsar's replication metrics, labelled by remote_cluster: (name, help, ReplicatorStats field)
+_REPLICATION_GAUGES = (
+    ("pulsar_replication_rate_in", "Messages per second received from the remote cluster", "msgRateIn"),
+    ("pulsar_replication_rate_out", "Messages per second replicated to the remote cluster", "msgRateOut"),
+    ("pulsar_replication_throughput_in", "Bytes per second received from the remote cluster", "msgThroughputIn"),
+    ("pulsar_replication_throughput_out", "Bytes per second replicated to the remote cluster", "msgThroughputOut"),
+    ("pulsar_replication_backlog", "Entries not yet replicated to the remote cluster", "replicationBacklog"),
+    ("pulsar_replication_connected_count", "Replicators connected to the remote cluster", "connected"),
+    ("pulsar_replication_rate_expired", "Messages per second expired before replication", "msgRateExpired"),
+    ("pulsar_replication_delay_in_seconds", "Age of the oldest message not yet replicated", "replicationDelayInSeconds"),
+)
 
 _TOPIC_GAUGES = (
     ("pulsar_rate_in", "Messages per second published to the topic", "msgRateIn"),
@@ -81,12 +93,12 @@ class BrokerCollector:
         sub_unacked = GaugeMetricFamily("pulsar_subscription_unacked_messages", "Messages delivered and not acknowledged", labels=sub_labels)
         sub_consumers = GaugeMetricFamily("pulsar_subscription_consumers_count", "Consumers of the subscription", labels=sub_labels)
         for topic in list(service.topics.values()):
-            values = [CLUSTER, topic.topic_name.namespace, topic.name]
+            values = [service.config.cluster_name, topic.topic_name.namespace, topic.name]
             numbers = admin.tracker.topic_numbers(topic)
             for name, _, field in _TOPIC_GAUGES:
                 gauges[name].add_metric(values, numbers[field])
             storage.add_metric(values, topic.stats_storage_size())
-            subs = list(topic.subscriptions.values())
+            subs = [s for s in topic.subscriptions.values() if not is_replicator(s.name)]
             backlog.add_metric(values, sum(s.backlog() for s in subs))
             subs_count.add_metric(values, len(subs))
             producers_count.add_metric(values, len(topic.producers))
@@ -104,6 +116,7 @@ class BrokerCollector:
         yield from gauges.values()
         yield from (storage, backlog, subs_count, producers_count, consumers_count, in_msgs, in_bytes, out_msgs, out_bytes)
         yield from (sub_backlog, sub_rate, sub_unacked, sub_consumers)
+        yield from replication_metrics(admin)
 
         yield GaugeMetricFamily("magnetar_connections", "Open client connections", value=len(service.connections))
         yield GaugeMetricFamily("magnetar_topics_loaded", "Topics loaded in memory", value=len(service.topics))
@@ -118,6 +131,19 @@ class BrokerCollector:
                 "magnetar_fsync_seconds", "Seconds spent in group-commit sync rounds", value=committer.sync_seconds_total
             )
         yield from storage_health_metrics()
+
+
+def replication_metrics(admin: BrokerAdmin) -> Iterator[Metric]:
+    """Pulsar's ``pulsar_replication_*`` metrics of every loaded topic that replicates or is replicated to."""
+    service = admin.service
+    labels = ["cluster", "namespace", "topic", "remote_cluster"]
+    gauges = {name: GaugeMetricFamily(name, doc, labels=labels) for name, doc, _ in _REPLICATION_GAUGES}
+    for topic in list(service.topics.values()):
+        for remote, numbers in replication_stats(topic, service, admin.tracker).items():
+            values = [service.config.cluster_name, topic.topic_name.namespace, topic.name, remote]
+            for name, _, field in _REPLICATION_GAUGES:
+                gauges[name].add_metric(values, float(numbers[field]))
+    yield from gauges.values()
 
 
 def storage_health_metrics() -> Iterator[Metric]:

@@ -34,6 +34,10 @@ _GLOBAL_OPTIONS = {
 }
 
 
+#: options ``clusters create`` / ``clusters update`` take as pulsar-admin does (the cluster's own, not the CLI's)
+_CLUSTER_DATA_OPTIONS = frozenset({"--auth-plugin", "--tls-allow-insecure"})
+
+
 def hoist_global_options(args: list[str]) -> list[str]:
     """``args`` with the admin-wide options moved in front of the subcommand, wherever they were
     (pulsar-admin users put flags last: ``magnetar admin topics list public/default --json``)."""
@@ -45,6 +49,7 @@ def split_global_options(args: list[str]) -> tuple[list[str], list[str]]:
     """(the admin-wide options with their values, the rest: subcommand, its arguments and options)."""
     front: list[str] = []
     rest: list[str] = []
+    cluster_data = False
     i = 0
     while i < len(args):
         arg = args[i]
@@ -52,7 +57,9 @@ def split_global_options(args: list[str]) -> tuple[list[str], list[str]]:
             rest.extend(args[i:])
             break
         name = arg.split("=", 1)[0]
-        if name in _GLOBAL_OPTIONS:
+        if rest[-1:] == ["clusters"] and arg in ("create", "update"):
+            cluster_data = True
+        if name in _GLOBAL_OPTIONS and not (cluster_data and name in _CLUSTER_DATA_OPTIONS):
             front.append(arg)
             if _GLOBAL_OPTIONS[name] and "=" not in arg and i + 1 < len(args):
                 i += 1

@@ -15,6 +15,8 @@ from magnetar.storage.data_format import FORMAT_FILE_NAME, FORMAT_VERSION
 from magnetar.storage.dir_lock import DataDirLock
 from magnetar.storage.repair import repair_data_dir
 
+from .test_repair_two_writers import write_segment
+
 FIXTURE = Path(__file__).parent / "fixtures" / "data-dir-v1"
 
 
@@ -60,3 +62,19 @@ def test_refusals(tmp_path: Path) -> None:
     made = CliRunner().invoke(command, ["backup", str(source), str(tmp_path / "fresh")])
     assert made.exit_code == 0
     assert made.output == f"backed up 4 topics: 4 ledgers, 17 entries, {1137} bytes into {tmp_path / 'fresh'}\n"
+
+
+def test_compacted_ledgers_of_copied_topics_come_along_and_strangers_stay(tmp_path: Path) -> None:
+    source, copy = tmp_path / "data", tmp_path / "copy"
+    shutil.copytree(FIXTURE, source)
+    compacted = source / "ledgers" / "3-compacted" / "1"  # ledger 3: topic orders
+    write_segment(compacted, 0, 4)
+    (compacted / "index").write_bytes(b"MGCX-index")
+    stranger = source / "ledgers" / "99-compacted" / "1"  # no topic has ledger 99
+    write_segment(stranger, 0, 2)
+    report = backup_data_dir(source, copy)
+    assert report.notes == []
+    for name in ("00000000000000000000.log", "index"):
+        assert (copy / "ledgers" / "3-compacted" / "1" / name).read_bytes() == (compacted / name).read_bytes()
+    assert not (copy / "ledgers" / "99-compacted").exists()
+    assert report.entries == 17 + 4

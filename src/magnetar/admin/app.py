@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from magnetar import __version__
 from magnetar.admin import metrics
 from magnetar.admin.access import AccessGuard
-from magnetar.admin.chart_history import ChartHistory
+from magnetar.admin.chart_history import chart_history_for
 from magnetar.admin.errors import install_error_handlers
 from magnetar.admin.route_groups import LazyRoutesApp, RouteGroups
 from magnetar.admin.security import AuthenticationMiddleware
@@ -63,7 +63,7 @@ def create_core_app(service: BrokerService) -> tuple[FastAPI, RouteGroups]:
     )
     admin = admin_for(service)
     #: the console charts' last ten minutes, sampled from the broker's start
-    app.state.chart_history = history = ChartHistory(admin)
+    app.state.chart_history = history = chart_history_for(admin)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -156,3 +157,15 @@ class ChartHistory:
         while len(self._watched) > MAX_WATCHED:
             self._watched.popitem(last=False)
         return {"intervalSeconds": self.interval, **watch.rings.as_json()}
+
+
+_HISTORIES: weakref.WeakKeyDictionary[BrokerAdmin, ChartHistory] = weakref.WeakKeyDictionary()
+
+
+def chart_history_for(admin: BrokerAdmin) -> ChartHistory:
+    """The one history of ``admin``'s broker: started with the broker's statistics sampling (before
+    any HTTP request builds the app), read by the console routes."""
+    found = _HISTORIES.get(admin)
+    if found is None:
+        found = _HISTORIES[admin] = ChartHistory(admin)
+    return found

@@ -151,7 +151,11 @@ class StandaloneServer:
         from magnetar.broker.resources.admin import admin_for
 
         if not self._stopping:
-            admin_for(self.service).start()
+            admin = admin_for(self.service)
+            admin.start()
+            from magnetar.admin.chart_history import chart_history_for
+
+            chart_history_for(admin).start()  # the console charts' last minutes, from the start
 
     def _on_first_connection(self) -> None:
         """A connection waits on an HTTP port: build the app and serve (the connection stays in the backlog)."""

@@ -65,25 +65,23 @@ def test_two_tests_with_the_same_topic_name_do_not_see_each_other(pytester: pyte
     result.assert_outcomes(passed=2)
 
 
-def test_restart_and_kill_keep_ports_and_data(pytester: pytest.Pytester) -> None:
+def test_kill_and_restart_keep_ports_and_data_and_clients_reconnect(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
-        from magnetar.client import Client
+        from magnetar.client import MessageId
 
-        def test_crash_and_restart(pulsar_broker, pulsar_topic):
+        def test_crash_and_restart(pulsar_broker, pulsar_client, pulsar_topic):
             url = pulsar_broker.service_url
-            with Client(url) as client:
-                producer = client.create_producer(pulsar_topic)
-                consumer = client.subscribe(pulsar_topic, "sub")
-                producer.send(b"before-kill")
+            producer = pulsar_client.create_producer(pulsar_topic)
+            producer.send(b"before-kill")
             pulsar_broker.kill()
             assert not pulsar_broker.running
             pulsar_broker.restart()
-            assert pulsar_broker.service_url == url
-            with Client(url) as client:
-                consumer = client.subscribe(pulsar_topic, "sub")
-                assert consumer.receive(5000).data() == b"before-kill"
-            pulsar_broker.restart()
+            assert pulsar_broker.running and pulsar_broker.service_url == url
+            producer.send(b"after-restart")  # the same producer, reconnected
+            reader = pulsar_client.create_reader(pulsar_topic, MessageId.earliest)
+            assert [reader.read_next(5000).data() for _ in range(2)] == [b"before-kill", b"after-restart"]
+            assert not reader.has_message_available()
             namespace = pulsar_topic.split("://")[1].rsplit("/", 1)[0]
             assert pulsar_broker.admin.topics(namespace) == [pulsar_topic]
         """

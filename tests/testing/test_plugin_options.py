@@ -130,7 +130,7 @@ def test_without_keep_data_or_without_a_failure_the_directory_is_removed(pyteste
     assert not directory.exists()
 
 
-def test_each_xdist_worker_has_its_own_broker(pytester: pytest.Pytester) -> None:
+def test_each_xdist_worker_has_its_own_broker_and_a_failed_ones_data_is_named(pytester: pytest.Pytester) -> None:
     records = pytester.path / "records"
     records.mkdir()
     pytester.makepyfile(
@@ -142,21 +142,30 @@ def test_each_xdist_worker_has_its_own_broker(pytester: pytest.Pytester) -> None
             pulsar_client.create_producer(pulsar_topic).send(b"x")
             worker = os.environ["PYTEST_XDIST_WORKER"]
             with open(os.path.join({str(records)!r}, f"{{worker}}-{{n}}"), "w") as f:
-                f.write(pulsar_broker.service_url + " " + pulsar_topic)
+                f.write(f"{{pulsar_broker.service_url}} {{pulsar_topic}} {{pulsar_broker.directory}}")
+            assert n != 5
         """
     )
-    result = pytester.runpytest("-n", "2", "-p", "xdist")
-    result.assert_outcomes(passed=6)
-    urls: dict[str, set[str]] = {}
+    result = pytester.runpytest("-n", "2", "-p", "xdist", "--pulsar-keep-data")
+    result.assert_outcomes(passed=5, failed=1)
+    brokers: dict[str, set[tuple[str, str]]] = {}
     topics = []
     for path in records.iterdir():
-        url, topic = path.read_text().split()
-        urls.setdefault(path.name.split("-")[0], set()).add(url)
+        url, topic, directory = path.read_text().split()
+        brokers.setdefault(path.name.split("-")[0], set()).add((url, directory))
         topics.append(topic)
-    assert sorted(urls) == ["gw0", "gw1"]
-    assert all(len(worker_urls) == 1 for worker_urls in urls.values())
-    assert urls["gw0"] != urls["gw1"]
+    assert sorted(brokers) == ["gw0", "gw1"]
+    assert all(len(broker) == 1 for broker in brokers.values())
+    assert brokers["gw0"] != brokers["gw1"]
     assert len(set(topics)) == 6
+    in_report = re.findall(r"^broker data kept in (\S+)$", result.stdout.str(), re.MULTILINE)
+    in_summary = re.findall(r"^magnetar: broker data kept in (\S+)$", result.stdout.str(), re.MULTILINE)
+    failed_worker = next(path.name.split("-")[0] for path in records.iterdir() if path.name.endswith("-5"))
+    [(_url, failed_directory)] = brokers[failed_worker]
+    [(_url, passed_directory)] = brokers["gw1" if failed_worker == "gw0" else "gw0"]
+    assert in_summary == in_report == [failed_directory]
+    assert Path(failed_directory, "broker.log").is_file() and not Path(passed_directory).exists()
+    shutil.rmtree(failed_directory)
 
 
 def test_factory_brokers_with_token_authentication(pytester: pytest.Pytester) -> None:
@@ -211,22 +220,3 @@ def test_the_report_of_a_failed_factory_test_names_the_kept_directory(pytester: 
     assert len(kept) == 1 and Path(kept[0], "data").is_dir()
     shutil.rmtree(kept[0])
 
-
-def test_under_xdist_the_controller_names_the_kept_directory(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        """
-        import pytest
-
-        @pytest.mark.parametrize("n", range(4))
-        def test_send(pulsar_client, pulsar_topic, n):
-            pulsar_client.create_producer(pulsar_topic).send(b"x")
-            assert n != 3
-        """
-    )
-    result = pytester.runpytest("-n", "2", "-p", "xdist", "--pulsar-keep-data")
-    result.assert_outcomes(passed=3, failed=1)
-    in_report = re.findall(r"^broker data kept in (\S+)$", result.stdout.str(), re.MULTILINE)
-    in_summary = re.findall(r"^magnetar: broker data kept in (\S+)$", result.stdout.str(), re.MULTILINE)
-    assert len(in_summary) == 1 and in_report == in_summary
-    assert Path(in_summary[0], "broker.log").is_file()
-    shutil.rmtree(in_summary[0])

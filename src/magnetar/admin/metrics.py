@@ -217,7 +217,7 @@ class TransactionCollector:
             )
         }
         for tc_id, coordinator in sorted(transactions.coordinators.items()):
-            values = [CLUSTER, str(tc_id)]
+            values = [self.admin.service.config.cluster_name, str(tc_id)]
             active.add_metric(values, len(coordinator.txns))
             counters["created"].add_metric(values, coordinator.created_count)
             counters["committed"].add_metric(values, coordinator.committed_count)

@@ -27,7 +27,7 @@ class FakeTopic:
         entry = encode_entry(MessageMetadata(producer_name="p", sequence_id=0, publish_time=1), payload)
         return self.ledger.append(with_txn_id(entry, txn) if txn else entry)
 
-    def append_marker(self, entry: bytes, durable: Callable[[], None]) -> int:
+    def append_marker(self, entry: bytes, durable: Callable[[], None], failed: Callable[[str], None]) -> int:
         self.waiting.append(durable)
         return self.ledger.append(entry)
 
@@ -52,17 +52,17 @@ def test_max_read_stops_before_the_first_open_transaction(tmp_path: Path) -> Non
         topic.append(b"p1")
         assert buffer.max_read(ledger.last_entry_id) == plain
         ended = []
-        buffer.end(B, commit=False, done=lambda: ended.append("B"))
+        buffer.end(B, commit=False, done=lambda why: ended.append("B"))
         assert buffer.max_read(ledger.last_entry_id) == plain  # A still open
         topic.make_durable()
         assert ended == ["B"]
-        buffer.end(A, commit=True, done=lambda: ended.append("A"))
+        buffer.end(A, commit=True, done=lambda why: ended.append("A"))
         topic.make_durable()
         last = ledger.last_entry_id
         assert buffer.max_read(last) == last
         readable = [e for e in range(last + 1) if not buffer.hidden(e)]
         assert readable == [plain, a0, plain + 3]  # p0, a0, p1: b0 aborted, two markers hidden
-        buffer.end(A, commit=True, done=lambda: ended.append("again"))
+        buffer.end(A, commit=True, done=lambda why: ended.append("again"))
         assert ended == ["B", "A", "again"]  # ending again answers at once
         assert buffer.check_open(A) is not None
 
@@ -73,7 +73,7 @@ def test_replay_rebuilds_what_was_aborted_and_what_is_open(tmp_path: Path) -> No
         buffer = TransactionBuffer(topic)
         for txn in (A, B):
             buffer.appended(txn, topic.append(b"x", txn))
-        buffer.end(A, commit=False, done=lambda: None)
+        buffer.end(A, commit=False, done=lambda why: None)
         topic.make_durable()
         open_c = (0, 3)
         buffer.appended(open_c, topic.append(b"y", open_c))

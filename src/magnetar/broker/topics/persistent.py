@@ -65,10 +65,11 @@ class CursorListener(Protocol):
 class _MarkerContext:
     """The completion of an appended marker: a duplicate's path (no receipt, no sequence id)."""
 
-    __slots__ = ("_durable",)
+    __slots__ = ("_durable", "_failed")
 
-    def __init__(self, durable: Callable[[], None]) -> None:
+    def __init__(self, durable: Callable[[], None], failed: Callable[[str], None]) -> None:
         self._durable = durable
+        self._failed = failed
 
     def duplicate(self) -> None:
         """The marker is durable."""
@@ -76,6 +77,7 @@ class _MarkerContext:
 
     def failed(self, code: ServerError, message: str) -> None:
         """The sync failed: the marker is written again when the transaction's end is retried."""
+        self._failed(message)
 
 
 class PersistentTopic(Topic):
@@ -263,11 +265,13 @@ class PersistentTopic(Topic):
             for sub in self.subscriptions.values():
                 sub.schedule_dispatch()
 
-    def append_marker(self, entry: bytes, durable: Callable[[], None]) -> int:
+    def append_marker(self, entry: bytes, durable: Callable[[], None], failed: Callable[[str], None]) -> int:
         """Append an entry no producer sent (a transaction marker); ``durable`` is called once it is
-        durable, in order with the receipts. Raises StorageError."""
+        durable, in order with the receipts, ``failed`` if its sync failed. Raises StorageError."""
+        if self.ledger.fenced and not self._receipts:
+            self._recover_ledger()
         entry_id = self.ledger.append(entry, crc32c(entry))
-        self._receipts.append((_MarkerContext(durable), "", entry_id, True))
+        self._receipts.append((_MarkerContext(durable, failed), "", entry_id, True))  # type: ignore[arg-type]
         self._committer.appended(self)
         return entry_id
 

@@ -120,8 +120,9 @@ class BufferedTopic(Protocol):
 
     name: str
 
-    def append_marker(self, entry: bytes, durable: Callable[[], None]) -> int:
-        """Append a marker entry no producer sent; ``durable`` is called once it is durable."""
+    def append_marker(self, entry: bytes, durable: Callable[[], None], failed: Callable[[str], None]) -> int:
+        """Append a marker entry no producer sent; ``durable`` is called once it is durable, ``failed``
+        (with why) if its sync failed."""
         ...
 
     def txn_visibility_changed(self) -> None:
@@ -141,8 +142,9 @@ class TransactionBuffer:
         #: ended transactions whose marker this topic has: True committed, False aborted
         self.ended: dict[TxnId, bool] = state.ended
         self.hidden_ids: set[int] = state.hidden
-        #: transactions whose marker is appended and not yet durable: callbacks waiting for it
-        self._ending: dict[TxnId, list[Callable[[], None]]] = {}
+        #: transactions whose marker is appended and not yet durable: callbacks waiting for it (each
+        #: called with None once it is durable, or with why it could not be written)
+        self._ending: dict[TxnId, list[Callable[[str | None], None]]] = {}
         self.committed_count = sum(1 for c in self.ended.values() if c)
         self.aborted_count = len(self.ended) - self.committed_count
 
@@ -177,19 +179,26 @@ class TransactionBuffer:
         self.ongoing.setdefault(txn, []).append(entry_id)
 
     # -- ending ------------------------------------------------------------------------------
-    def end(self, txn: TxnId, commit: bool, done: Callable[[], None]) -> None:
-        """End ``txn`` on this topic: append its marker; ``done`` is called once it is durable (at
-        once when the marker is already there: ending is idempotent, as after a recovery)."""
+    def end(self, txn: TxnId, commit: bool, done: Callable[[str | None], None]) -> None:
+        """End ``txn`` on this topic: append its marker; ``done(None)`` is called once it is durable (at
+        once when the marker is already there: ending is idempotent, as after a recovery), ``done(why)``
+        when it could not be written (the end is tried again with the next END_TXN)."""
         if txn in self.ended:
-            done()
+            done(None)
             return
         waiting = self._ending.get(txn)
         if waiting is not None:
             waiting.append(done)
             return
         self._ending[txn] = [done]
-        entry_id = self.topic.append_marker(marker_entry(txn, commit), lambda: self._marker_durable(txn, commit))
+        entry_id = self.topic.append_marker(
+            marker_entry(txn, commit), lambda: self._marker_durable(txn, commit), lambda why: self._marker_failed(txn, why)
+        )
         self.hidden_ids.add(entry_id)
+
+    def _marker_failed(self, txn: TxnId, why: str) -> None:
+        for done in self._ending.pop(txn, []):
+            done(why)
 
     def _marker_durable(self, txn: TxnId, commit: bool) -> None:
         entries = self.ongoing.pop(txn, [])
@@ -201,7 +210,7 @@ class TransactionBuffer:
             self.hidden_ids.update(entries)
         self.topic.txn_visibility_changed()
         for done in self._ending.pop(txn, []):
-            done()
+            done(None)
 
     def forget_before(self, first_entry_id: int) -> None:
         """Entries below ``first_entry_id`` were trimmed: stop tracking them."""

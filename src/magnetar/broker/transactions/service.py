@@ -206,9 +206,11 @@ class TransactionService:
         topic = await self._topic(partition)
         if topic is None:
             return
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.buffer_of(topic).end(txn, commit, lambda: done.done() or done.set_result(None))
-        await done
+        done: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self.buffer_of(topic).end(txn, commit, lambda why: done.done() or done.set_result(why))
+        why = await done
+        if why is not None:
+            raise BrokerError(ServerError.PersistenceError, f"the {txn_text(txn)} marker on {partition}: {why}")
 
     async def _end_on_subscription(self, topic_name: str, sub_name: str, txn: TxnId, commit: bool) -> None:
         topic = await self._topic(topic_name)

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: standalone test lint bench clean reference go-client-suite python-client-suite
+.PHONY: standalone test lint bench clean reference go-client-suite python-client-suite scale-out-reference
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ go-client-suite: $(STAMP)
 ## pulsar-client-python's own tests with magnetar.client in the official client's place (PULSAR_CLIENT_PYTHON: its git dir)
 python-client-suite: $(STAMP)
 	$(PY) tools/python_client_suite.py $(PULSAR_CLIENT_PYTHON) --secure
+
+## geo-replication magnetar <-> Apache Pulsar standalone (heavy, not in CI): results in docs/SCALE-OUT.md
+scale-out-reference: $(STAMP)
+	$(PY) tools/scale_out_reference.py
 
 clean:
 	rm -rf $(VENV) data build *.egg-info

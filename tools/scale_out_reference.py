@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import pulsar_reference  # noqa: E402
+from tests.broker.replication.rest import rest  # noqa: E402
 
 from magnetar.testing import BrokerProcess  # noqa: E402
-from tests.broker.replication.rest import rest  # noqa: E402
 
 DOC = ROOT / "docs" / "SCALE-OUT.md"
 BEGIN, END = "<!-- scale-out-reference:begin -->", "<!-- scale-out-reference:end -->"

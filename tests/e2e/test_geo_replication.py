@@ -17,6 +17,7 @@ import pulsar
 import pytest
 
 import magnetar.client
+from magnetar.broker.security.tokens import create_token, generate_secret_key
 from magnetar.testing import BrokerProcess
 from tests.broker.replication.rest import rest
 
@@ -179,6 +180,15 @@ def test_both_ways_exact_sets_order_and_no_loops(two: dict[str, BrokerProcess]) 
         assert s["replication"][other]["msgOutCounter"] == own
         assert s["replication"][other]["connected"] is True
         assert set(s["subscriptions"]) == ({"native"} if broker is east else set())  # the cursor is not one
+    # west dropped from east's policy: east's replicator stops and its cursor goes (it no longer holds data)
+    assert rest(east.http_url, "POST", f"/admin/v2/namespaces/{NS}/replication", ["east"]) == (204, None)
+
+    def cursors() -> set[str]:
+        return set(rest(east.http_url, "GET", f"/admin/v2/persistent/{NS}/both/internalStats")[1]["cursors"])
+
+    wait_until(lambda: cursors() == {"native"}, what="the replicator's cursor deleted")
+    west_side = stats(east, "both")["replication"]["west"]  # west still replicates here: inbound only now
+    assert west_side["outboundConnection"] is None and west_side["msgOutCounter"] == 0
 
 
 def test_remote_down_backlog_grows_then_drains(two: dict[str, BrokerProcess]) -> None:
@@ -347,8 +357,6 @@ def test_scale_out_script_moves_a_namespace_with_its_data(tmp_path: Path) -> Non
 
 
 def test_replication_to_a_remote_that_authenticates(tmp_path: Path) -> None:
-    from magnetar.broker.security.tokens import create_token, generate_secret_key
-
     secret = generate_secret_key()
     (tmp_path / "secret.key").write_bytes(secret)
     admin = create_token(secret, "admin")

@@ -11,7 +11,7 @@ CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := help
-.PHONY: help standalone test lint bench clean reference go-client-suite python-client-suite dist
+.PHONY: help standalone test lint bench clean reference go-client-suite python-client-suite dist scale-out-reference
 
 ## list the targets (this text)
 help:
@@ -74,6 +74,10 @@ go-client-suite: $(TEST_STAMP)
 ## pulsar-client-python's own tests with magnetar.client in the official client's place (PULSAR_CLIENT_PYTHON: its git dir)
 python-client-suite: $(TEST_STAMP)
 	$(PY) tools/python_client_suite.py $(PULSAR_CLIENT_PYTHON) --secure
+
+## geo-replication magnetar <-> Apache Pulsar standalone (heavy, not in CI): results in docs/SCALE-OUT.md
+scale-out-reference: $(TEST_STAMP)
+	$(PY) tools/scale_out_reference.py
 
 ## remove .venv, ./data and the build outputs
 clean:

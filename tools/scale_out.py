@@ -4,7 +4,8 @@ with geo-replication, as docs/SCALE-OUT.md describes:
 1. register the target cluster on magnetar (ClusterData: its http:// and pulsar:// URLs, and the
    credentials magnetar's replicator presents there), and the tenant and namespace on the target;
 2. allow the target cluster for the tenant on magnetar and add it to the namespace's replication
-   clusters; the target's namespace replicates to itself only (one way: nothing comes back);
+   clusters; the target's namespace replicates to itself only (one way: nothing comes back) and
+   deduplicates (what a crashed magnetar sends again is dropped);
 3. load every topic of the namespace on magnetar (a topic replicates once loaded), then wait until
    every topic's ``replication.<target>.replicationBacklog`` is 0;
 4. print what to change in the clients (the service URL) and the counts per topic on both sides.
@@ -96,6 +97,8 @@ def register(edge: Admin, core: Admin, args: argparse.Namespace) -> str:
     core.call("PUT", f"/admin/v2/tenants/{tenant}", target_info, ok=(204, 409))
     core.call("PUT", f"/admin/v2/namespaces/{args.namespace}", ok=(204, 409))
     core.call("POST", f"/admin/v2/namespaces/{args.namespace}/replication", [args.target_cluster])
+    # what a crashed magnetar sends again is dropped there (by the original producer's sequence ids)
+    core.call("POST", f"/admin/v2/namespaces/{args.namespace}/deduplication", True)
     step(f"replicate {args.namespace} from {local_name} to {args.target_cluster}")
     allowed = sorted(set(info.get("allowedClusters", [])) | {local_name, args.target_cluster})
     edge.call("POST", f"/admin/v2/tenants/{tenant}", {**info, "allowedClusters": allowed})

@@ -17,6 +17,7 @@ import pulsar
 import pytest
 
 import magnetar.client
+from magnetar.broker.security.tokens import create_token, generate_secret_key
 from magnetar.testing import BrokerProcess
 from tests.broker.replication.rest import rest
 
@@ -179,6 +180,15 @@ def test_both_ways_exact_sets_order_and_no_loops(two: dict[str, BrokerProcess]) 
         assert s["replication"][other]["msgOutCounter"] == own
         assert s["replication"][other]["connected"] is True
         assert set(s["subscriptions"]) == ({"native"} if broker is east else set())  # the cursor is not one
+    # west dropped from east's policy: east's replicator stops and its cursor goes (it no longer holds data)
+    assert rest(east.http_url, "POST", f"/admin/v2/namespaces/{NS}/replication", ["east"]) == (204, None)
+
+    def cursors() -> set[str]:
+        return set(rest(east.http_url, "GET", f"/admin/v2/persistent/{NS}/both/internalStats")[1]["cursors"])
+
+    wait_until(lambda: cursors() == {"native"}, what="the replicator's cursor deleted")
+    west_side = stats(east, "both")["replication"]["west"]  # west still replicates here: inbound only now
+    assert west_side["outboundConnection"] is None and west_side["msgOutCounter"] == 0
 
 
 def test_remote_down_backlog_grows_then_drains(two: dict[str, BrokerProcess]) -> None:
@@ -344,3 +354,43 @@ def test_scale_out_script_moves_a_namespace_with_its_data(tmp_path: Path) -> Non
     finally:
         edge.stop()
         core.stop()
+
+
+def test_replication_to_a_remote_that_authenticates(tmp_path: Path) -> None:
+    secret = generate_secret_key()
+    (tmp_path / "secret.key").write_bytes(secret)
+    admin = create_token(secret, "admin")
+    secured = {"MAGNETAR_AUTHENTICATION_ENABLED": "true", "MAGNETAR_AUTHORIZATION_ENABLED": "true",
+               "MAGNETAR_AUTHENTICATION_PROVIDERS": "token", "MAGNETAR_SUPER_USER_ROLES": "admin",
+               "MAGNETAR_TOKEN_SECRET_KEY": f"file://{tmp_path / 'secret.key'}",
+               "MAGNETAR_BROKER_CLIENT_AUTHENTICATION_PLUGIN": "token",
+               "MAGNETAR_BROKER_CLIENT_AUTHENTICATION_PARAMETERS": f"token:{admin}"}
+    west = start_cluster(tmp_path, "west", **secured)
+    east = start_cluster(tmp_path, "east")
+    try:
+        for url, token in ((east.http_url, None), (west.http_url, admin)):
+            for name, there in (("east", east), ("west", west)):
+                data = {"serviceUrl": there.http_url, "brokerServiceUrl": there.service_url}
+                if name == "west":
+                    data |= {"authenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+                             "authenticationParameters": f"token:{admin}"}
+                assert rest(url, "PUT", f"/admin/v2/clusters/{name}", data, token=token)[0] in (204, 409)
+            assert rest(url, "PUT", "/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["east", "west"]},
+                        token=token)[0] == 204
+            assert rest(url, "PUT", f"/admin/v2/namespaces/{NS}", token=token)[0] == 204
+        assert rest(east.http_url, "POST", f"/admin/v2/namespaces/{NS}/replication", ["east", "west"])[0] == 204
+        # the secured broker made public and public/default itself: its broker client is a superuser
+        assert rest(west.http_url, "GET", "/admin/v2/namespaces/public", token=admin) == (200, ["public/default"])
+        produce(east.service_url, "secured", "s", 100)
+        wait_until(lambda: stats(east, "secured")["replication"]["west"]["replicationBacklog"] == 0, what="replicated")
+        client = pulsar.Client(west.service_url, authentication=pulsar.AuthenticationToken(admin),
+                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        try:
+            reader = client.create_reader(f"persistent://{NS}/secured", pulsar.MessageId.earliest)
+            got = [reader.read_next(timeout_millis=10_000).data() for _ in range(100)]
+            assert got == [f"s-{i}".encode() for i in range(100)]
+        finally:
+            client.close()
+    finally:
+        east.stop()
+        west.stop()

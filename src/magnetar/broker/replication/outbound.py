@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from magnetar import __version__
 from magnetar.broker.replication.credentials import ClientCredentials
 from magnetar.net import FramedProtocol
+from magnetar.protocol.commands import pong
 from magnetar.protocol.enums import PROTOCOL_VERSION, CommandType, LookupType, ServerError
 from magnetar.protocol.framing import FRAME_HEADROOM, Frame, crc32c, encode_entry_header
 from magnetar.protocol.schema import BaseCommand, Schema
@@ -123,7 +124,7 @@ class RemoteConnection(FramedProtocol):
                 self.producers.pop(producer.producer_id, None)
                 producer.disconnected(f"send error {command.send_error.error}: {command.send_error.message}")
         elif t == CommandType.PING:
-            self.send_command(BaseCommand(type=CommandType.PONG))
+            self.send_command(pong())  # with its (empty) pong field: Apache Pulsar drops a bare PONG
         elif t == CommandType.AUTH_CHALLENGE:
             self._answer_challenge()
         elif t == CommandType.CLOSE_PRODUCER:

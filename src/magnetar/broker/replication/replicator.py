@@ -187,6 +187,7 @@ class Replicator:
         cursor.rewind_to(cursor.first_unacked())
 
     def _lost(self, reason: str) -> None:
+        log.info("replicator %s -> %s disconnected: %s", self.topic.name, self.remote.name, reason)
         self.last_error = reason
         self.wake()
 

@@ -44,7 +44,7 @@ from magnetar.client.sync.delivery import DeliveryWait
 from magnetar.client.sync.loop_thread import CallBatcher, LoopThread
 from magnetar.client.sync.producer import Producer
 from magnetar.client.sync.tableview import TableView
-from magnetar.protocol.enums import SubType
+from magnetar.protocol.enums import ProducerAccessMode, SubType
 
 ConsumerType = SubType
 
@@ -103,8 +103,6 @@ class Client:
 
     def create_producer(self, topic: str, producer_name: str | None = None, schema: Any = None, **options: Any) -> Producer:
         """A producer on ``topic`` (options as ``pulsar.Client.create_producer``)."""
-        from magnetar.protocol.enums import ProducerAccessMode
-
         wait = options.get("access_mode") == ProducerAccessMode.WaitForExclusive
         core = self._client.create_producer(topic, producer_name, schema, **options)
         return Producer(self._thread, self._run(core, 1e9 if wait else None), self._run)

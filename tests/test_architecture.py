@@ -148,10 +148,11 @@ def test_client_layers() -> None:
     """Inside magnetar.client imports point down the layers (faces > core, schema > api > exceptions),
     TYPE_CHECKING and function-local imports included; the package __init__ alone gathers the names."""
     rank = {part: level for level, parts in enumerate(CLIENT_LAYERS) for part in parts}
-    parts = {_client_part(m) for m in _import_edges() if _client_part(m)}
+    edges = _import_edges()
+    parts = {_client_part(m) for m in edges if _client_part(m)}
     assert parts == set(rank), f"client parts without a layer: {sorted(parts - set(rank))}"
     wrong = []
-    for module, targets in _import_edges().items():
+    for module, targets in edges.items():
         here = _client_part(module)
         if here is None:
             continue
@@ -160,6 +161,6 @@ def test_client_layers() -> None:
             if target == "magnetar.client" or (there is not None and there != here and rank[there] <= rank[here]):
                 wrong.append(f"{module} -> {target}")
     assert wrong == [], "client imports against its layers: " + "; ".join(sorted(wrong))
-    core = {m for m in _import_edges() if _client_part(m) == "core"}
+    core = [m for m in edges if _client_part(m) == "core"]
     assert core and all(_client_part(t) not in ("asyncio", "sync", "tableview", "bulk", "schema")
-                        for m in core for t in _import_edges()[m])
+                        for m in core for t in edges[m])

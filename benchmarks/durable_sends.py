@@ -91,7 +91,7 @@ def send_magnetar_asyncio(url: str, topic: str, seconds: float) -> dict:
     """One-at-a-time sends with magnetar.client's asyncio API (``await producer.send``, batching off)."""
     import asyncio
 
-    from magnetar.client.client import AsyncClient
+    from magnetar.client.core.client import AsyncClient
 
     async def run() -> dict:
         client = AsyncClient(url, operation_timeout_seconds=30)

@@ -126,3 +126,41 @@ def test_module_and_function_sizes() -> None:
             if length > MAX_FUNCTION_LINES and name not in LONG_FUNCTION_EXCEPTIONS:
                 too_long.append(f"{name}: {length} lines")
     assert too_big == [] and too_long == [], "\n".join(too_big + too_long)
+
+
+#: the client's layers, top first: a module imports only modules of its own part or of a lower layer;
+#: parts of one layer are independent (the core carries schemas as objects, never importing them)
+CLIENT_LAYERS: list[set[str]] = [
+    {"tableview", "bulk"},  # public modules re-exporting the core's and the sync face's classes
+    {"asyncio", "sync"},  # the faces: pulsar.asyncio and pulsar
+    {"core", "schema"},  # the asyncio machinery; schemas, records, the Avro codec
+    {"api"},  # messages, configurations, policies, authentication: no I/O
+    {"exceptions"},  # the flat exception hierarchy (pulsar.exceptions)
+]
+
+
+def _client_part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["magnetar", "client"] else None
+
+
+def test_client_layers() -> None:
+    """Inside magnetar.client imports point down the layers (faces > core, schema > api > exceptions),
+    TYPE_CHECKING and function-local imports included; the package __init__ alone gathers the names."""
+    rank = {part: level for level, parts in enumerate(CLIENT_LAYERS) for part in parts}
+    edges = _import_edges()
+    parts = {_client_part(m) for m in edges if _client_part(m)}
+    assert parts == set(rank), f"client parts without a layer: {sorted(parts - set(rank))}"
+    wrong = []
+    for module, targets in edges.items():
+        here = _client_part(module)
+        if here is None:
+            continue
+        for target in targets:
+            there = _client_part(target)
+            if target == "magnetar.client" or (there is not None and there != here and rank[there] <= rank[here]):
+                wrong.append(f"{module} -> {target}")
+    assert wrong == [], "client imports against its layers: " + "; ".join(sorted(wrong))
+    core = [m for m in edges if _client_part(m) == "core"]
+    assert core and all(_client_part(t) not in ("asyncio", "sync", "tableview", "bulk", "schema")
+                        for m in core for t in edges[m])

@@ -9,7 +9,7 @@ import pytest
 
 from magnetar.client import AlreadyClosed, InitialPosition, Result
 from magnetar.client.asyncio import Client, PulsarException
-from magnetar.client.sends import key_bytes
+from magnetar.client.core.sends import key_bytes
 from magnetar.testing import BrokerProcess
 
 from .conftest import RECEIVE_MS, create_partitioned_topic, run

@@ -79,7 +79,7 @@ def test_every_official_schema_name_exists() -> None:
     names = [n for n in dir(official.schema) if not n.startswith("_") and isinstance(getattr(official.schema, n), type)]
     missing = sorted(n for n in names if f"schema.{n}" not in NOT_IMPLEMENTED and not hasattr(pulsar.schema, n))
     assert missing == [], f"pulsar.schema names missing from magnetar.client.schema: {missing}"
-    assert pulsar.schema.Record is pulsar.records.Record
+    assert pulsar.schema.Record is pulsar.schema.records.Record
 
 
 def test_a_star_import_of_the_schema_module_brings_the_official_names() -> None:
@@ -88,7 +88,37 @@ def test_a_star_import_of_the_schema_module_brings_the_official_names() -> None:
     names = [n for n in dir(official.schema) if not n.startswith("_") and isinstance(getattr(official.schema, n), type)]
     missing = sorted(n for n in names if f"schema.{n}" not in NOT_IMPLEMENTED and n not in namespace)
     assert missing == [], f"`from magnetar.client.schema import *` lacks {missing}"
-    assert namespace["Record"] is pulsar.records.Record
+    assert namespace["Record"] is pulsar.schema.records.Record
+
+
+def _official_asyncio_names() -> list[str]:
+    """The classes ``pulsar.asyncio`` exports (its own and the enums it imports from ``_pulsar``)."""
+    return sorted(
+        n for n in dir(official_asyncio)
+        if not n.startswith("_") and isinstance(getattr(official_asyncio, n), type)
+        and getattr(official_asyncio, n).__module__.split(".")[0] in ("pulsar", "_pulsar")
+    )
+
+
+def test_every_official_asyncio_name_exists() -> None:
+    """Code taking its enums from ``pulsar.asyncio`` runs on ``magnetar.client.asyncio`` (issue 28, defect 1)."""
+    names = _official_asyncio_names()
+    assert {"Client", "Producer", "Consumer", "Reader", "PulsarException", "InitialPosition", "CompressionType",
+            "PartitionsRoutingMode", "ProducerAccessMode", "RegexSubscriptionMode", "BatchingType",
+            "ConsumerCryptoFailureAction"} <= set(names)
+    missing = sorted(n for n in names if f"asyncio.{n}" not in NOT_IMPLEMENTED and not hasattr(magnetar_asyncio, n))
+    assert missing == [], f"pulsar.asyncio names missing from magnetar.client.asyncio: {missing}"
+    namespace: dict[str, Any] = {}
+    exec("from magnetar.client.asyncio import *", namespace)  # noqa: S102 - what `import *` brings is the test
+    assert sorted(n for n in names if n not in namespace) == []
+    for name in names:
+        theirs, ours = getattr(official_asyncio, name), getattr(magnetar_asyncio, name)
+        if name not in ("Client", "Producer", "Consumer", "Reader", "PulsarException"):
+            assert ours is getattr(pulsar, name), f"magnetar.client.asyncio.{name} is not magnetar.client.{name}"
+        for member, value in getattr(theirs, "__members__", {}).items():
+            assert int(getattr(ours, member)) == int(value), f"{name}.{member}"
+    assert magnetar_asyncio.PulsarException is pulsar.PulsarException
+    assert magnetar_asyncio.InitialPosition.Earliest == pulsar.InitialPosition.Earliest
 
 
 def test_enum_members_and_exceptions_match() -> None:
@@ -152,7 +182,7 @@ def _accepts(fn: Any, option: str, fields: set[str]) -> bool:
 def test_keyword_options_are_accepted(method: str) -> None:
     from dataclasses import fields
 
-    from magnetar.client.config import ConsumerConfig, ProducerConfig
+    from magnetar.client.api.config import ConsumerConfig, ProducerConfig
 
     accepted = {f.name for f in fields(ProducerConfig)} | {f.name for f in fields(ConsumerConfig)}
     accepted |= set(inspect.signature(pulsar.AsyncClient.__init__).parameters)
@@ -219,6 +249,37 @@ def test_official_sync_code_runs(url: str, topic: str) -> None:
         reader.close()
     finally:
         client.close()
+
+
+def test_one_class_per_name(url: str, topic: str) -> None:
+    """``pulsar.Producer`` (and Consumer, Reader, TableView) is what the sync client returns; the
+    asyncio core's classes are ``Async*``; each name is one class (issue 22)."""
+    for name in ("Producer", "Consumer", "Reader", "TableView"):
+        sync_cls, core_cls = getattr(pulsar, name), getattr(pulsar, "Async" + name)
+        assert sync_cls is getattr(magnetar_sync, name) and sync_cls.__name__ == name
+        assert core_cls.__name__ == "Async" + name and core_cls is not sync_cls
+    for name in ("Producer", "Consumer", "Reader"):
+        assert getattr(magnetar_asyncio, name) not in (getattr(pulsar, name), getattr(pulsar, "Async" + name))
+    client = pulsar.Client(url, operation_timeout_seconds=10)
+    try:
+        producer = client.create_producer(topic)
+        consumer = client.subscribe(topic, "one-class")
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        assert isinstance(producer, pulsar.Producer) and isinstance(producer.core, pulsar.AsyncProducer)
+        assert isinstance(consumer, pulsar.Consumer) and isinstance(consumer.core, pulsar.AsyncConsumer)
+        assert isinstance(reader, pulsar.Reader)
+        multi = client.subscribe([topic, topic + "-2"], "one-class-multi")
+        assert isinstance(multi, pulsar.Consumer) and isinstance(multi.core, pulsar.AsyncMultiTopicsConsumer)
+    finally:
+        client.close()
+
+    async def core() -> None:
+        async with pulsar.AsyncClient(url) as aclient:
+            producer = await aclient.create_producer(topic)
+            reader = await aclient.create_reader(topic, pulsar.MessageId.earliest)
+            assert type(producer) is pulsar.AsyncProducer and type(reader) is pulsar.AsyncReader
+
+    run(core())
 
 
 def test_official_asyncio_code_runs(url: str, topic: str, broker: Any) -> None:

@@ -75,7 +75,7 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _run(coro) -> None:  # noqa: ANN001 - any coroutine
-    from magnetar.client.errors import PulsarError
+    from magnetar.client.exceptions import PulsarError
 
     try:
         try:
@@ -178,7 +178,7 @@ def consume(
 
     async def main() -> None:
         from magnetar.client import AsyncClient
-        from magnetar.client.errors import Timeout
+        from magnetar.client.exceptions import Timeout
 
         async with AsyncClient(conn.service_url, operation_timeout_seconds=10, connection_timeout_ms=5000,
                                **conn.options) as client:

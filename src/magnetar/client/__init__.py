@@ -3,12 +3,27 @@
 Names, options and defaults follow the official Python client: ``import magnetar.client as
 pulsar`` runs code written for ``pulsar`` (sync) and ``pulsar.asyncio`` (the
 :mod:`magnetar.client.asyncio` face); see docs/CLIENT.md for the differences.
+
+``Producer``, ``Consumer``, ``Reader`` and ``TableView`` are the sync face's classes (what
+``Client().create_producer()`` and the others return); the asyncio core's are ``AsyncClient``,
+``AsyncProducer``, ``AsyncConsumer``, ``AsyncReader``, ``AsyncMultiTopicsConsumer``,
+``AsyncPartitionedProducer`` and ``AsyncTableView``. The package by layer (imports point down):
+
+- faces: :mod:`~magnetar.client.sync` (``pulsar``), :mod:`~magnetar.client.asyncio`
+  (``pulsar.asyncio``), :mod:`~magnetar.client.tableview`, :mod:`~magnetar.client.bulk`;
+- :mod:`~magnetar.client.core` (the asyncio machinery) beside :mod:`~magnetar.client.schema`;
+- :mod:`~magnetar.client.api` (messages, configurations, policies, authentication);
+- :mod:`~magnetar.client.exceptions` (the flat exception hierarchy, ``pulsar.exceptions``).
 """
 
-from magnetar.client import asyncio, exceptions, schema, tableview
-from magnetar.client.auth import Authentication, AuthenticationBasic, AuthenticationTLS, AuthenticationToken
-from magnetar.client.client import AsyncClient
-from magnetar.client.compat import (
+from magnetar.client import asyncio, exceptions, schema, sync, tableview
+from magnetar.client.api.auth import (
+    Authentication,
+    AuthenticationBasic,
+    AuthenticationTLS,
+    AuthenticationToken,
+)
+from magnetar.client.api.compat import (
     CompressionType,
     ConsoleLogger,
     ConsumerCryptoFailureAction,
@@ -16,19 +31,9 @@ from magnetar.client.compat import (
     FileLogger,
     LoggerLevel,
 )
-from magnetar.client.config import BatchingType, ConsumerConfig, ProducerConfig
-from magnetar.client.consumer import Consumer
-from magnetar.client.errors import *  # noqa: F403 - the flat exception hierarchy is part of the API
-from magnetar.client.errors import Result
-from magnetar.client.message import Message, MessageId
-from magnetar.client.multi_topic import MultiTopicsConsumer
-from magnetar.client.partitioned import (
-    HashingScheme,
-    PartitionedProducer,
-    PartitionsRoutingMode,
-    partition_for_key,
-)
-from magnetar.client.policies import (
+from magnetar.client.api.config import BatchingType, ConsumerConfig, ProducerConfig
+from magnetar.client.api.message import Message, MessageId
+from magnetar.client.api.policies import (
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
     ConsumerKeySharedPolicy,
@@ -36,8 +41,20 @@ from magnetar.client.policies import (
     RedeliveryBackoff,
     RegexSubscriptionMode,
 )
-from magnetar.client.producer import Producer
-from magnetar.client.reader import Reader
+from magnetar.client.core.client import AsyncClient
+from magnetar.client.core.consumer import AsyncConsumer
+from magnetar.client.core.multi_topic import AsyncMultiTopicsConsumer
+from magnetar.client.core.partitioned import (
+    AsyncPartitionedProducer,
+    HashingScheme,
+    PartitionsRoutingMode,
+    partition_for_key,
+)
+from magnetar.client.core.producer import AsyncProducer
+from magnetar.client.core.reader import AsyncReader
+from magnetar.client.core.tableview import AsyncTableView
+from magnetar.client.exceptions import *  # noqa: F403 - the flat exception hierarchy is part of the API
+from magnetar.client.exceptions import Result
 from magnetar.client.schema import (
     AvroSchema,
     BytesSchema,
@@ -49,8 +66,7 @@ from magnetar.client.schema import (
     SchemaTypeError,
     StringSchema,
 )
-from magnetar.client.sync import Client
-from magnetar.client.tableview import AsyncTableView, TableView
+from magnetar.client.sync import Client, Consumer, Producer, Reader, TableView
 from magnetar.protocol.enums import (
     InitialPosition,
     KeySharedMode,
@@ -63,6 +79,11 @@ DeadLetterPolicy = ConsumerDeadLetterPolicy
 
 __all__ = [
     "AsyncClient",
+    "AsyncConsumer",
+    "AsyncMultiTopicsConsumer",
+    "AsyncPartitionedProducer",
+    "AsyncProducer",
+    "AsyncReader",
     "AsyncTableView",
     "Authentication",
     "AuthenticationBasic",
@@ -92,9 +113,7 @@ __all__ = [
     "LoggerLevel",
     "Message",
     "MessageId",
-    "MultiTopicsConsumer",
     "MultiplierRedeliveryBackoff",
-    "PartitionedProducer",
     "PartitionsRoutingMode",
     "Producer",
     "ProducerAccessMode",
@@ -113,5 +132,6 @@ __all__ = [
     "exceptions",
     "partition_for_key",
     "schema",
+    "sync",
     "tableview",
 ]

@@ -3,7 +3,7 @@
 ``import magnetar.client as pulsar`` then ``pulsar.asyncio.Client(url)`` (or
 ``from magnetar.client.asyncio import Client``) runs code written for the official asyncio client:
 the same classes, method names, awaitability and ``PulsarException.error()``. Each object wraps
-the core one (``.core``), which :class:`~magnetar.client.client.AsyncClient` returns directly.
+the core one (``.core``), which :class:`~magnetar.client.core.client.AsyncClient` returns directly.
 """
 
 from __future__ import annotations
@@ -12,15 +12,19 @@ import asyncio
 import re
 from typing import Any
 
-from magnetar.client.client import AsyncClient
-from magnetar.client.consumer import Consumer as CoreConsumer
-from magnetar.client.errors import AlreadyClosed
-from magnetar.client.errors import PulsarError as PulsarException
-from magnetar.client.message import Message, MessageId
-from magnetar.client.multi_topic import MultiTopicsConsumer
-from magnetar.client.partitioned import PartitionedProducer
-from magnetar.client.producer import Producer as CoreProducer
-from magnetar.client.reader import Reader as CoreReader
+from magnetar.client.api.compat import CompressionType, ConsumerCryptoFailureAction
+from magnetar.client.api.config import BatchingType
+from magnetar.client.api.message import Message, MessageId
+from magnetar.client.api.policies import RegexSubscriptionMode
+from magnetar.client.core.client import AsyncClient
+from magnetar.client.core.consumer import AsyncConsumer
+from magnetar.client.core.multi_topic import AsyncMultiTopicsConsumer
+from magnetar.client.core.partitioned import AsyncPartitionedProducer, PartitionsRoutingMode
+from magnetar.client.core.producer import AsyncProducer
+from magnetar.client.core.reader import AsyncReader
+from magnetar.client.exceptions import AlreadyClosed
+from magnetar.client.exceptions import PulsarError as PulsarException
+from magnetar.protocol.enums import InitialPosition, ProducerAccessMode
 
 
 class ClientState:
@@ -41,7 +45,7 @@ class ClientState:
 class Producer:
     """A producer with the methods of ``pulsar.asyncio.Producer``."""
 
-    def __init__(self, core: CoreProducer | PartitionedProducer, state: ClientState | None = None) -> None:
+    def __init__(self, core: AsyncProducer | AsyncPartitionedProducer, state: ClientState | None = None) -> None:
         self.core = core
         self._state = state or ClientState()
 
@@ -100,7 +104,7 @@ class Producer:
 class Consumer:
     """A consumer with the methods of ``pulsar.asyncio.Consumer``."""
 
-    def __init__(self, core: CoreConsumer | MultiTopicsConsumer, state: ClientState | None = None) -> None:
+    def __init__(self, core: AsyncConsumer | AsyncMultiTopicsConsumer, state: ClientState | None = None) -> None:
         self.core = core
         self._state = state or ClientState()
 
@@ -178,7 +182,7 @@ class Consumer:
 class Reader:
     """A reader with the methods of ``pulsar.asyncio.Reader``."""
 
-    def __init__(self, core: CoreReader, state: ClientState | None = None) -> None:
+    def __init__(self, core: AsyncReader, state: ClientState | None = None) -> None:
         self.core = core
         self._state = state or ClientState()
 
@@ -270,4 +274,18 @@ class Client:
             pass
 
 
-__all__ = ["Client", "Consumer", "Producer", "PulsarException", "Reader"]
+#: the names ``pulsar.asyncio`` exports beside its classes (the same objects as ``magnetar.client``'s)
+__all__ = [
+    "BatchingType",
+    "Client",
+    "CompressionType",
+    "Consumer",
+    "ConsumerCryptoFailureAction",
+    "InitialPosition",
+    "PartitionsRoutingMode",
+    "Producer",
+    "ProducerAccessMode",
+    "PulsarException",
+    "Reader",
+    "RegexSubscriptionMode",
+]

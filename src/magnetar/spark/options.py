@@ -319,7 +319,7 @@ def _check_service_url(plain: dict[str, str]) -> str:
     url = plain.get("service.url")
     if not url:
         raise PulsarOptionError("option service.url is required (e.g. pulsar://localhost:6650)")
-    from magnetar.client.lookup import ServiceUrl
+    from magnetar.client.core.lookup import ServiceUrl
 
     try:
         ServiceUrl.parse(url)
@@ -452,7 +452,7 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
     url = plain.get("service.url")
     if not url:
         raise PulsarOptionError("option service.url is required (e.g. pulsar://localhost:6650)")
-    from magnetar.client.lookup import ServiceUrl
+    from magnetar.client.core.lookup import ServiceUrl
 
     try:
         ServiceUrl.parse(url)

@@ -80,7 +80,7 @@ def parse(text: str) -> Position:
 
 def from_message_id_bytes(data: bytes) -> Position:
     """A position from a serialized MessageIdData (the Scala connector's JSON arrays of bytes)."""
-    from magnetar.client.message import MessageId
+    from magnetar.client.api.message import MessageId
 
     mid = MessageId.deserialize(bytes(b & 0xFF for b in data))
     return Position(mid.ledger_id, mid.entry_id, mid.batch_index)

@@ -117,7 +117,7 @@ class FakeConsumer:
         return out
 
     async def receive(self, timeout_ms: int) -> FakeMessage:
-        from magnetar.client.errors import Timeout
+        from magnetar.client.exceptions import Timeout
 
         await asyncio.sleep(timeout_ms / 1000)
         raise Timeout("nothing")

@@ -12,7 +12,7 @@ from magnetar.cli.perf.produce import ProducerLoad
 from magnetar.cli.perf.recorder import LatencyRecorder
 from magnetar.cli.perf.send_groups import ProducerReceipts, group_limit
 from magnetar.client import AsyncClient
-from magnetar.client.errors import Timeout
+from magnetar.client.exceptions import Timeout
 from magnetar.testing import BrokerProcess
 from tests.cli.perf.test_loads import FakeClient, FakeProducer
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from magnetar.broker.schemas import version_from_bytes
-from magnetar.client.avro_codec import AvroCodec
+from magnetar.client.schema.avro_codec import AvroCodec
 from magnetar.protocol.batch import UnsupportedEntryError, open_entry
 from magnetar.protocol.compression import CompressionError
 from magnetar.protocol.framing import ProtocolError

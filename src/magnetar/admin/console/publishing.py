@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from magnetar.admin.errors import HttpError
 from magnetar.client import AsyncClient, AuthenticationToken, AvroSchema, JsonSchema, StringSchema
-from magnetar.client.errors import (
+from magnetar.client.exceptions import (
     AuthenticationError,
     AuthorizationError,
     IncompatibleSchema,

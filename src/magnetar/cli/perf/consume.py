@@ -20,8 +20,8 @@ from magnetar.cli.perf.rate_limiter import NANOS, RateSchedule, wait_until_due
 from magnetar.cli.perf.recorder import LatencyRecorder
 from magnetar.cli.perf.report import Rate, Snapshot
 from magnetar.cli.perf.runner import Output, drive, open_client
-from magnetar.client.errors import Timeout
-from magnetar.client.message import Message, payload_bytes, publish_time_counts
+from magnetar.client.api.message import Message, payload_bytes, publish_time_counts
+from magnetar.client.exceptions import Timeout
 
 if TYPE_CHECKING:
     from magnetar.cli.messaging import Connection

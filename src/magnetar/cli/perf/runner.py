@@ -115,7 +115,7 @@ def fail(message: str) -> typer.Exit:
 def run(coro: Coroutine[Any, Any, bool]) -> None:
     """Run a perf command's coroutine on uvloop (asyncio without it); errors end the command, and
     so does a run that reports failures (exit status 1, after its report)."""
-    from magnetar.client.errors import PulsarError
+    from magnetar.client.exceptions import PulsarError
 
     try:
         try:

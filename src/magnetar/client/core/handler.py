@@ -1,0 +1,133 @@
+"""What producers and consumers share about their connection: registration and reconnection.
+
+:class:`ConnectionHandler` (after the Java client's ``ConnectionHandler``) keeps a producer or a
+consumer on a live connection: when the connection is lost or the broker closes the handle, it
+registers again (``_connect``, which the subclass implements) with exponential backoff, until
+it succeeds, the handle is closed, or the subclass gives up on an error. :class:`ClientContext`
+is what they need of their client, so that they do not import it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any, Protocol
+
+from magnetar.client.api.config import ProducerConfig
+from magnetar.client.core.connection import ClientConnection
+from magnetar.client.core.lookup import LookupService
+from magnetar.client.core.trackers import Backoff
+from magnetar.client.exceptions import AlreadyClosed, PulsarError
+
+log = logging.getLogger("magnetar.client")
+
+#: first and longest delay between two reconnection attempts, in seconds
+RECONNECT_BACKOFF = (0.1, 30.0)
+
+
+class ClientContext(Protocol):
+    """What a producer or consumer uses of its client (``AsyncClient`` is one)."""
+
+    lookup: LookupService
+    operation_timeout: float
+    #: seconds between two lookups of a partitioned topic's partitions (0: never again)
+    partitions_update_interval: float
+
+    async def _new_producer(self, topic: str, config: ProducerConfig) -> Any:
+        """A producer not closed with the client (dead letter and retry producers)."""
+        ...
+
+
+class ConnectionHandler:
+    """Base of producers and consumers: the connection they are registered on, and reconnection."""
+
+    #: "producer" or "consumer", for messages
+    kind = "handle"
+
+    def __init__(self, client: ClientContext, topic: str) -> None:
+        self.client = client
+        self.topic = topic
+        self.name = ""
+        self.conn: ClientConnection | None = None
+        self._closed = False
+        self._reconnecting = False
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- what subclasses provide ---------------------------------------------------------------
+    async def _connect(self) -> None:
+        """Register on a connection to the topic's broker (raises PulsarError on failure)."""
+        raise NotImplementedError
+
+    def _reconnect_scheduled(self) -> None:
+        """Called once when a reconnection starts."""
+
+    def _before_reconnect_attempt(self) -> None:
+        """Called before each attempt to register again."""
+
+    async def _close_on_broker(self) -> None:
+        """Tell the broker the handle is closed (CLOSE_PRODUCER / CLOSE_CONSUMER on its connection)."""
+
+    def _gives_up_on(self, exc: PulsarError) -> bool:
+        """Whether ``exc`` ends the reconnection for good (the subclass has then failed itself)."""
+        return False
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """Whether close() (or unsubscribe()) was called."""
+        return self._closed
+
+    def is_connected(self) -> bool:
+        """Whether the handle is registered on a live connection."""
+        return not self._closed and self.conn is not None and not self.conn.closed and not self._reconnecting
+
+    def _require_conn(self) -> ClientConnection:
+        if self._closed:
+            raise AlreadyClosed(f"{self.kind} {self.name} on {self.topic} is closed")
+        if self.conn is None or self.conn.closed:
+            raise AlreadyClosed(f"{self.kind} {self.name} on {self.topic} is not connected")
+        return self.conn
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` as a task of this handle (cancelled by close())."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- broker and connection events ------------------------------------------------------------
+    def on_closed_by_broker(self) -> None:
+        """CLOSE_PRODUCER / CLOSE_CONSUMER (fencing, unload, seek): register again."""
+        self._schedule_reconnect()
+
+    def on_connection_lost(self, conn: ClientConnection) -> None:
+        """The connection went away: register again on a new one."""
+        if conn is self.conn:
+            self._schedule_reconnect()
+
+    def _schedule_reconnect(self) -> None:
+        if self._closed or self._reconnecting:
+            return
+        self._reconnecting = True
+        self._reconnect_scheduled()
+        self._spawn(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        backoff = Backoff(*RECONNECT_BACKOFF)
+        try:
+            while not self._closed:
+                try:
+                    self._before_reconnect_attempt()
+                    await self._connect()
+                    if self._closed:  # closed while registering again: the broker must forget it too
+                        await self._close_on_broker()
+                    return
+                except PulsarError as exc:
+                    if self._gives_up_on(exc):
+                        return
+                    delay = backoff.next()
+                    log.info("%s %s: registering again on %s failed (%s), retrying in %.1f s",
+                             self.kind, self.name, self.topic, exc, delay)
+                await asyncio.sleep(delay)
+        finally:
+            self._reconnecting = False

@@ -1,0 +1,229 @@
+"""How a consumer opens the entries the broker delivers into Message objects.
+
+:class:`EntryOpening` is a part of :class:`~.consumer.AsyncConsumer`: ``on_message`` takes one
+MESSAGE frame; ``on_message_frames`` takes the MESSAGE frames of one read that the connection
+decoded by hand (:class:`~magnetar.protocol.framing.MessageFrame`), in order, and hands their
+messages on in one go. A plain entry (one message: not batched, compressed nor chunked) of a
+consumer without a start position or a dead letter policy is opened there inline; every other
+entry takes the general path, :meth:`EntryOpening._entry_messages`, so both give the same
+messages, ids and payload bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import struct
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from magnetar.client.api.message import IdPart, Message, MessageId, fast_message, fast_message_id, id_part
+from magnetar.client.core.batch_messages import ack_set_mask, before_start, split_batch
+from magnetar.protocol import commands
+from magnetar.protocol.compression import decompress
+from magnetar.protocol.enums import AckType, CompressionType
+from magnetar.protocol.framing import ProtocolError, crc32c
+from magnetar.protocol.message_frame import MessageFrame
+from magnetar.protocol.schema import MessageIdData, MessageMetadata
+
+if TYPE_CHECKING:
+    from magnetar.client.api.config import ConsumerConfig
+    from magnetar.client.core.acks import AckGroupingTracker
+    from magnetar.client.core.chunks import ChunkAssembler
+    from magnetar.client.core.dead_letter import DeadLetterHandler
+
+log = logging.getLogger("magnetar.client.core.consumer")
+
+_I64_MAX = (1 << 63) - 1
+_U32 = struct.Struct(">I")
+_NO_BATCH_INDEX = id_part(-1)
+_new = object.__new__
+#: what may follow the producer name in a MessageMetadata known to be plain without parsing it:
+#: sequence_id, publish_time, then optionally uncompressed_size and event_time, each a varint of
+#: up to 9 bytes (the protobuf parser takes all of these)
+_PLAIN_AFTER_NAME = re.compile(
+    rb"\x10[\x80-\xff]{0,8}[\x00-\x7f]\x18[\x80-\xff]{0,8}[\x00-\x7f]"
+    rb"(?:\x48[\x80-\xff]{0,8}[\x00-\x7f])?(?:\x60[\x80-\xff]{0,8}[\x00-\x7f])?"
+).fullmatch
+
+
+class EntryOpening:
+    """The receiving side of a consumer: MESSAGE frames in, messages to the queue (or the sink)."""
+
+    # what the consumer provides
+    name: str
+    topic: str
+    config: ConsumerConfig
+    dead_letter: DeadLetterHandler | None
+    sink: Callable[[Any, list[Message]], None] | None
+    _acks: AckGroupingTracker
+    _chunks: ChunkAssembler
+    _start_id: MessageId | None
+    _partition_part: IdPart
+    _ledger_seen: tuple[int, Any]
+    _possible_dlq: dict[tuple[int, int], list[Message]]
+    consumer_id: int
+    #: the producer_name field (tag, length, name) of the last plain entry's metadata, which
+    #: parsed: a metadata of the same producer with nothing but _PLAIN_AFTER_NAME after it is
+    #: plain (no batch, compression nor chunks) and parses, without parsing it
+    _meta_head: bytes = b""
+
+    def _consumed(self, n: int) -> None: ...  # noqa: D102
+    def _deliver(self, messages: list[Message]) -> None: ...  # noqa: D102
+    def _redeliver_entries(self, keys: list[tuple[int, int]]) -> None: ...  # noqa: D102
+    def _redeliver_ids(self, ids: list) -> None: ...  # noqa: D102
+    def _send_command(self, command: Any) -> None: ...  # noqa: D102
+
+    def on_message(self, command: Any, frame: Any) -> None:
+        """A MESSAGE frame: open the entry into messages and queue them."""
+        entry = frame.entry_view
+        if entry is None:
+            return
+        mid = command.message_id
+        messages = self._entry_messages(mid.ledger_id, mid.entry_id, command.redelivery_count, command.ack_set, entry,
+                                        frame.checksum)
+        if messages:
+            if self.sink is not None:
+                self.sink(self, messages)
+            else:
+                self._deliver(messages)
+
+    def on_message_frames(self, frames: Iterable[MessageFrame]) -> None:
+        """MESSAGE frames of the usual shape for this consumer, in order: their messages are handed
+        on together (one delivery for all the frames of one read)."""
+        out: list[Message] = []
+        general = self.dead_letter is not None or self._start_id is not None
+        acks = self._acks
+        topic, schema = self.topic, self.config.schema
+        parse = MessageMetadata.FromString
+        plain_after_name = _PLAIN_AFTER_NAME
+        pending, cumulative = acks.pending_entries, acks.last_cumulative
+        seen = self._ledger_seen
+        head = self._meta_head
+        for frame in frames:
+            entry = frame.entry_view
+            ledger_id, entry_id = frame.ledger_id, frame.entry_id
+            if not general and crc32c(entry) == frame.checksum:
+                meta_size = _U32.unpack_from(entry, 0)[0]
+                # kept serialized, parsed again if asked for: fewer long-lived objects for the GC
+                meta_bytes = bytes(entry[4 : 4 + meta_size])
+                if meta_bytes.startswith(head) and plain_after_name(meta_bytes, len(head)):
+                    plain = True
+                else:
+                    try:
+                        meta = parse(meta_bytes)
+                    except Exception:  # noqa: BLE001 - the general path reports it
+                        meta = None
+                    plain = (
+                        meta is not None and not meta.HasField("num_messages_in_batch")
+                        and meta.num_chunks_from_msg <= 1 and not meta.compression
+                    )
+                    if plain and meta_size > 2 and meta_bytes[0] == 0x0A and meta_bytes[1] < 0x80:
+                        head = self._meta_head = meta_bytes[: 2 + meta_bytes[1]]
+                if plain:
+                    if seen[0] != ledger_id:
+                        seen = self._ledger_seen = (ledger_id, IdPart(ledger_id if ledger_id <= _I64_MAX else ledger_id - (1 << 64)))
+                    signed_entry_id = entry_id if entry_id <= _I64_MAX else entry_id - (1 << 64)
+                    key = (seen[1], signed_entry_id)
+                    # a duplicate (its ack pending, or below the cumulative one) takes the general path
+                    if key not in pending and (cumulative is None or key > cumulative):
+                        msg = _new(Message)
+                        msg._payload = bytes(entry[4 + meta_size :])  # the one copy of the payload
+                        msg._meta = meta_bytes
+                        msg._single = None
+                        msg._mid = None  # (made from these on first use: see Message._id)
+                        msg._ledger = seen[1]
+                        msg._entry = signed_entry_id
+                        msg._index = None
+                        msg._topic = topic
+                        msg._redelivery_count = frame.redelivery_count
+                        msg._schema = schema
+                        msg._consumer = self
+                        out.append(msg)
+                        continue
+            try:
+                out += self._entry_messages(ledger_id, entry_id, frame.redelivery_count, (), entry, frame.checksum)
+            except Exception:  # one bad entry must not lose the others of the read
+                log.exception("consumer %s: error opening entry %d:%d of %s", self.name, ledger_id, entry_id, self.topic)
+            pending, cumulative = acks.pending_entries, acks.last_cumulative  # (what it did may have flushed)
+            seen = self._ledger_seen
+        if out:
+            if self.sink is not None:
+                self.sink(self, out)
+            else:
+                self._deliver(out)
+
+    def _entry_messages(
+        self, ledger_id: int, entry_id: int, redelivery_count: int, ack_set: Any, entry: bytes | memoryview,
+        checksum: int | None,
+    ) -> list[Message]:
+        """The messages of one delivered entry to hand on (checksum, duplicates, dead letters and a
+        reader's start position taken care of; permits of what is dropped given back)."""
+        if checksum is not None and crc32c(entry) != checksum:
+            log.warning("consumer %s: checksum mismatch on %d:%d, asking for redelivery", self.name, ledger_id, entry_id)
+            self._consumed(1)
+            self._redeliver_ids([MessageIdData(ledger_id=ledger_id, entry_id=entry_id)])
+            return []
+        try:
+            messages = self._open(ledger_id, entry_id, redelivery_count, ack_set, entry)
+        except (ProtocolError, ValueError) as exc:
+            log.error("consumer %s: cannot open entry %d:%d of %s: %s", self.name, ledger_id, entry_id, self.topic, exc)
+            self._consumed(1)
+            self._send_command(commands.ack(self.consumer_id, AckType.Individual, [MessageIdData(ledger_id=ledger_id, entry_id=entry_id)]))
+            return []
+        dlq = self.dead_letter
+        if messages and dlq is not None and redelivery_count >= dlq.max_redeliver_count:
+            keys = messages[0]._id.chunk_entries()
+            for key in keys:
+                self._possible_dlq[key] = messages
+            if redelivery_count > dlq.max_redeliver_count:
+                # already past its last chance (e.g. a consumer died holding it): straight to the DLQ
+                self._consumed(len(messages))
+                self._redeliver_entries(keys)
+                return []
+        return messages
+
+    def _open(self, ledger_id: int, entry_id: int, redelivery_count: int, ack_set: Any, entry: bytes | memoryview) -> list[Message]:
+        """The messages of an entry still to deliver (none while a chunked message is incomplete);
+        the permits of what is not delivered are given back."""
+        size = len(entry)
+        meta_size = _U32.unpack_from(entry, 0)[0] if size >= 4 else size
+        if meta_size > size - 4:
+            raise ProtocolError(f"metadata size {meta_size} overruns an entry of {size} bytes")
+        meta = MessageMetadata.FromString(entry[4 : 4 + meta_size])
+        ledger_seen = self._ledger_seen
+        if ledger_seen[0] != ledger_id:
+            ledger_seen = self._ledger_seen = (ledger_id, IdPart(ledger_id if ledger_id <= _I64_MAX else ledger_id - (1 << 64)))
+        key = (ledger_seen[1], IdPart(entry_id if entry_id <= _I64_MAX else entry_id - (1 << 64)))
+        if self._acks.is_duplicate(key):
+            self._consumed(meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1)
+            return []
+        # the one copy of the payload (the entry is a view of the bytes received)
+        payload = bytes(entry[4 + meta_size :])
+        chunk_ids = None
+        if meta.num_chunks_from_msg > 1:
+            whole = self._chunks.add(meta, payload, key, meta.publish_time)
+            self._chunks.expire_incomplete()
+            if whole is None:
+                self._consumed(1)
+                return []
+            payload, chunk_ids = whole
+        if meta.compression != CompressionType.NONE:
+            payload = decompress(meta.compression, payload, meta.uncompressed_size, max_size=1 << 31)
+        start = self._start_id
+        inclusive = self.config.start_message_id_inclusive
+        if not meta.HasField("num_messages_in_batch"):
+            msg_id = fast_message_id(key[0], key[1], _NO_BATCH_INDEX, self._partition_part, 0, self.topic)
+            if chunk_ids is not None:
+                msg_id._chunk_ids = chunk_ids
+            if start is not None and before_start(msg_id, start, inclusive):
+                self._consumed(1)
+                return []
+            return [fast_message(payload, meta, None, msg_id, self.topic, redelivery_count, self.config.schema, self)]
+        out = split_batch(payload, meta, ack_set_mask(ack_set), key, redelivery_count, self, start, inclusive)
+        if out:
+            out = self._acks.not_acknowledged(key, out)
+        skipped = meta.num_messages_in_batch - len(out)
+        if skipped:
+            self._consumed(skipped)
+        return out

@@ -1,0 +1,166 @@
+"""What becomes of a producer's sends once written: receipts, send errors, timeouts, failure.
+
+:class:`SendCompletion` is the completing side of :class:`~magnetar.client.core.producer.AsyncProducer`:
+SEND_RECEIPTs complete the oldest pending send (receipts come in order) and its waiters with
+their message ids; a SEND_ERROR fails one send (a checksum error) or reconnects to send again;
+sends without a receipt within the send timeout fail; a fenced producer or a terminated topic
+fails everything pending, and what is batched but not sent yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from magnetar.client.api.message import MessageId
+from magnetar.client.core.sends import Batch, PendingSend, resolve, resolve_batch, retrieve
+from magnetar.client.exceptions import ConnectError, PulsarError, Timeout, TopicTerminated, error_for
+from magnetar.protocol.enums import ServerError
+
+if TYPE_CHECKING:
+    from magnetar.client.api.config import ProducerConfig
+    from magnetar.client.core.connection import ClientConnection
+
+log = logging.getLogger("magnetar.client.core.producer")
+
+
+class SendCompletion:
+    """The completing side of a producer: receipts and send errors in, waiters completed."""
+
+    # what the producer provides
+    name: str
+    topic: str
+    partition: int
+    config: ProducerConfig
+    conn: ClientConnection | None
+    settled_hook: Callable[[int], None] | None
+    _closed: bool
+    _pending: deque[PendingSend]
+    _pending_messages: int
+    _space: asyncio.Event
+    _fenced: PulsarError | None
+    _batch: Batch | None
+    _key_batches: dict[tuple[str | None, bytes | None], Batch]
+    _batch_timer: asyncio.TimerHandle | None
+
+    def _flush_batches(self) -> None: ...  # noqa: D102
+
+    async def flush(self) -> None:
+        """Send the open batch and wait until every message sent so far has its receipt (or failed)."""
+        self._flush_batches()
+        if not self._pending:
+            return
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        fut.add_done_callback(retrieve)
+        self._pending[-1].callbacks.append(fut)
+        try:
+            await fut
+        except PulsarError:
+            pass
+
+    def _settled(self, n: int) -> None:
+        """``n`` messages got their receipt or failed: room for more."""
+        self._pending_messages -= n
+        if not self._space.is_set():
+            self._space.set()
+        hook = self.settled_hook
+        if hook is not None and n:
+            hook(n)
+
+    # -- broker events -------------------------------------------------------------------
+    def on_receipt(self, receipt: Any) -> None:
+        """SEND_RECEIPT: complete the oldest pending send (receipts come in order)."""
+        pending = self._pending
+        if not pending:
+            return
+        op = pending[0]
+        if receipt.sequence_id != op.sequence_id:
+            if receipt.sequence_id < op.sequence_id:
+                return  # a late duplicate receipt
+            log.warning(
+                "producer %s: receipt for sequence %d while %d is the oldest pending; reconnecting",
+                self.name, receipt.sequence_id, op.sequence_id,
+            )
+            if self.conn is not None:
+                self.conn.close(ConnectError("out-of-order receipt"))
+            return
+        pending.popleft()
+        mid = receipt.message_id
+        ledger_id, entry_id = mid.ledger_id, mid.entry_id
+        count = op.count
+        self._settled(count)
+        callbacks = op.callbacks
+        # as the official client's, the id of a sent message names no topic (only its partition)
+        partition = self.partition
+        if op.chunk_index >= 0:
+            assert op.chunk_ids is not None
+            msg_id = MessageId(ledger_id, entry_id, -1, partition)
+            op.chunk_ids.append((msg_id.ledger_id, msg_id.entry_id))
+            if count:  # the last chunk
+                msg_id._chunk_ids = list(op.chunk_ids)
+                for cb in callbacks:
+                    resolve(cb, None, msg_id)
+            return
+        if not op.batched:
+            msg_id = MessageId(ledger_id, entry_id, -1, partition)
+            for cb in callbacks:
+                resolve(cb, None, msg_id)
+            return
+        resolve_batch(callbacks, ledger_id, entry_id, partition, count, None)
+
+    def on_send_error(self, error: Any) -> None:
+        """SEND_ERROR: a checksum error fails that send; anything else reconnects and resends."""
+        if error.error == ServerError.ChecksumError:
+            for i, op in enumerate(self._pending):
+                if op.sequence_id == error.sequence_id:
+                    del self._pending[i]
+                    self._settled(op.count)
+                    exc = error_for(error.error, error.message)
+                    for cb in op.callbacks:
+                        resolve(cb, exc, None)
+                    return
+            return
+        if error.error == ServerError.TopicTerminatedError:
+            self._fail_all(TopicTerminated(error.message))
+            return
+        log.warning("producer %s on %s: send error %s (%s), reconnecting", self.name, self.topic, error.error, error.message)
+        if self.conn is not None:
+            self.conn.close(ConnectError(error.message))
+
+    def _fail_all(self, exc: PulsarError) -> None:
+        batches = [b for b in (self._batch, *self._key_batches.values()) if b is not None]
+        self._batch = None
+        self._key_batches.clear()
+        if self._batch_timer is not None:
+            self._batch_timer.cancel()
+            self._batch_timer = None
+        pending, self._pending = self._pending, deque()
+        self._settled(self._pending_messages)
+        for op in pending:
+            for cb in op.callbacks:
+                resolve(cb, exc, None)
+        for batch in batches:  # messages not sent yet fail as well
+            for cb in batch.callbacks:
+                resolve(cb, exc, None)
+
+    async def _check_timeouts(self) -> None:
+        interval = min(1.0, self.config.send_timeout_millis / 1000.0 / 2)
+        while not self._closed:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            pending = self._pending
+            expired = []
+            while pending and pending[0].deadline <= now:
+                expired.append(pending.popleft())
+            if expired:
+                exc = Timeout(
+                    f"producer {self.name} on {self.topic}: no receipt within {self.config.send_timeout_millis} ms"
+                )
+                for op in expired:
+                    self._settled(op.count)
+                    for cb in op.callbacks:
+                        resolve(cb, exc, None)

@@ -32,7 +32,7 @@ def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., tu
 
 def test_clusters_verbs(admin: Callable[..., tuple[int, str, str]]) -> None:
     assert admin("clusters", "create", "west", "--url", "http://w:8080", "--broker-url", "pulsar://w:6650",
-                 "--auth-plugin", "token", "--auth-parameters", "token:x") == (0, "", "")
+                 "--auth-plugin", "token", "--auth-parameters", "token:x") == (0, "Created cluster west\n", "")
     code, out, _ = admin("--json", "clusters", "list")
     assert (code, json.loads(out)) == (0, ["east", "west"])
     data = json.loads(admin("--json", "clusters", "get", "west")[1])

@@ -3,6 +3,7 @@ the broker's totals and of the topics pages asked about, and the routes serving 
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 import pytest
@@ -70,6 +71,28 @@ def test_watched_topics_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     history.sample(at=1.0)
     assert history.topic_history("c")["t"] == [1.0]
     assert history.topic_history("a")["t"] == []  # dropped when c came: asked again, it starts again
+
+
+def test_the_background_sampler_walks_the_topics_in_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chart_history, "TOPICS_PER_STEP", 2)
+    history, service = _history([_topic(n, 1, 2, 0) for n in "abcde"])
+    service._tasks = []
+    history.interval = 0.01
+    steps: list[tuple[int, int]] = []  # (samples recorded so far, topics read in this step)
+    add_rates = history._add_rates
+    monkeypatch.setattr(history, "_add_rates", lambda totals, topics: (
+        steps.append((len(history.broker.times), len(topics))), add_rates(totals, topics)))
+
+    async def run() -> None:
+        history.start()
+        while len(history.broker.times) < 2:
+            await asyncio.sleep(0.005)
+        service._tasks[0].cancel()
+
+    asyncio.run(run())
+    got = history.broker_history()
+    assert got["rateIn"][:2] == [5.0, 5.0] and got["rateOut"][:2] == [10.0, 10.0]
+    assert steps[:6] == [(0, 2), (0, 2), (0, 1), (1, 2), (1, 2), (1, 1)]  # a yield to the loop after each
 
 
 def test_the_routes_serve_the_history(http: Http, name: str) -> None:

@@ -42,8 +42,9 @@ def _print_version(value: bool) -> None:
         sys.exit(0)
 
 
-def build_app(names: list[str] | None = None) -> typer.Typer:
-    """The ``magnetar`` command with the named sub-commands (all of them when ``names`` is None)."""
+def build_app(names: list[str] | None = None, given: dict[str, typer.Typer] | None = None) -> typer.Typer:
+    """The ``magnetar`` command with the named sub-commands (all of them when ``names`` is None);
+    ``given``: sub-commands already built (name -> Typer), used instead of importing them."""
     import typer
 
     def root(
@@ -58,7 +59,7 @@ def build_app(names: list[str] | None = None) -> typer.Typer:
     for name, (module_name, attribute, is_group) in SUBCOMMANDS.items():
         if names is not None and name not in names:
             continue
-        target = getattr(importlib.import_module(module_name), attribute)
+        target = (given or {}).get(name) or getattr(importlib.import_module(module_name), attribute)
         if is_group:
             command.add_typer(target, name=name)
         else:
@@ -94,12 +95,15 @@ def main() -> None:
         return
     from magnetar.cli.pruning import leading_names, only_named
 
-    app = build_app([chosen])
     rest = sys.argv[2:]
+    given = {}
     if chosen == "admin":  # its own options may come first: ``admin --json topics list``
+        from magnetar.cli.admin import app_for
         from magnetar.cli.admin.context import split_global_options
 
         rest = split_global_options(rest)[1]
+        given["admin"] = app_for(rest[0] if rest else None)  # only the modules of the group named
+    app = build_app([chosen], given)
     with only_named(app, [chosen, *leading_names(rest)]):
         app(prog_name="magnetar")
 

@@ -1,21 +1,55 @@
 """``magnetar admin``: the pulsar-admin verbs, over a broker's REST API.
 
 Every command sends one (or a few) HTTP requests to ``--admin-url`` (default
-http://localhost:8080) with the standard library, and prints the answer as rich tables, or as
-JSON with ``--json``. A refused request prints one line, ``error: <status> <phrase>: <reason>``,
-and exits with status 1.
+http://localhost:8080) with the standard library, and prints the answer as tables, or as JSON
+with ``--json``. A refused request prints one line, ``error: <status> <phrase>: <reason>``, and
+exits with status 1.
 
-One module per resource; importing them registers their commands, in the order ``--help``
-lists them.
+One module per resource; importing them registers their commands, in the order ``--help`` lists
+them (:data:`MODULES`). ``admin_app`` is the whole command (every module imported on first
+access); :func:`app_for` imports only the modules that register commands in one group, which is
+what a command line naming that group needs (the policy commands, generated from the broker's
+policy registry, are loaded only for ``namespaces`` and ``topics``).
 """
 
-# isort: off
-# the order of these imports is the order of the commands in --help
-from magnetar.cli.admin import clusters, tenants, namespaces  # noqa: F401
-from magnetar.cli.admin import topics, subscriptions, messages, topic_lifecycle  # noqa: F401
-from magnetar.cli.admin import policies  # noqa: F401
-from magnetar.cli.admin import permissions  # noqa: F401
-# isort: on
-from magnetar.cli.admin.context import admin_app
+from __future__ import annotations
 
-__all__ = ["admin_app"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import typer
+
+#: every module registering commands, in --help order
+MODULES = (
+    "clusters", "tenants", "namespaces", "topics", "subscriptions", "messages", "topic_lifecycle", "policies", "permissions",
+)
+#: group -> the modules registering commands in it (tests/cli/test_admin_groups.py checks this against the whole app)
+GROUP_MODULES = {
+    "clusters": ("clusters",),
+    "tenants": ("tenants",),
+    "namespaces": ("namespaces", "policies", "permissions"),
+    "topics": ("topics", "subscriptions", "messages", "topic_lifecycle", "policies", "permissions"),
+}
+
+
+def app_for(group: str | None) -> typer.Typer:
+    """The admin command with (at least) every command of ``group``; every module when it is no known group."""
+    names = GROUP_MODULES.get(group or "", MODULES)
+    for name in MODULES:  # in --help order, whichever are needed
+        if name in names:
+            importlib.import_module(f"magnetar.cli.admin.{name}")
+    from magnetar.cli.admin.context import admin_app
+
+    return admin_app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "admin_app":
+        whole = app_for(None)
+        globals()["admin_app"] = whole
+        return whole
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["admin_app", "app_for"]

@@ -131,3 +131,11 @@ def test_a_busy_port_is_named_and_the_data_directory_is_untouched(tmp_path: Path
         assert snapshot(data_dir) == before
     else:
         assert not data_dir.exists()
+
+
+def test_a_data_directory_that_cannot_be_made_is_named(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    started = run_second(blocker / "data", free_port(), free_port())
+    assert started.returncode == 1
+    assert started.stderr == f"error: cannot start broker: {blocker / 'data'}: Not a directory\n"

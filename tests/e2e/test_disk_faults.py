@@ -174,6 +174,39 @@ def test_disk_full_gives_the_official_client_a_final_error_and_publishing_resume
     assert stored == confirmed
 
 
+def test_disk_full_fails_every_pending_async_send_of_a_pipelining_producer(
+    small_disk: Path,
+    dedicated_broker: Callable[..., BrokerProcess],
+    client_factory: Callable[[str], pulsar.Client],
+) -> None:
+    conf = small_disk.parent / "broker.toml"
+    conf.write_text("segment_max_bytes = 1048576\n")
+    broker = dedicated_broker(small_disk / "data", args=("--config", str(conf)), log_path=small_disk.parent / "broker.log")
+    client = client_factory(broker.service_url)
+    consumer = client.subscribe(TOPIC, "live")
+    producer = client.create_producer(TOPIC, send_timeout_millis=SEND_TIMEOUT_MS, batching_enabled=False,
+                                      max_pending_messages=50, block_if_queue_full=True)
+    _fill(small_disk, 3 * 1024 * 1024)
+    results: dict[int, tuple[pulsar.Result, float]] = {}
+    issued = time.monotonic()
+    for i in range(150):  # 6 MB in flight, 50 at a time: twice what the disk holds
+        producer.send_async(_payload(i), lambda res, _mid, i=i: results.__setitem__(i, (res, time.monotonic())))
+    _wait_for(lambda: len(results) == 150, SEND_TIMEOUT_MS / 1000, "every send to complete")
+    assert max(at for _res, at in results.values()) - issued < SEND_TIMEOUT_MS / 1000
+    stored = [i for i in range(150) if results[i][0] == pulsar.Result.Ok]
+    assert stored == list(range(len(stored))) and 20 < len(stored) < 120  # a prefix, then final errors
+    assert {results[i][0] for i in range(len(stored), 150)} == {pulsar.Result.ProducerBlockedQuotaExceededException}
+    received = []
+    while True:
+        try:
+            msg = consumer.receive(timeout_millis=3000)
+        except pulsar.Timeout:
+            break
+        received.append(_index_of(msg.data()))
+        consumer.acknowledge(msg)
+    assert received == stored
+
+
 INTEROP = Path(__file__).resolve().parents[1] / "interop"
 
 

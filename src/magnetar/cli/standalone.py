@@ -152,6 +152,7 @@ def start_standalone(flags: dict[str, object]) -> int:
         print(f"error: cannot start broker: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"error: cannot start broker: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: cannot start broker: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0

@@ -9,11 +9,28 @@ from pathlib import Path
 
 import pytest
 
+from magnetar.broker.config import BrokerConfig
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.topics import no_space
 from magnetar.broker.topics.no_space import NoSpaceGuard
-from magnetar.protocol.enums import ServerError
+from magnetar.broker.topics.persistent import PersistentTopic
+from magnetar.broker.topics.producer import Producer
+from magnetar.protocol.enums import ProducerAccessMode, ServerError
+from magnetar.protocol.framing import crc32c, encode_entry
+from magnetar.protocol.schema import MessageMetadata
+from magnetar.protocol.topic_name import TopicName
+from magnetar.storage import ManagedLedger
+from magnetar.storage.files import FaultyFileLayer
 from magnetar.storage.health import storage_health
+from tests.broker.topics.topic_harness import (
+    LEDGER_ID,
+    TOPIC,
+    FakeCommitter,
+    FakeCursors,
+    RecordingContext,
+    RecordingSession,
+    TopicHarness,
+)
 
 
 def test_the_guard_refuses_producers_until_the_probe_finds_space(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,4 +63,51 @@ def test_the_guard_refuses_producers_until_the_probe_finds_space(tmp_path: Path,
         guard.close()
 
     asyncio.run(run())
+    storage_health.reset()
+
+
+def test_a_sync_failing_for_want_of_space_closes_the_producers_and_refuses_them(harness: TopicHarness) -> None:
+    storage_health.reset()
+    producer = harness.producer("p")
+    harness.topic.add_producer(producer)
+    harness.publish(producer, 0)
+    harness.publish(producer, 1)
+    harness.topic.on_sync_failed(OSError(errno.ENOSPC, "No space left on device"))
+    assert harness.session.calls == [("closed", producer.producer_id)]
+    assert producer.closed  # the session sends no SEND_ERROR for it (SendContext.failed)
+    assert harness.log == [("error", 0, ServerError.PersistenceError), ("error", 1, ServerError.PersistenceError)]
+    assert harness.topic.no_space.active and not harness.ledger.fenced
+    with pytest.raises(BrokerError) as refused:
+        harness.topic.add_producer(harness.producer("p"))
+    assert refused.value.code == ServerError.ProducerBlockedQuotaExceededException
+    assert harness.topic.producers == {}
+    storage_health.reset()
+
+
+def test_another_failure_keeps_publishers_and_answers_persistence_error(harness: TopicHarness) -> None:
+    producer = harness.producer("p")
+    harness.topic.add_producer(producer)
+    harness.publish(producer, 0)
+    harness.topic.on_sync_failed(OSError(errno.EIO, "Input/output error"))
+    assert harness.session.calls == [] and not producer.closed and not harness.topic.no_space.active
+    assert harness.log == [("error", 0, ServerError.PersistenceError)]
+
+
+def test_an_append_failing_for_want_of_space_fails_the_publish_and_closes_the_producers(tmp_path: Path) -> None:
+    storage_health.reset()
+    files = FaultyFileLayer()
+    ledger = ManagedLedger.open(tmp_path / "ledger", LEDGER_ID, segment_max_bytes=4096, files=files, write_behind=False)
+    topic = PersistentTopic(TopicName.parse(TOPIC), ledger, config=BrokerConfig(data_dir=tmp_path),
+                            committer=FakeCommitter(), cursors=FakeCursors(), producer_name_prefix="unit")  # type: ignore[arg-type]
+    session, log = RecordingSession(), []
+    producer = Producer(session, 1, "p", topic, ProducerAccessMode.Shared, True)
+    topic.add_producer(producer)
+    files.inject("open", errno.ENOSPC, times=-1)  # the next segment cannot be created
+    big = encode_entry(MessageMetadata(producer_name="p", sequence_id=0, publish_time=1), b"x" * 3000)
+    assert topic.publish(producer, big, crc32c(big), RecordingContext(log, 0))
+    assert not topic.publish(producer, big, crc32c(big), RecordingContext(log, 1))  # rolls over: ENOSPC
+    assert log == [("error", 1, ServerError.PersistenceError)]
+    assert session.calls == [("closed", 1)] and topic.no_space.active
+    files.clear()
+    topic.close()
     storage_health.reset()

@@ -195,7 +195,8 @@ def test_factory_brokers_with_token_authentication(pytester: pytest.Pytester) ->
                 assert consumer.receive(5000).data() == b"paid"
 
         def test_settings_of_their_own(pulsar_broker_factory):
-            strict = pulsar_broker_factory({"deduplication_enabled": True})
+            strict = pulsar_broker_factory({"deduplication_enabled": True, "cluster_name": "ci-east"})
+            assert strict.admin.clusters() == ["ci-east"]
             with Client(strict.service_url) as client:
                 producer = client.create_producer("public/default/d", producer_name="p1")
                 producer.send(b"a", sequence_id=5)

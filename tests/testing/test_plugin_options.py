@@ -56,6 +56,27 @@ def test_external_broker_options_run_the_fixtures_against_a_running_broker(
     assert other_broker.admin.namespaces("public") == ["public/default"]  # every test's namespace deleted
 
 
+def test_an_external_broker_with_authentication_takes_a_token(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_secured(pulsar_client, pulsar_topic):
+            consumer = pulsar_client.subscribe(pulsar_topic, "s")
+            pulsar_client.create_producer(pulsar_topic).send(b"signed")
+            assert consumer.receive(5000).data() == b"signed"
+        """
+    )
+    with Broker(token_auth=True) as secured:
+        urls = ("--pulsar-service-url", secured.service_url, "--pulsar-http-url", secured.http_url)
+        token_file = pytester.path / "admin.token"
+        token_file.write_text(secured.admin_token + "\n")
+        result = pytester.runpytest(*urls, "--pulsar-token", f"file://{token_file}")
+        result.assert_outcomes(passed=1)
+        result = pytester.runpytest(*urls)
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*AdminError: PUT /admin/v2/namespaces/public/*: HTTP 401*"])
+        assert secured.admin.namespaces("public") == ["public/default"]
+
+
 def test_half_of_the_external_broker_options_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest("--pulsar-service-url", "pulsar://127.0.0.1:6650")

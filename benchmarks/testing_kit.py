@@ -147,6 +147,7 @@ def main() -> None:
         f"{args.tests}_tests_without_namespace_s": statistics.median(without_ns),
         "ratio": statistics.median(with_ns) / statistics.median(without_ns),
         "rounds": args.rounds,
+        "per_round": {"first_test_to_connected_s": first, "with_namespace_s": with_ns, "without_namespace_s": without_ns},
         "load_average": os.getloadavg(),
     }
     text = json.dumps(result, indent=2)

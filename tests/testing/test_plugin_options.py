@@ -56,6 +56,27 @@ def test_external_broker_options_run_the_fixtures_against_a_running_broker(
     assert other_broker.admin.namespaces("public") == ["public/default"]  # every test's namespace deleted
 
 
+def test_an_external_broker_with_authentication_takes_a_token(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_secured(pulsar_client, pulsar_topic):
+            consumer = pulsar_client.subscribe(pulsar_topic, "s")
+            pulsar_client.create_producer(pulsar_topic).send(b"signed")
+            assert consumer.receive(5000).data() == b"signed"
+        """
+    )
+    with Broker(token_auth=True) as secured:
+        urls = ("--pulsar-service-url", secured.service_url, "--pulsar-http-url", secured.http_url)
+        token_file = pytester.path / "admin.token"
+        token_file.write_text(secured.admin_token + "\n")
+        result = pytester.runpytest(*urls, "--pulsar-token", f"file://{token_file}")
+        result.assert_outcomes(passed=1)
+        result = pytester.runpytest(*urls)
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*AdminError: PUT /admin/v2/namespaces/public/*: HTTP 401*"])
+        assert secured.admin.namespaces("public") == ["public/default"]
+
+
 def test_half_of_the_external_broker_options_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest("--pulsar-service-url", "pulsar://127.0.0.1:6650")
@@ -108,16 +129,18 @@ def _run_recording(pytester: pytest.Pytester, passes: bool, *args: str) -> tuple
 
 def test_keep_data_keeps_a_failed_runs_broker_directory_and_says_where(pytester: pytest.Pytester) -> None:
     result, directory, recorded = _run_recording(pytester, False, "--pulsar-keep-data")
-    result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*- magnetar -*", f"broker data kept in {directory}",
-                                 f"magnetar: broker data kept in {directory}"])
-    assert (directory / "broker.log").read_text().count("magnetar standalone ready") == 1
-    segments = list((directory / "data").rglob("*.log"))
-    assert [b"evidence" in segment.read_bytes() for segment in segments] == [True]
-    # the kept data opens in a broker: the failed test's namespace is there, the passed test's was deleted
-    with Broker(directory=directory, keep_data=True) as inspector:
-        assert inspector.admin.namespaces("public") == sorted(["public/default", recorded["failed"]])
-    shutil.rmtree(directory)
+    try:
+        result.assert_outcomes(failed=1, passed=1)
+        result.stdout.fnmatch_lines(["*- magnetar -*", f"broker data kept in {directory}",
+                                     f"magnetar: broker data kept in {directory}"])
+        assert (directory / "broker.log").read_text().count("magnetar standalone ready") == 1
+        segments = list((directory / "data").rglob("*.log"))
+        assert sum(b"evidence" in segment.read_bytes() for segment in segments) == 1
+        # the kept data opens in a broker: the failed test's namespace is there, the passed test's was deleted
+        with Broker(directory=directory, keep_data=True) as inspector:
+            assert inspector.admin.namespaces("public") == sorted(["public/default", recorded["failed"]])
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_without_keep_data_or_without_a_failure_the_directory_is_removed(pytester: pytest.Pytester) -> None:
@@ -193,7 +216,8 @@ def test_factory_brokers_with_token_authentication(pytester: pytest.Pytester) ->
                 assert consumer.receive(5000).data() == b"paid"
 
         def test_settings_of_their_own(pulsar_broker_factory):
-            strict = pulsar_broker_factory({"deduplication_enabled": True})
+            strict = pulsar_broker_factory({"deduplication_enabled": True, "cluster_name": "ci-east"})
+            assert strict.admin.clusters() == ["ci-east"]
             with Client(strict.service_url) as client:
                 producer = client.create_producer("public/default/d", producer_name="p1")
                 producer.send(b"a", sequence_id=5)

@@ -366,12 +366,13 @@ class ExternalBroker:
 
     directory = None
     running = True
-    admin_token: str | None = None
 
-    def __init__(self, service_url: str, http_url: str) -> None:
+    def __init__(self, service_url: str, http_url: str, token: str | None = None) -> None:
         self.service_url = service_url
         self.http_url = http_url.rstrip("/")
-        self.admin = Admin(self.http_url)
+        #: the token the admin helper and the client fixtures authenticate with (None: none)
+        self.admin_token = token
+        self.admin = Admin(self.http_url, token)
 
     def _not_ours(self, what: str) -> BrokerStartError:
         return BrokerStartError(f"{what}: the broker at {self.service_url} is an external one (--pulsar-service-url)")

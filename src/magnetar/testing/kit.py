@@ -24,6 +24,8 @@ class KitOptions:
     #: a broker that already runs: every fixture uses it, none is started
     service_url: str | None = None
     http_url: str | None = None
+    #: the token of a superuser of that broker, when it authenticates
+    token: str | None = None
     #: settings of the started brokers (``--pulsar-broker-arg NAME=VALUE``)
     broker_settings: dict[str, str] = field(default_factory=dict)
     #: keep the data directory of brokers whose tests failed
@@ -99,7 +101,8 @@ class Kit:
         """The session broker, started (or the external one)."""
         if self.options.service_url is not None:
             if self.session_broker is None:
-                self.session_broker = ExternalBroker(self.options.service_url, self.options.http_url or "")
+                self.session_broker = ExternalBroker(self.options.service_url, self.options.http_url or "",
+                                                     self.options.token)
             return self.session_broker
         self.launch_session_broker()
         assert isinstance(self.session_broker, Broker)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -45,6 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "needs --pulsar-http-url (ini: pulsar_service_url)")
     group.addoption("--pulsar-http-url", metavar="URL",
                     help="the admin API of that broker (http://...) (ini: pulsar_http_url)")
+    group.addoption("--pulsar-token", metavar="TOKEN",
+                    help="a superuser's token for that broker, when it authenticates: the admin helper and the "
+                         "client fixtures use it (ini: pulsar_token; 'file:PATH' reads it from a file)")
     group.addoption("--pulsar-broker-arg", action="append", default=[], metavar="NAME=VALUE",
                     help="a setting of the started brokers, by its magnetar name (fsync=always, "
                          "max_message_size=1048576); repeatable (ini: pulsar_broker_args)")
@@ -53,6 +57,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(ini: pulsar_keep_data)")
     parser.addini("pulsar_service_url", "pulsar:// URL of a broker that already runs (no broker is started)")
     parser.addini("pulsar_http_url", "http:// URL of that broker's admin API")
+    parser.addini("pulsar_token", "a superuser's token for that broker ('file:PATH': from a file)")
     parser.addini("pulsar_broker_args", "NAME=VALUE settings of the started brokers, one a line", type="linelist")
     parser.addini("pulsar_keep_data", "keep the data directory of brokers used by failed tests", type="bool",
                   default=False)
@@ -97,12 +102,26 @@ def _kit(config: pytest.Config) -> Kit:
         options = KitOptions(
             service_url=_option(config, "pulsar_service_url") or None,
             http_url=_option(config, "pulsar_http_url") or None,
+            token=_token(_option(config, "pulsar_token")),
             broker_settings=broker_settings(_option(config, "pulsar_broker_arg")),
             keep_data=bool(_option(config, "pulsar_keep_data")),
             tenant=config.getini("pulsar_tenant") or "public",
         )
         kit = config.stash[_KIT] = Kit(options)
     return kit
+
+
+def _token(value: str | None) -> str | None:
+    """The ``--pulsar-token`` value: the token, or read from ``file:PATH`` (as Pulsar's token parameters)."""
+    if not value:
+        return None
+    if value.startswith("file:"):
+        path = value.removeprefix("file:").removeprefix("//")
+        try:
+            return Path(path).read_text().strip()
+        except OSError as exc:
+            raise pytest.UsageError(f"--pulsar-token: cannot read {path}: {exc.strerror}") from None
+    return value
 
 
 def _uses_session_broker(item: pytest.Item) -> bool:
@@ -118,7 +137,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
     if any(_uses_session_broker(item) for item in session.items):
-        _kit(session.config).launch_session_broker()
+        try:
+            _kit(session.config).launch_session_broker()
+        except Exception:  # noqa: BLE001 - the fixture launches again and reports it as the tests' error
+            pass
 
 
 @pytest.hookimpl(wrapper=True)

@@ -21,7 +21,12 @@ from typing import Any, Protocol
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.transactions import TxnId
-from magnetar.broker.transactions.buffer import BufferState, TransactionBuffer, scan_ledger
+from magnetar.broker.transactions.buffer import (
+    BufferState,
+    TransactionBuffer,
+    scan_ledger,
+    state_from_snapshot,
+)
 from magnetar.broker.transactions.coordinator import (
     ABORTED,
     COMMITTED,
@@ -45,6 +50,10 @@ _TIMEOUT_TICK_SECONDS = 1.0
 _TOPIC_FLAG = "txn-topic/"
 #: kv keys of pending acknowledgements: prefix, topic, "|", subscription, "|", most:least
 _ACKS = "txn-acks/"
+#: kv key of a topic's transaction buffer snapshot (what a load need not replay)
+_SNAPSHOT = "txn-buffer/"
+#: a topic's snapshot is stored at most this often, some time after a transaction ended there
+_SNAPSHOT_DELAY_SECONDS = 2.0
 
 
 class Broker(Protocol):
@@ -83,6 +92,8 @@ class TransactionService:
         self._flagged: set[str] = set()
         #: transactions the broker itself is ending (recovery, timeouts)
         self._ending: set[TxnId] = set()
+        #: topics whose buffer snapshot is to be stored soon
+        self._snapshots_due: set[str] = set()
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -211,6 +222,18 @@ class TransactionService:
         why = await done
         if why is not None:
             raise BrokerError(ServerError.PersistenceError, f"the {txn_text(txn)} marker on {partition}: {why}")
+        if topic.name not in self._snapshots_due:
+            self._snapshots_due.add(topic.name)
+            asyncio.get_running_loop().call_later(_SNAPSHOT_DELAY_SECONDS, self._store_snapshot, topic)
+
+    def _store_snapshot(self, topic: Any) -> None:
+        """Store the buffer's snapshot (in a worker thread), unless the topic went away meanwhile."""
+        self._snapshots_due.discard(topic.name)
+        metadata = self.broker.metadata
+        if topic.closed or topic.txn_buffer is None or metadata is None:
+            return
+        value = json.dumps(topic.txn_buffer.snapshot(topic.ledger_id, topic.durable_id)).encode()
+        asyncio.get_running_loop().run_in_executor(None, metadata.put_kv, _SNAPSHOT + topic.name, value)
 
     async def _end_on_subscription(self, topic_name: str, sub_name: str, txn: TxnId, commit: bool) -> None:
         topic = await self._topic(topic_name)
@@ -262,7 +285,13 @@ class TransactionService:
         state = None
         if metadata.get_kv(_TOPIC_FLAG + name) is not None:
             self._flagged.add(name)
-            state = scan_ledger(ledger)
+            stored = metadata.get_kv(_SNAPSHOT + name)
+            data = json.loads(stored) if stored is not None else {}
+            if data.get("ledger_id") == ledger.ledger_id:  # not a deleted topic's of the same name
+                snapshot, position = state_from_snapshot(data)
+                state = scan_ledger(ledger, position + 1, snapshot)
+            else:
+                state = scan_ledger(ledger)
         return state, metadata.list_kv(acks_prefix(name))
 
     def attach(self, topic: Any, state: tuple[BufferState | None, dict[str, bytes]]) -> None:

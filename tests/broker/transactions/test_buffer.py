@@ -6,7 +6,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from magnetar.broker.transactions.buffer import TransactionBuffer, scan_ledger, state_from_snapshot, with_txn_id
+from magnetar.broker.transactions.buffer import (
+    TransactionBuffer,
+    scan_ledger,
+    state_from_snapshot,
+    with_txn_id,
+)
 from magnetar.protocol.framing import encode_entry, parse_entry_metadata
 from magnetar.protocol.schema import MessageMetadata
 from magnetar.storage import ManagedLedger

@@ -15,6 +15,7 @@ from magnetar.cli.admin import clusters, tenants, namespaces  # noqa: F401
 from magnetar.cli.admin import topics, subscriptions, messages, topic_lifecycle  # noqa: F401
 from magnetar.cli.admin import policies  # noqa: F401
 from magnetar.cli.admin import permissions  # noqa: F401
+from magnetar.cli.admin import transactions  # noqa: F401
 # isort: on
 from magnetar.cli.admin.context import admin_app
 

@@ -50,6 +50,8 @@ _TIMEOUT_TICK_SECONDS = 1.0
 _TOPIC_FLAG = "txn-topic/"
 #: kv keys of pending acknowledgements: prefix, topic, "|", subscription, "|", most:least
 _ACKS = "txn-acks/"
+#: segment size of a coordinator's log
+_LOG_SEGMENT_BYTES = 4 * 1024 * 1024
 #: kv key of a topic's transaction buffer snapshot (what a load need not replay)
 _SNAPSHOT = "txn-buffer/"
 #: a topic's snapshot is stored at most this often, some time after a transaction ended there
@@ -118,7 +120,8 @@ class TransactionService:
         ledger = ManagedLedger.open(
             config.data_dir / "ledgers" / str(ledger_id),
             ledger_id,
-            segment_max_bytes=config.segment_max_bytes,
+            # small segments: the checkpoints trim it (coordinator.py)
+            segment_max_bytes=min(config.segment_max_bytes, _LOG_SEGMENT_BYTES),
             cache_max_bytes=config.entry_cache_max_bytes,
             cache_budget=broker.cache_budget,
             label=name,

@@ -92,8 +92,8 @@ class TransactionService:
         self._ticker: asyncio.Task | None = None
         #: topics known to have had transaction messages (flag stored)
         self._flagged: set[str] = set()
-        #: transactions the broker itself is ending (recovery, timeouts)
-        self._ending: set[TxnId] = set()
+        #: transactions being ended (by END_TXN, recovery or a timeout), each once
+        self._ending: dict[TxnId, asyncio.Future[None]] = {}
         #: topics whose buffer snapshot is to be stored soon
         self._snapshots_due: set[str] = set()
 
@@ -188,28 +188,37 @@ class TransactionService:
 
     async def end_txn(self, txn: TxnId, commit: bool) -> None:
         """END_TXN: answers once the COMMITTING / ABORTING record is durable and every partition and
-        subscription of the transaction has ended it."""
+        subscription of the transaction has ended it (a retried END_TXN waits for the same end)."""
         coordinator = self._of(txn)
         meta = await coordinator.begin_end(txn, commit)
+        await self._end_once(coordinator, meta, commit)
+
+    async def _end_once(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
+        """Markers, acknowledgements and the final record, once per transaction however many ask."""
+        running = self._ending.get(meta.txn)
+        if running is None:
+            running = asyncio.ensure_future(self._end(coordinator, meta, commit))
+            self._ending[meta.txn] = running
+            running.add_done_callback(lambda _: self._ending.pop(meta.txn, None))
+        await asyncio.shield(running)
+
+    async def _end(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
         await self._end_everywhere(meta, commit)
-        await coordinator.finish_end(meta)
+        if meta.txn in coordinator.txns:
+            await coordinator.finish_end(meta)
 
     async def _finish(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
         """End a transaction a previous run left unfinished, or one that timed out."""
         if meta.txn in self._ending:
             return
-        self._ending.add(meta.txn)
         try:
             if not commit:
                 meta = await coordinator.begin_end(meta.txn, False, timed_out=meta.state == "OPEN" and _expired(meta))
-            await self._end_everywhere(meta, commit)
-            await coordinator.finish_end(meta)
+            await self._end_once(coordinator, meta, commit)
         except BrokerError as exc:
             log.info("transaction %s: not ended now (%s)", txn_text(meta.txn), exc.message)
         except Exception:
             log.exception("transaction %s: ending it failed", txn_text(meta.txn))
-        finally:
-            self._ending.discard(meta.txn)
 
     async def _end_everywhere(self, meta: TxnMeta, commit: bool) -> None:
         jobs = [self._end_on_partition(p, meta.txn, commit) for p in meta.partitions]

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
-from magnetar.broker.transactions.buffer import TransactionBuffer, scan_ledger, with_txn_id
+from magnetar.broker.transactions.buffer import (
+    TransactionBuffer,
+    scan_ledger,
+    state_from_snapshot,
+    with_txn_id,
+)
 from magnetar.protocol.framing import encode_entry, parse_entry_metadata
 from magnetar.protocol.schema import MessageMetadata
 from magnetar.storage import ManagedLedger
@@ -82,3 +88,24 @@ def test_replay_rebuilds_what_was_aborted_and_what_is_open(tmp_path: Path) -> No
         assert state.ongoing == {B: [1], open_c: [3]}
         assert state.hidden == {0, 2}
         assert parse_entry_metadata(ledger.read(1).data).txnid_least_bits == 2
+
+
+def test_a_snapshot_plus_the_entries_after_it_is_the_whole_replay(tmp_path: Path) -> None:
+    with ManagedLedger.open(tmp_path / "l", 1) as ledger:
+        topic = FakeTopic(ledger)
+        buffer = TransactionBuffer(topic)
+        for txn in (A, B):
+            buffer.appended(txn, topic.append(b"x", txn))
+        buffer.end(A, commit=False, done=lambda why: None)
+        topic.make_durable()
+        snapshot = json.loads(json.dumps(buffer.snapshot(1, ledger.last_entry_id)))
+        later = (0, 3)
+        buffer.appended(later, topic.append(b"y", later))
+        buffer.end(B, commit=True, done=lambda why: None)
+        topic.make_durable()
+        state, position = state_from_snapshot(snapshot)
+        assert (snapshot["ledger_id"], position) == (1, 2)
+        resumed = scan_ledger(ledger, position + 1, state)
+        whole = scan_ledger(ledger)
+        assert (resumed.ongoing, resumed.ended, resumed.hidden) == (whole.ongoing, whole.ended, whole.hidden)
+        assert resumed.ongoing == {later: [3]} and resumed.ended == {A: False, B: True}

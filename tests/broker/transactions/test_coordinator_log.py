@@ -90,3 +90,43 @@ def test_replay_after_restart_keeps_every_state(tmp_path: Path) -> None:
 
     asyncio.run(first_run())
     asyncio.run(second_run())
+
+
+def test_checkpoints_trim_the_log_and_replay_the_same(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+
+    def open_small() -> TransactionCoordinator:
+        ledger = ManagedLedger.open(directory, 1, segment_max_bytes=400)
+        replayed, highest = replay(read_records(ledger))
+        coordinator = TransactionCoordinator(0, TransactionLog(0, ledger, InstantCommitter()), highest + 1)
+        coordinator.restore(replayed)
+        coordinator.checkpoint_every = 7
+        return coordinator
+
+    async def first_run() -> dict:
+        c = open_small()
+        for i in range(40):
+            txn = await c.new_txn(60_000)
+            await c.add_partitions(txn, [f"persistent://public/default/t{i % 3}"])
+            if i % 4 == 0:
+                continue  # left open
+            meta = await c.begin_end(txn, commit=i % 4 != 1)
+            if i % 4 != 3:
+                await c.finish_end(meta)  # i % 4 == 3: left COMMITTING
+        await asyncio.sleep(0.05)  # the last checkpoint's task
+        assert c.log.ledger.first_entry_id > 0, "the checkpoints trimmed nothing"
+        state = {t: (m.state, m.partitions) for t, m in c.txns.items()}
+        c.log.ledger.sync()
+        c.log.ledger.close()
+        return state
+
+    async def second_run(expected: dict) -> None:
+        c = open_small()
+        assert {t: (m.state, m.partitions) for t, m in c.txns.items()} == expected
+        assert c.final_state((0, 38)) == COMMITTED and c.final_state((0, 37)) == "ABORTED"
+        assert await c.new_txn(1_000) == (0, 40)
+        c.log.close()
+
+    expected = asyncio.run(first_run())
+    assert len(expected) == 20 and {s for s, _ in expected.values()} == {OPEN, COMMITTING}
+    asyncio.run(second_run(expected))

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 import pulsar
 import pytest
 
-from magnetar.protocol.enums import CommandType, ServerError
+from magnetar.protocol.enums import CommandType, ServerError, TxnAction
+from magnetar.protocol.schema import BaseCommand
 from magnetar.testing import BrokerProcess
 
 from ..session.test_wire_errors import WireClient
@@ -209,3 +210,38 @@ def test_http_lookup_of_a_coordinator_partition(broker: BrokerProcess) -> None:
     path = "/lookup/v2/topic/persistent/pulsar/system/transaction_coordinator_assign-partition-0"
     status, body = _get_json(broker, path)
     assert (status, body["brokerUrl"]) == (200, broker.service_url)
+
+
+def test_a_retried_end_txn_waits_for_the_same_end(broker: BrokerProcess, wire: WireClient) -> None:
+    topic = f"persistent://public/default/txn-retried-{uuid.uuid4().hex[:8]}"
+    wire_txn.producer(wire, topic, 6)
+    txn = wire_txn.new_txn(wire)
+    wire_txn.add_partition(wire, txn, topic)
+    wire_txn.send(wire, 6, 0, b"once", txn)
+    before = _metric(broker, "pulsar_txn_committed_total")
+    request_ids = []
+    for _ in range(2):  # both sent before either is answered
+        cmd = BaseCommand(type=CommandType.END_TXN)
+        cmd.end_txn.request_id = wire.next_request_id()
+        cmd.end_txn.txnid_most_bits, cmd.end_txn.txnid_least_bits = txn
+        cmd.end_txn.txn_action = TxnAction.COMMIT
+        request_ids.append(cmd.end_txn.request_id)
+        wire.send(cmd)
+    answers = [wire.expect(CommandType.END_TXN_RESPONSE).command.end_txn_response for _ in range(2)]
+    assert sorted(a.request_id for a in answers) == sorted(request_ids)
+    # the first is answered with success; the retry too if it came while the end was under way, else
+    # TransactionNotFound (the transaction is forgotten once ended, as in Pulsar): never a second end
+    first = next(a for a in answers if a.request_id == request_ids[0])
+    retry = next(a for a in answers if a.request_id == request_ids[1])
+    assert not first.HasField("error")
+    assert not retry.HasField("error") or retry.error == ServerError.TransactionNotFound
+    assert _metric(broker, "pulsar_txn_committed_total") - before == 1
+    client = pulsar.Client(broker.service_url)
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        seen = []
+        while reader.has_message_available():
+            seen.append(reader.read_next(timeout_millis=5000).data())
+        assert seen == [b"once"]
+    finally:
+        client.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from magnetar.broker.transactions import TxnId
 from magnetar.protocol.enums import MarkerType
@@ -83,9 +83,25 @@ def with_txn_id(entry: bytes, txn: TxnId) -> bytes:
     return encode_entry(meta, bytes(payload))
 
 
-def scan_ledger(ledger: EntrySource, start: int | None = None) -> BufferState:
-    """Replay a ledger's metadata (in a load thread): transactions open, committed and aborted."""
-    state = BufferState()
+#: ended transactions a snapshot keeps (the newest): what refuses a late message of an ended one
+_SNAPSHOT_ENDED = 10_000
+
+
+def state_from_snapshot(data: dict[str, Any]) -> tuple[BufferState, int]:
+    """A stored snapshot (:meth:`TransactionBuffer.snapshot`) and the last entry it covers (the
+    caller checks it is of the same ledger)."""
+    state = BufferState(
+        {(int(m), int(least)): [int(e) for e in ids] for m, least, ids in data.get("ongoing", [])},
+        {(int(m), int(least)): bool(c) for m, least, c in data.get("ended", [])},
+        {int(e) for e in data.get("hidden", [])},
+    )
+    return state, int(data.get("position", -1))
+
+
+def scan_ledger(ledger: EntrySource, start: int | None = None, state: BufferState | None = None) -> BufferState:
+    """Replay a ledger's metadata from ``start`` (in a load thread) onto ``state`` (a snapshot's, or
+    nothing): transactions open, committed and aborted."""
+    state = state if state is not None else BufferState()
     first = ledger.first_entry_id if start is None else max(start, ledger.first_entry_id)
     last = ledger.last_entry_id
     for chunk in range(first, last + 1, _SCAN_CHUNK):
@@ -211,6 +227,19 @@ class TransactionBuffer:
         self.topic.txn_visibility_changed()
         for done in self._ending.pop(txn, []):
             done(None)
+
+    def snapshot(self, ledger_id: int, position: int) -> dict[str, Any]:
+        """What ledger ``ledger_id`` says of transactions up to ``position`` (durable), to store: a load
+        then replays only the entries after it."""
+        ended = list(self.ended.items())[-_SNAPSHOT_ENDED:]
+        ongoing = [(t, [e for e in ids if e <= position]) for t, ids in self.ongoing.items()]
+        return {
+            "ledger_id": ledger_id,
+            "position": position,
+            "ongoing": [[t[0], t[1], ids] for t, ids in ongoing if ids],
+            "ended": [[t[0], t[1], committed] for t, committed in ended],
+            "hidden": sorted(e for e in self.hidden_ids if e <= position),
+        }
 
     def forget_before(self, first_entry_id: int) -> None:
         """Entries below ``first_entry_id`` were trimmed: stop tracking them."""

@@ -9,6 +9,8 @@ transaction is forgotten (a second END_TXN gets TransactionNotFound, as in Pulsa
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -26,6 +28,11 @@ ABORTING = "ABORTING"
 ABORTED = "ABORTED"
 #: ended transactions remembered (for pending acknowledgements recovered after a restart)
 _ENDED_KEPT = 100_000
+#: records between two checkpoints of the log, and the ended transactions a checkpoint keeps
+_CHECKPOINT_EVERY = 10_000
+_CHECKPOINT_ENDED = 10_000
+
+log = logging.getLogger("magnetar.broker.transactions.coordinator")
 
 
 def txn_text(txn: TxnId) -> str:
@@ -89,6 +96,12 @@ class TransactionCoordinator:
         self.aborted_count = 0
         self.timeout_count = 0
         self.append_count = 0
+        #: a checkpoint is written after this many records (and the log trimmed before it)
+        self.checkpoint_every = _CHECKPOINT_EVERY
+        self._since_checkpoint = 0
+        self._checkpointing = False
+        #: entry ids of records appended whose effect is not applied in memory yet
+        self._unapplied: set[int] = set()
 
     def restore(self, replayed: dict[TxnId, dict[str, Any]]) -> None:
         """Take the transactions a replay of the log found (recovery)."""
@@ -195,11 +208,42 @@ class TransactionCoordinator:
             self.ended.popitem(last=False)
 
     async def _append(self, record: dict[str, Any]) -> None:
+        """Append a record and wait until it is durable. The caller applies its effect right after
+        (no await in between), so a checkpoint never trims a record whose effect it lacks."""
         self.append_count += 1
+        future = self.log.append(record)
+        entry_id = self.log.ledger.last_entry_id
+        self._unapplied.add(entry_id)
         try:
-            await self.log.append(record)
+            await future
         except Exception as exc:
             raise BrokerError(ServerError.PersistenceError, f"transaction log {self.log.name}: {exc}") from None
+        finally:
+            self._unapplied.discard(entry_id)
+        self._since_checkpoint += 1
+        if self._since_checkpoint >= self.checkpoint_every and not self._checkpointing:
+            self._checkpointing = True
+            asyncio.get_running_loop().create_task(self.checkpoint())
+
+    async def checkpoint(self) -> None:
+        """Write every transaction not yet ended (and the newest ended ones) as one record, then trim
+        the log's segments wholly before it: a restart replays from there."""
+        self._checkpointing = True
+        self._since_checkpoint = 0
+        floor = min(self._unapplied, default=None)
+        record = {
+            "op": "checkpoint",
+            "next_sequence": self.next_sequence,
+            "txns": [meta_record(m) for m in self.txns.values()],
+            "ended": [[t[0], t[1], state] for t, state in list(self.ended.items())[-_CHECKPOINT_ENDED:]],
+        }
+        try:
+            entry_id = await self.log.append(record)
+            self.log.ledger.trim_before(entry_id if floor is None else min(entry_id, floor))
+        except Exception as exc:  # the next checkpoint tries again
+            log.warning("transaction log %s: checkpoint failed: %s", self.log.name, exc)
+        finally:
+            self._checkpointing = False
 
     def stats(self) -> dict[str, Any]:
         """Pulsar's TransactionCoordinatorStats."""
@@ -211,6 +255,19 @@ class TransactionCoordinator:
             "recoverStartTime": 0,
             "recoverEndTime": 0,
         }
+
+
+def meta_record(meta: TxnMeta) -> dict[str, Any]:
+    """A transaction's metadata as a checkpoint stores it (what :func:`~.log.replay` reads back)."""
+    return {
+        "txn": list(meta.txn),
+        "state": meta.state,
+        "timeout_ms": meta.timeout_ms,
+        "opened_ms": meta.opened_ms,
+        "partitions": list(meta.partitions),
+        "subscriptions": [list(s) for s in meta.subscriptions],
+        "timed_out": meta.timed_out,
+    }
 
 
 def invalid_status(txn: TxnId, expected: str, actual: str) -> BrokerError:

@@ -102,20 +102,44 @@ def read_records(ledger: ManagedLedger) -> Iterator[dict[str, Any]]:
                 yield record
 
 
+#: how far a state is along (a replayed record never moves a transaction back)
+_RANK = {"OPEN": 0, "COMMITTING": 1, "ABORTING": 1, "COMMITTED": 2, "ABORTED": 2}
+
+
 def replay(records: Iterable[dict[str, Any]]) -> tuple[dict[tuple[int, int], dict[str, Any]], int]:
     """The transactions a log's records describe, by id, each as its newest metadata
     (``state``, ``timeout_ms``, ``opened_ms``, ``partitions``, ``subscriptions``), and the highest
-    sequence used (-1 when none)."""
+    sequence used (-1 when none).
+
+    The last checkpoint gives the starting state; every other record still in the log (those before
+    the checkpoint that a trim kept, and those after it) is applied onto it, idempotently: partitions
+    and subscriptions are sets, and a state never moves back.
+    """
+    records = list(records)
     txns: dict[tuple[int, int], dict[str, Any]] = {}
     highest = -1
+    checkpoint = next((r for r in reversed(records) if r.get("op") == "checkpoint"), None)
+    if checkpoint is not None:
+        highest = int(checkpoint.get("next_sequence", 0)) - 1
+        for meta in checkpoint.get("txns", []):
+            txns[(int(meta["txn"][0]), int(meta["txn"][1]))] = {**meta, "partitions": list(meta["partitions"])}
+        for most, least, state in checkpoint.get("ended", []):
+            txns[(int(most), int(least))] = {"state": state, "partitions": [], "subscriptions": []}
     for record in records:
         txn_field = record.get("txn")
-        if not isinstance(txn_field, list) or len(txn_field) != 2:
+        if record.get("op") == "checkpoint" or not isinstance(txn_field, list) or len(txn_field) != 2:
             continue
         txn = (int(txn_field[0]), int(txn_field[1]))
-        op = record.get("op")
-        if op == "new":
-            highest = max(highest, txn[1])
+        highest = max(highest, txn[1]) if record.get("op") == "new" else highest
+        _apply(txns, txn, record)
+    return txns, highest
+
+
+def _apply(txns: dict[tuple[int, int], dict[str, Any]], txn: tuple[int, int], record: dict[str, Any]) -> None:
+    op = record.get("op")
+    meta = txns.get(txn)
+    if op == "new":
+        if meta is None:
             txns[txn] = {
                 "state": "OPEN",
                 "timeout_ms": int(record.get("timeout_ms", 0)),
@@ -123,17 +147,16 @@ def replay(records: Iterable[dict[str, Any]]) -> tuple[dict[tuple[int, int], dic
                 "partitions": [],
                 "subscriptions": [],
             }
-            continue
-        meta = txns.get(txn)
-        if meta is None:
-            continue
-        if op == "partitions":
-            meta["partitions"].extend(p for p in record.get("partitions", []) if p not in meta["partitions"])
-        elif op == "subscriptions":
-            for pair in record.get("subscriptions", []):
-                if list(pair) not in meta["subscriptions"]:
-                    meta["subscriptions"].append(list(pair))
-        elif op == "state":
-            meta["state"] = str(record.get("state"))
-            meta["timed_out"] = bool(record.get("timed_out", False))
-    return txns, highest
+    elif meta is None:
+        return
+    elif op == "partitions":
+        meta["partitions"].extend(p for p in record.get("partitions", []) if p not in meta["partitions"])
+    elif op == "subscriptions":
+        for pair in record.get("subscriptions", []):
+            if list(pair) not in meta["subscriptions"]:
+                meta["subscriptions"].append(list(pair))
+    elif op == "state":
+        state = str(record.get("state"))
+        if _RANK.get(state, -1) > _RANK.get(meta["state"], -1):
+            meta["state"] = state
+            meta["timed_out"] = bool(record.get("timed_out", False)) or meta.get("timed_out", False)

@@ -21,7 +21,12 @@ from typing import Any, Protocol
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.transactions import TxnId
-from magnetar.broker.transactions.buffer import BufferState, TransactionBuffer, scan_ledger
+from magnetar.broker.transactions.buffer import (
+    BufferState,
+    TransactionBuffer,
+    scan_ledger,
+    state_from_snapshot,
+)
 from magnetar.broker.transactions.coordinator import (
     ABORTED,
     COMMITTED,
@@ -45,6 +50,12 @@ _TIMEOUT_TICK_SECONDS = 1.0
 _TOPIC_FLAG = "txn-topic/"
 #: kv keys of pending acknowledgements: prefix, topic, "|", subscription, "|", most:least
 _ACKS = "txn-acks/"
+#: segment size of a coordinator's log
+_LOG_SEGMENT_BYTES = 4 * 1024 * 1024
+#: kv key of a topic's transaction buffer snapshot (what a load need not replay)
+_SNAPSHOT = "txn-buffer/"
+#: a topic's snapshot is stored at most this often, some time after a transaction ended there
+_SNAPSHOT_DELAY_SECONDS = 2.0
 
 
 class Broker(Protocol):
@@ -81,8 +92,10 @@ class TransactionService:
         self._ticker: asyncio.Task | None = None
         #: topics known to have had transaction messages (flag stored)
         self._flagged: set[str] = set()
-        #: transactions the broker itself is ending (recovery, timeouts)
-        self._ending: set[TxnId] = set()
+        #: transactions being ended (by END_TXN, recovery or a timeout), each once
+        self._ending: dict[TxnId, asyncio.Future[None]] = {}
+        #: topics whose buffer snapshot is to be stored soon
+        self._snapshots_due: set[str] = set()
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -107,7 +120,8 @@ class TransactionService:
         ledger = ManagedLedger.open(
             config.data_dir / "ledgers" / str(ledger_id),
             ledger_id,
-            segment_max_bytes=config.segment_max_bytes,
+            # small segments: the checkpoints trim it (coordinator.py)
+            segment_max_bytes=min(config.segment_max_bytes, _LOG_SEGMENT_BYTES),
             cache_max_bytes=config.entry_cache_max_bytes,
             cache_budget=broker.cache_budget,
             label=name,
@@ -174,28 +188,37 @@ class TransactionService:
 
     async def end_txn(self, txn: TxnId, commit: bool) -> None:
         """END_TXN: answers once the COMMITTING / ABORTING record is durable and every partition and
-        subscription of the transaction has ended it."""
+        subscription of the transaction has ended it (a retried END_TXN waits for the same end)."""
         coordinator = self._of(txn)
         meta = await coordinator.begin_end(txn, commit)
+        await self._end_once(coordinator, meta, commit)
+
+    async def _end_once(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
+        """Markers, acknowledgements and the final record, once per transaction however many ask."""
+        running = self._ending.get(meta.txn)
+        if running is None:
+            running = asyncio.ensure_future(self._end(coordinator, meta, commit))
+            self._ending[meta.txn] = running
+            running.add_done_callback(lambda _: self._ending.pop(meta.txn, None))
+        await asyncio.shield(running)
+
+    async def _end(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
         await self._end_everywhere(meta, commit)
-        await coordinator.finish_end(meta)
+        if meta.txn in coordinator.txns:
+            await coordinator.finish_end(meta)
 
     async def _finish(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
         """End a transaction a previous run left unfinished, or one that timed out."""
         if meta.txn in self._ending:
             return
-        self._ending.add(meta.txn)
         try:
             if not commit:
                 meta = await coordinator.begin_end(meta.txn, False, timed_out=meta.state == "OPEN" and _expired(meta))
-            await self._end_everywhere(meta, commit)
-            await coordinator.finish_end(meta)
+            await self._end_once(coordinator, meta, commit)
         except BrokerError as exc:
             log.info("transaction %s: not ended now (%s)", txn_text(meta.txn), exc.message)
         except Exception:
             log.exception("transaction %s: ending it failed", txn_text(meta.txn))
-        finally:
-            self._ending.discard(meta.txn)
 
     async def _end_everywhere(self, meta: TxnMeta, commit: bool) -> None:
         jobs = [self._end_on_partition(p, meta.txn, commit) for p in meta.partitions]
@@ -211,6 +234,18 @@ class TransactionService:
         why = await done
         if why is not None:
             raise BrokerError(ServerError.PersistenceError, f"the {txn_text(txn)} marker on {partition}: {why}")
+        if topic.name not in self._snapshots_due:
+            self._snapshots_due.add(topic.name)
+            asyncio.get_running_loop().call_later(_SNAPSHOT_DELAY_SECONDS, self._store_snapshot, topic)
+
+    def _store_snapshot(self, topic: Any) -> None:
+        """Store the buffer's snapshot (in a worker thread), unless the topic went away meanwhile."""
+        self._snapshots_due.discard(topic.name)
+        metadata = self.broker.metadata
+        if topic.closed or topic.txn_buffer is None or metadata is None:
+            return
+        value = json.dumps(topic.txn_buffer.snapshot(topic.ledger_id, topic.durable_id)).encode()
+        asyncio.get_running_loop().run_in_executor(None, metadata.put_kv, _SNAPSHOT + topic.name, value)
 
     async def _end_on_subscription(self, topic_name: str, sub_name: str, txn: TxnId, commit: bool) -> None:
         topic = await self._topic(topic_name)
@@ -262,7 +297,13 @@ class TransactionService:
         state = None
         if metadata.get_kv(_TOPIC_FLAG + name) is not None:
             self._flagged.add(name)
-            state = scan_ledger(ledger)
+            stored = metadata.get_kv(_SNAPSHOT + name)
+            data = json.loads(stored) if stored is not None else {}
+            if data.get("ledger_id") == ledger.ledger_id:  # not a deleted topic's of the same name
+                snapshot, position = state_from_snapshot(data)
+                state = scan_ledger(ledger, position + 1, snapshot)
+            else:
+                state = scan_ledger(ledger)
         return state, metadata.list_kv(acks_prefix(name))
 
     def attach(self, topic: Any, state: tuple[BufferState | None, dict[str, bytes]]) -> None:

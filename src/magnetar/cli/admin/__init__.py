@@ -23,11 +23,13 @@ if TYPE_CHECKING:
 #: every module registering commands, in --help order
 MODULES = (
     "clusters", "tenants", "namespaces", "topics", "subscriptions", "messages", "topic_lifecycle", "policies", "permissions",
+    "transactions",
 )
 #: group -> the modules registering commands in it (tests/cli/test_admin_groups.py checks this against the whole app)
 GROUP_MODULES = {
     "clusters": ("clusters",),
     "tenants": ("tenants",),
+    "transactions": ("transactions",),
     "namespaces": ("namespaces", "policies", "permissions"),
     "topics": ("topics", "subscriptions", "messages", "topic_lifecycle", "policies", "permissions"),
 }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -242,7 +243,9 @@ def main(argv: list[str]) -> int:
     else:
         lib = pulsar_reference.assemble(args.work)
         pulsar_reference.PULSAR_SETTINGS["clusterName"] = "core"
-        standalone = pulsar_reference.PulsarStandalone(lib, args.work / "scale-out-pulsar")
+        home = args.work / "scale-out-pulsar"
+        shutil.rmtree(home, ignore_errors=True)  # a fresh cluster: a previous run's topics would be found there
+        standalone = pulsar_reference.PulsarStandalone(lib, home)
         standalone.start()
         core_url, core_http, version = standalone.service_url, standalone.http_url, standalone.version()
     base = Path(tempfile.mkdtemp(prefix="magnetar-scale-out-"))

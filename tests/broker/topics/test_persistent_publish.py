@@ -59,6 +59,31 @@ def test_a_batch_is_deduplicated_by_its_highest_sequence_id(harness: TopicHarnes
     assert harness.topic.dedup_snapshot() == (1, {"p": 5})
 
 
+def test_every_chunk_of_a_message_is_stored_and_a_resent_message_is_not(harness: TopicHarness) -> None:
+    harness.enable_deduplication()
+    producer = harness.producer("p")
+    harness.topic.add_producer(producer)
+    assert [harness.publish(producer, 7, chunk=(i, 3)) for i in range(3)] == [True, True, True]
+    harness.make_durable()
+    assert harness.log == [("receipt", 7, LEDGER_ID, 0), ("receipt", 7, LEDGER_ID, 1), ("receipt", 7, LEDGER_ID, 2)]
+    assert harness.topic.last_sequence_id("p") == 7
+    assert harness.topic.dedup_snapshot() == (2, {"p": 7})
+    assert [harness.publish(producer, 7, chunk=(i, 3)) for i in range(3)] == [False, False, False]
+    assert harness.ledger.last_entry_id == 2
+
+
+def test_replay_does_not_count_a_message_whose_last_chunk_is_missing(harness: TopicHarness) -> None:
+    harness.enable_deduplication()
+    producer = harness.producer("p")
+    harness.topic.add_producer(producer)
+    harness.publish(producer, 3)
+    harness.publish(producer, 4, chunk=(0, 2))  # the broker died before the last chunk
+    harness.make_durable()
+    harness.topic.restore_sequence_ids({}, -1)
+    assert harness.topic.last_sequence_id("p") == 3  # the resent message is stored, not dropped
+    assert harness.publish(producer, 4, chunk=(0, 2)) and harness.publish(producer, 4, chunk=(1, 2))
+
+
 def test_without_deduplication_repeated_sequence_ids_are_stored(harness: TopicHarness) -> None:
     producer = harness.producer("p")
     harness.topic.add_producer(producer)

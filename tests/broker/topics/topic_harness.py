@@ -104,8 +104,13 @@ class TopicHarness:
         self._ids += 1
         return Producer(self.session, self._ids, name, self.topic, mode, True)
 
-    def publish(self, producer: Producer, sequence_id: int, highest_sequence_id: int = 0) -> bool:
+    def publish(
+        self, producer: Producer, sequence_id: int, highest_sequence_id: int = 0, chunk: tuple[int, int] | None = None
+    ) -> bool:
+        """Publish one entry; ``chunk`` = (chunk id, number of chunks) makes it a chunk of a message."""
         meta = MessageMetadata(producer_name=producer.name, sequence_id=sequence_id, publish_time=1)
+        if chunk is not None:
+            meta.chunk_id, meta.num_chunks_from_msg = chunk
         entry = encode_entry(meta, f"m{sequence_id}".encode())
         context = RecordingContext(self.log, sequence_id, highest_sequence_id)
         return self.topic.publish(producer, entry, crc32c(entry), context)

@@ -44,6 +44,17 @@ LATEST_ID = (1 << 63) - 1
 __all__ = ["EARLIEST_ID", "LATEST_ID", "CursorListener", "PersistentTopic"]
 
 
+def _is_partial_chunk(entry: bytes) -> bool:
+    """Whether an entry is a chunk other than the last of its message. Deduplication records a
+    chunked message's sequence id with its last chunk only, as Pulsar's MessageDeduplication does:
+    every chunk carries the message's sequence id, so recording the first would drop the rest."""
+    try:
+        meta = parse_entry_metadata(entry)
+    except ProtocolError:
+        return False
+    return meta.num_chunks_from_msg > 1 and meta.chunk_id < meta.num_chunks_from_msg - 1
+
+
 def _original_producer(entry: bytes) -> str | None:
     """The producer name in an entry's metadata (None when unreadable)."""
     try:
@@ -184,7 +195,9 @@ class PersistentTopic(Topic):
             self.no_space.enter(exc)
             context.failed(ServerError.PersistenceError, f"storage failure: {exc}")
             return False
-        if sequence > last:
+        if self.dedup_enabled and _is_partial_chunk(entry):
+            name = ""  # its sequence id is recorded with the message's last chunk
+        elif sequence > last:
             self.last_sequence_ids[name] = sequence
         self._receipts.append((context, name, entry_id, False))
         num_messages = context.num_messages
@@ -226,6 +239,8 @@ class PersistentTopic(Topic):
                     meta = parse_entry_metadata(entry.data)
                 except ProtocolError:
                     continue
+                if meta.num_chunks_from_msg > 1 and meta.chunk_id < meta.num_chunks_from_msg - 1:
+                    continue  # a chunk before the last: its message may not be complete
                 seq = max(meta.sequence_id, meta.highest_sequence_id)
                 if seq > seqs.get(meta.producer_name, -1):
                     seqs[meta.producer_name] = seq
@@ -248,8 +263,9 @@ class PersistentTopic(Topic):
             if duplicate:
                 context.duplicate()
             else:
-                durable[name] = max(context.sequence_id, context.highest_sequence_id)
-                self.dedup_dirty = True
+                if name:
+                    durable[name] = max(context.sequence_id, context.highest_sequence_id)
+                    self.dedup_dirty = True
                 context.completed(ledger_id, entry_id)
         if last_durable_id > self.durable_id:
             self.durable_id = last_durable_id

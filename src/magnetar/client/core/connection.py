@@ -36,6 +36,10 @@ MESSAGE_RUN = 64
 _DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
 
+class BrokerUnreachable(ConnectError):
+    """No connection could be made to a broker (refused, unreachable): a lookup retries it."""
+
+
 class ProducerHandler(Protocol):
     """What a connection needs from a producer registered on it."""
 
@@ -399,7 +403,7 @@ class ConnectionPool:
                 conn.close()
             raise ConnectError(f"could not connect to {host}:{port} within {self.connection_timeout:g} s") from None
         except OSError as exc:
-            raise ConnectError(f"could not connect to {host}:{port}: {exc.strerror or exc}") from None
+            raise BrokerUnreachable(f"could not connect to {host}:{port}: {exc.strerror or exc}") from None
         conn.on_lost = self._forget
         return conn
 

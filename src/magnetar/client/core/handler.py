@@ -22,8 +22,9 @@ from magnetar.client.exceptions import AlreadyClosed, PulsarError
 
 log = logging.getLogger("magnetar.client")
 
-#: first and longest delay between two reconnection attempts, in seconds
-RECONNECT_BACKOFF = (0.1, 30.0)
+#: first and longest delay between two reconnection attempts, in seconds (as the Java and C++
+#: clients: the first attempt is made at once, the next after 100 ms, doubling up to 60 s)
+RECONNECT_BACKOFF = (0.1, 60.0)
 
 
 class ClientContext(Protocol):

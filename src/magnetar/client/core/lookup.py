@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 from magnetar.client.api.arguments import InvalidArgument
-from magnetar.client.core.connection import ClientConnection, ConnectionPool
+from magnetar.client.core.connection import BrokerUnreachable, ClientConnection, ConnectionPool
+from magnetar.client.core.retrying import retrying
 from magnetar.client.exceptions import (
     ConnectError,
     LookupError_,
@@ -74,7 +75,11 @@ def broker_address(url: str) -> tuple[str, int, bool]:
 
 
 class LookupService:
-    """Lookups over the binary protocol, following redirects."""
+    """Lookups over the binary protocol, following redirects.
+
+    A lookup whose broker cannot be reached is tried again with backoff within the operation
+    timeout (:func:`~.retrying.retrying`), as the official clients do.
+    """
 
     def __init__(
         self, pool: ConnectionPool, service_url: ServiceUrl, operation_timeout: float, listener_name: str | None = None
@@ -90,6 +95,17 @@ class LookupService:
 
     async def partitions(self, topic: str) -> int:
         """Number of partitions of ``topic`` (0: not partitioned)."""
+        return await retrying(lambda: self._partitions(topic), self.timeout)
+
+    async def connection_for(self, topic: str) -> ClientConnection:
+        """A connection to the broker serving ``topic``."""
+        return await retrying(lambda: self._connection_for(topic), self.timeout)
+
+    async def topics_of_namespace(self, namespace: str, mode: TopicsMode) -> list[str]:
+        """Topics of a namespace (partitions listed individually)."""
+        return await retrying(lambda: self._topics_of_namespace(namespace, mode), self.timeout)
+
+    async def _partitions(self, topic: str) -> int:
         conn = await self._service_connection()
         rid = conn.new_request_id()
         cmd = BaseCommand(type=CommandType.PARTITIONED_METADATA)
@@ -98,8 +114,7 @@ class LookupService:
         resp = await conn.request(cmd, rid, self.timeout)
         return resp.partition_metadata_response.partitions
 
-    async def connection_for(self, topic: str) -> ClientConnection:
-        """A connection to the broker serving ``topic``."""
+    async def _connection_for(self, topic: str) -> ClientConnection:
         conn = await self._service_connection()
         authoritative = False
         for _ in range(_MAX_REDIRECTS):
@@ -123,8 +138,7 @@ class LookupService:
             authoritative = resp.authoritative
         raise LookupError_(f"too many lookup redirects for {topic}")
 
-    async def topics_of_namespace(self, namespace: str, mode: TopicsMode) -> list[str]:
-        """Topics of a namespace (partitions listed individually)."""
+    async def _topics_of_namespace(self, namespace: str, mode: TopicsMode) -> list[str]:
         conn = await self._service_connection()
         rid = conn.new_request_id()
         cmd = BaseCommand(type=CommandType.GET_TOPICS_OF_NAMESPACE)
@@ -173,7 +187,7 @@ class HttpLookupService(LookupService):
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=tls), self.timeout)
         except (OSError, TimeoutError) as exc:
-            raise ConnectError(f"could not reach {host}:{port}: {exc}") from None
+            raise BrokerUnreachable(f"could not reach {host}:{port}: {exc}") from None
         try:
             writer.write(request)
             data = await asyncio.wait_for(reader.read(), self.timeout)
@@ -190,11 +204,11 @@ class HttpLookupService(LookupService):
         t = TopicName.parse(topic)
         return f"{t.domain}/{quote(t.tenant)}/{quote(t.namespace_part)}/{quote(t.local_name)}"
 
-    async def partitions(self, topic: str) -> int:
+    async def _partitions(self, topic: str) -> int:
         data = await self._get(f"/admin/v2/{self._path(topic)}/partitions?checkAllowAutoCreation=true")
         return int(data.get("partitions", 0)) if isinstance(data, dict) else 0
 
-    async def connection_for(self, topic: str) -> ClientConnection:
+    async def _connection_for(self, topic: str) -> ClientConnection:
         data = await self._get(f"/lookup/v2/topic/{self._path(topic)}")
         if not isinstance(data, dict) or "brokerUrl" not in data:
             raise LookupError_(f"HTTP lookup of {topic} gave no brokerUrl")
@@ -202,7 +216,7 @@ class HttpLookupService(LookupService):
         host, port, tls = broker_address(url)
         return await self.pool.get(host, port, tls)
 
-    async def topics_of_namespace(self, namespace: str, mode: TopicsMode) -> list[str]:
+    async def _topics_of_namespace(self, namespace: str, mode: TopicsMode) -> list[str]:
         data = await self._get(f"/admin/v2/namespaces/{namespace}/topics?mode={mode.name}")
         return list(data) if isinstance(data, list) else []
 

@@ -32,6 +32,7 @@ from magnetar.client.api.compat import (
     LoggerLevel,
 )
 from magnetar.client.api.config import BatchingType, ConsumerConfig, ProducerConfig
+from magnetar.client.api.crypto import CryptoKeyReader, EncryptionContext, EncryptionKey
 from magnetar.client.api.message import Message, MessageId
 from magnetar.client.api.policies import (
     ConsumerBatchReceivePolicy,
@@ -102,7 +103,10 @@ __all__ = [
     "ConsumerDeadLetterPolicy",
     "ConsumerKeySharedPolicy",
     "ConsumerType",
+    "CryptoKeyReader",
     "DeadLetterPolicy",
+    "EncryptionContext",
+    "EncryptionKey",
     "FileLogger",
     "HashingScheme",
     "InitialPosition",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magnetar.client.api.arguments import InvalidArgument, check_enum, check_types
+from magnetar.client.api.compat import ConsumerCryptoFailureAction
 from magnetar.client.api.message import Message
 from magnetar.client.api.policies import (
     ConsumerBatchReceivePolicy,
@@ -15,7 +16,7 @@ from magnetar.client.api.policies import (
     ConsumerKeySharedPolicy,
     RedeliveryBackoff,
 )
-from magnetar.client.exceptions import InvalidConfiguration, OperationNotSupported
+from magnetar.client.exceptions import InvalidConfiguration
 from magnetar.protocol.enums import CompressionType, InitialPosition, ProducerAccessMode, SubType
 
 #: a message listener: called with the consumer and each message
@@ -92,8 +93,8 @@ class ProducerConfig:
             self.batching_enabled = not self.chunking_enabled
         if self.chunking_enabled and self.batching_enabled:
             raise InvalidArgument("chunking requires batching to be disabled (batching_enabled=False)")
-        if self.encryption_key is not None or self.crypto_key_reader is not None:
-            raise OperationNotSupported("end-to-end encryption is not supported by magnetar's client")
+        if self.encryption_key and self.crypto_key_reader is None:
+            raise InvalidConfiguration("encryption_key needs a crypto_key_reader")
         if self.batching_max_messages < 1 or self.batching_max_allowed_size_in_bytes < 1:
             raise InvalidConfiguration("batching_max_messages and batching_max_allowed_size_in_bytes must be positive")
         if self.batching_max_publish_delay_ms < 0 or self.send_timeout_millis < 0 or self.max_pending_messages < 0:
@@ -150,8 +151,9 @@ class ConsumerConfig:
             raise InvalidConfiguration(f"unacked_messages_timeout_ms must be 0 (off) or at least 1000, not {timeout}")
         if self.receiver_queue_size < 0:
             raise InvalidConfiguration(f"receiver_queue_size must be >= 0, not {self.receiver_queue_size}")
-        if self.crypto_key_reader is not None:
-            raise OperationNotSupported("end-to-end encryption (crypto_key_reader) is not supported by magnetar's client")
+        self.crypto_failure_action = check_enum(
+            ConsumerCryptoFailureAction, self.crypto_failure_action or ConsumerCryptoFailureAction.FAIL, "crypto_failure_action"
+        )
 
 
 #: the batch receive policy of a consumer configured without one

@@ -7,6 +7,7 @@ from functools import total_ordering
 from operator import attrgetter
 from typing import Any
 
+from magnetar.client.api.crypto import EncryptionContext, context_of
 from magnetar.protocol.schema import MessageIdData, MessageMetadata, SingleMessageMetadata
 
 _U64 = (1 << 64) - 1
@@ -366,9 +367,9 @@ class Message:
         """Same as :meth:`is_null_value` (the official client's name)."""
         return self.is_null_value()
 
-    def encryption_context(self) -> None:
-        """None: the message was not encrypted (magnetar's client has no end-to-end encryption)."""
-        return None
+    def encryption_context(self) -> EncryptionContext | None:
+        """How the message was encrypted (its payload here decrypted), or None when it was not."""
+        return context_of(self._metadata(), decryption_failed=False)
 
     def size(self) -> int:
         """Payload size in bytes."""
@@ -376,6 +377,17 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message(id={self._id!r}, {len(self._payload)} bytes)"
+
+
+class EncryptedMessage(Message):
+    """A message delivered still encrypted (``ConsumerCryptoFailureAction.CONSUME``): its payload
+    is the producer's ciphertext (a whole batch when batched), its context says how to open it."""
+
+    __slots__ = ()
+
+    def encryption_context(self) -> EncryptionContext | None:
+        """How the message was encrypted; ``is_decryption_failed()`` is True."""
+        return context_of(self._metadata(), decryption_failed=True)
 
 
 def fast_message(

@@ -22,6 +22,7 @@ from magnetar.client.api.message import MessageId
 from magnetar.client.api.policies import DEFAULT_MAX_RECONSUME_TIMES, ConsumerDeadLetterPolicy, topics_mode
 from magnetar.client.core.connection import ConnectionPool
 from magnetar.client.core.consumer import AsyncConsumer
+from magnetar.client.core.crypto import load_keys
 from magnetar.client.core.dead_letter import DeadLetterHandler
 from magnetar.client.core.lookup import HttpLookupService, LookupService, ServiceUrl
 from magnetar.client.core.multi_topic import AsyncMultiTopicsConsumer
@@ -190,6 +191,8 @@ class AsyncClient:
         except TypeError as exc:
             raise InvalidArgument(f"create_producer: {exc}") from None
         try:
+            if config.crypto_key_reader is not None:
+                await load_keys(config.crypto_key_reader)
             n = await self.lookup.partitions(name)
             if n:
                 producer: Any = AsyncPartitionedProducer(
@@ -253,6 +256,8 @@ class AsyncClient:
     async def _subscribe(
         self, topic: Any, subscription: str, config: ConsumerConfig, period: float, mode: int
     ) -> AsyncConsumer | AsyncMultiTopicsConsumer:
+        if config.crypto_key_reader is not None:
+            await load_keys(config.crypto_key_reader)
         if isinstance(topic, re.Pattern):
             consumer: Any = AsyncMultiTopicsConsumer(
                 self, [], subscription, config, pattern=topic, discovery_period=period, mode=topics_mode(mode)
@@ -323,8 +328,11 @@ class AsyncClient:
             message_listener=reader_listener,
             schema=schema,
             crypto_key_reader=crypto_key_reader,
+            crypto_failure_action=crypto_failure_action,
         )
         try:
+            if crypto_key_reader is not None:
+                await load_keys(crypto_key_reader)
             n = await self.lookup.partitions(name)
             if n and not _says_partition(start_message_id):
                 raise InvalidConfiguration(

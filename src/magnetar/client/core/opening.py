@@ -17,8 +17,18 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from magnetar.client.api.message import IdPart, Message, MessageId, fast_message, fast_message_id, id_part
+from magnetar.client.api.compat import ConsumerCryptoFailureAction
+from magnetar.client.api.message import (
+    EncryptedMessage,
+    IdPart,
+    Message,
+    MessageId,
+    fast_message,
+    fast_message_id,
+    id_part,
+)
 from magnetar.client.core.batch_messages import ack_set_mask, before_start, split_batch
+from magnetar.client.core.crypto import MessageDecryptor
 from magnetar.protocol import commands
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import AckType, CompressionType
@@ -37,6 +47,9 @@ log = logging.getLogger("magnetar.client.core.consumer")
 _I64_MAX = (1 << 63) - 1
 _U32 = struct.Struct(">I")
 _NO_BATCH_INDEX = id_part(-1)
+_U64 = (1 << 64) - 1
+#: CommandAck.ValidationError.DecryptionError
+_DECRYPTION_ERROR = 4
 _new = object.__new__
 #: what may follow the producer name in a MessageMetadata known to be plain without parsing it:
 #: sequence_id, publish_time, then optionally uncompressed_size and event_time, each a varint of
@@ -67,6 +80,8 @@ class EntryOpening:
     #: parsed: a metadata of the same producer with nothing but _PLAIN_AFTER_NAME after it is
     #: plain (no batch, compression nor chunks) and parses, without parsing it
     _meta_head: bytes = b""
+    #: opens encrypted entries (made at the first one)
+    _decryptor: MessageDecryptor | None = None
 
     def _consumed(self, n: int) -> None: ...  # noqa: D102
     def _deliver(self, messages: list[Message]) -> None: ...  # noqa: D102
@@ -116,7 +131,7 @@ class EntryOpening:
                         meta = None
                     plain = (
                         meta is not None and not meta.HasField("num_messages_in_batch")
-                        and meta.num_chunks_from_msg <= 1 and not meta.compression
+                        and meta.num_chunks_from_msg <= 1 and not meta.compression and not meta.encryption_keys
                     )
                     if plain and meta_size > 2 and meta_bytes[0] == 0x0A and meta_bytes[1] < 0x80:
                         head = self._meta_head = meta_bytes[: 2 + meta_bytes[1]]
@@ -208,6 +223,11 @@ class EntryOpening:
                 self._consumed(1)
                 return []
             payload, chunk_ids = whole
+        if meta.encryption_keys:
+            opened = self._decrypted(meta, payload, key, chunk_ids, redelivery_count)
+            if not isinstance(opened, bytes):
+                return opened
+            payload = opened
         if meta.compression != CompressionType.NONE:
             payload = decompress(meta.compression, payload, meta.uncompressed_size, max_size=1 << 31)
         start = self._start_id
@@ -227,3 +247,40 @@ class EntryOpening:
         if skipped:
             self._consumed(skipped)
         return out
+
+    def _decrypted(
+        self, meta: MessageMetadata, payload: bytes, key: tuple[IdPart, IdPart], chunk_ids: Any, redelivery_count: int,
+    ) -> bytes | list[Message]:
+        """An encrypted entry's payload decrypted, or what the crypto failure action makes of an
+        entry that cannot be: CONSUME, the entry as one message still encrypted; DISCARD, nothing
+        (acknowledged as a decryption error); FAIL, nothing (left unacknowledged: it comes again
+        with a redelivery, as the official clients do)."""
+        decryptor = self._decryptor
+        if decryptor is None:
+            decryptor = self._decryptor = MessageDecryptor(self.config.crypto_key_reader)
+        opened = decryptor.decrypt(meta, payload)
+        if opened is not None:
+            return opened
+        count = meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
+        action = self.config.crypto_failure_action
+        if action == ConsumerCryptoFailureAction.CONSUME:
+            log.warning("consumer %s: delivering an entry of %s it cannot decrypt, still encrypted", self.name, self.topic)
+            msg_id = fast_message_id(key[0], key[1], _NO_BATCH_INDEX, self._partition_part, 0, self.topic)
+            if chunk_ids is not None:
+                msg_id._chunk_ids = chunk_ids
+            msg = fast_message(payload, meta, None, msg_id, self.topic, redelivery_count, None, self)
+            msg.__class__ = EncryptedMessage
+            if count > 1:
+                self._consumed(count - 1)
+            return [msg]
+        self._consumed(count)
+        ids = [MessageIdData(ledger_id=int(key[0]) & _U64, entry_id=int(key[1]) & _U64)]
+        if action == ConsumerCryptoFailureAction.DISCARD:
+            log.warning("consumer %s: discarding an entry of %s it cannot decrypt", self.name, self.topic)
+            ack = commands.ack(self.consumer_id, AckType.Individual, ids)
+            ack.ack.validation_error = _DECRYPTION_ERROR
+            self._send_command(ack)
+        else:
+            log.error("consumer %s: an entry of %s cannot be decrypted; not delivered (crypto_failure_action FAIL)",
+                      self.name, self.topic)
+        return []

@@ -18,6 +18,7 @@ from typing import Any
 
 from magnetar.client.api.config import BatchingType, ProducerConfig
 from magnetar.client.api.message import MessageId
+from magnetar.client.core.crypto import encryptor_for
 from magnetar.client.core.handler import ClientContext, ConnectionHandler
 from magnetar.client.core.registration import close_on_broker, producer_command, producers_of, register
 from magnetar.client.core.send_completion import SendCompletion
@@ -104,6 +105,8 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         self._encode = None if schema is None or getattr(schema, "schema_type", 0) == 0 else schema.encode
         #: bytes without options go into the one open batch as they are (batching on, not by key, no schema)
         self._plain_open = self._batching and not self._key_based and self._encode is None
+        #: end-to-end encryption of every payload (None: off)
+        self._encryptor = encryptor_for(config)
 
     @property
     def encoder(self) -> Callable[[Any], bytes] | None:
@@ -431,6 +434,8 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
             meta.compression = codec
             meta.uncompressed_size = len(payload)
             payload = compress(codec, payload)
+        if self._encryptor is not None:
+            payload = self._encryptor.encrypt(meta, payload)
         if self.schema_version:
             meta.schema_version = self.schema_version
         if single and self.config.chunking_enabled and len(payload) > self.max_message_size - _CHUNK_HEADROOM:

@@ -33,6 +33,7 @@ from magnetar.client.api.compat import (
 )
 from magnetar.client.api.config import BatchingType, ConsumerConfig, ProducerConfig
 from magnetar.client.api.crypto import CryptoKeyReader, EncryptionContext, EncryptionKey
+from magnetar.client.api.failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from magnetar.client.api.message import Message, MessageId
 from magnetar.client.api.policies import (
     ConsumerBatchReceivePolicy,
@@ -90,6 +91,7 @@ __all__ = [
     "AuthenticationBasic",
     "AuthenticationTLS",
     "AuthenticationToken",
+    "AutoClusterFailover",
     "AvroSchema",
     "BatchingType",
     "BytesSchema",
@@ -129,6 +131,8 @@ __all__ = [
     "Schema",
     "SchemaSerializationError",
     "SchemaTypeError",
+    "ServiceInfo",
+    "ServiceInfoProvider",
     "StringSchema",
     "TableView",
     "TopicsMode",

@@ -8,6 +8,7 @@ of new topics for patterns.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import ssl
@@ -18,12 +19,14 @@ from typing import Any
 from magnetar.client.api.arguments import InvalidArgument, check_optional, check_type, check_types
 from magnetar.client.api.auth import Authentication
 from magnetar.client.api.config import ConsumerConfig, ProducerConfig
+from magnetar.client.api.failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from magnetar.client.api.message import MessageId
 from magnetar.client.api.policies import DEFAULT_MAX_RECONSUME_TIMES, ConsumerDeadLetterPolicy, topics_mode
 from magnetar.client.core.connection import ConnectionPool
 from magnetar.client.core.consumer import AsyncConsumer
 from magnetar.client.core.crypto import load_keys
 from magnetar.client.core.dead_letter import DeadLetterHandler
+from magnetar.client.core.failover import ServiceSwitch
 from magnetar.client.core.lookup import HttpLookupService, LookupService, ServiceUrl
 from magnetar.client.core.multi_topic import AsyncMultiTopicsConsumer
 from magnetar.client.core.partitioned import AsyncPartitionedProducer, HashingScheme, PartitionsRoutingMode
@@ -101,7 +104,7 @@ class AsyncClient:
 
     def __init__(
         self,
-        service_url: str,
+        service_url: str | AutoClusterFailover | ServiceInfoProvider,
         authentication: Authentication | None = None,
         operation_timeout_seconds: float = 30,
         io_threads: int = 1,
@@ -126,7 +129,18 @@ class AsyncClient:
             raise InvalidArgument(
                 f"authentication must be a magnetar.client Authentication (e.g. AuthenticationToken), not {type(authentication).__name__}"
             )
+        #: what moves the client between clusters (None: one service URL)
+        self.service_switch: ServiceSwitch | None = None
+        if isinstance(service_url, (AutoClusterFailover, ServiceInfoProvider)):
+            if authentication is not None:
+                raise InvalidArgument("authentication cannot be set with AutoClusterFailover or ServiceInfoProvider;"
+                                      " set it on each ServiceInfo")
+            self.service_switch = ServiceSwitch(service_url)
+            info = self.service_switch.current
+            service_url, authentication = info.service_url, info.authentication
+            tls_trust_certs_file_path = info.tls_trust_certs_file_path or tls_trust_certs_file_path
         check_types(locals(), _CLIENT_OPTION_TYPES, _OPTIONAL_CLIENT_OPTION_TYPES)
+        self._service_info = ServiceInfo(service_url, authentication, tls_trust_certs_file_path)
         self.service_url = ServiceUrl.parse(service_url)
         if use_tls and not self.service_url.tls:
             self.service_url = ServiceUrl({"pulsar": "pulsar+ssl", "http": "https"}[self.service_url.scheme], self.service_url.hosts)
@@ -151,6 +165,9 @@ class AsyncClient:
         self.lookup: LookupService = lookup_cls(self.pool, self.service_url, self.operation_timeout, listener_name)
         self._handles: list[Any] = []
         self._closed = False
+        if self.service_switch is not None:
+            with contextlib.suppress(RuntimeError):  # no loop yet: started by the first create / subscribe
+                self.service_switch.start(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -161,6 +178,20 @@ class AsyncClient:
     def _check_open(self) -> None:
         if self._closed:
             raise AlreadyClosed("client is closed")
+        if self.service_switch is not None:
+            self.service_switch.start(self)
+
+    def get_service_info(self) -> ServiceInfo:
+        """The service (cluster) the client uses now."""
+        return self.service_switch.current if self.service_switch is not None else self._service_info
+
+    async def _use_service(self, info: ServiceInfo) -> None:
+        """Move to another cluster: lookups go to ``info``'s URL, and every connection is closed so
+        that producers and consumers reconnect there."""
+        self.service_url = self.lookup.service_url = ServiceUrl.parse(info.service_url)
+        if info.authentication is not None:
+            self.pool.authentication = info.authentication
+        await self.pool.close()
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """Partition topic names of ``topic`` (itself when not partitioned)."""
@@ -380,6 +411,8 @@ class AsyncClient:
             except PulsarError:
                 pass
         self._handles.clear()
+        if self.service_switch is not None:
+            self.service_switch.close()
         await self.pool.close()
         self._closed = True
 

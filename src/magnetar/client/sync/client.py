@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from magnetar.client.api.arguments import InvalidArgument
 from magnetar.client.api.config import DEFAULT_BATCH_RECEIVE_POLICY
+from magnetar.client.api.failover import ServiceInfo
 from magnetar.client.api.message import Message, MessageId
 from magnetar.client.core.client import AsyncClient
 from magnetar.client.core.consumer import AsyncConsumer
@@ -54,7 +55,7 @@ T = TypeVar("T")
 class Client:
     """Synchronous client with the methods and options of ``pulsar.Client``."""
 
-    def __init__(self, service_url: str, authentication: Any = None, **options: Any) -> None:
+    def __init__(self, service_url: Any, authentication: Any = None, **options: Any) -> None:
         options["authentication"] = authentication
         self._thread = LoopThread()
         self._listener_pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -69,6 +70,10 @@ class Client:
             raise
         self._listener_threads = max(1, self._client.message_listener_threads)
         self._timeout = self._client.operation_timeout + 5
+
+    def get_service_info(self) -> ServiceInfo:
+        """The service (cluster) the client uses now (it changes with AutoClusterFailover)."""
+        return self._client.get_service_info()
 
     @property
     def async_client(self) -> AsyncClient:

@@ -132,13 +132,13 @@ class AsyncClient:
         #: what moves the client between clusters (None: one service URL)
         self.service_switch: ServiceSwitch | None = None
         if isinstance(service_url, (AutoClusterFailover, ServiceInfoProvider)):
-            if authentication is not None:
-                raise InvalidArgument("authentication cannot be set with AutoClusterFailover or ServiceInfoProvider;"
-                                      " set it on each ServiceInfo")
+            if authentication is not None or tls_trust_certs_file_path is not None:
+                raise InvalidArgument("authentication and tls_trust_certs_file_path cannot be set with"
+                                      " AutoClusterFailover or ServiceInfoProvider; set them on each ServiceInfo")
             self.service_switch = ServiceSwitch(service_url)
             info = self.service_switch.current
             service_url, authentication = info.service_url, info.authentication
-            tls_trust_certs_file_path = info.tls_trust_certs_file_path or tls_trust_certs_file_path
+            tls_trust_certs_file_path = info.tls_trust_certs_file_path
         check_types(locals(), _CLIENT_OPTION_TYPES, _OPTIONAL_CLIENT_OPTION_TYPES)
         self._service_info = ServiceInfo(service_url, authentication, tls_trust_certs_file_path)
         self.service_url = ServiceUrl.parse(service_url)

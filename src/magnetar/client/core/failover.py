@@ -14,6 +14,7 @@ import contextlib
 import logging
 from typing import Protocol
 
+from magnetar.client.api.arguments import InvalidArgument
 from magnetar.client.api.failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from magnetar.client.core.lookup import ServiceUrl
 
@@ -45,6 +46,9 @@ class ServiceSwitch:
     def __init__(self, config: AutoClusterFailover | ServiceInfoProvider) -> None:
         self.config = config
         self.current = config.primary if isinstance(config, AutoClusterFailover) else config.initial_service_info()
+        if not isinstance(self.current, ServiceInfo):
+            raise InvalidArgument(f"the service info provider's initial service is a {type(self.current).__name__},"
+                                  " not a ServiceInfo")
         self._task: asyncio.Task | None = None
         self._client: SwitchingClient | None = None
         self._failures = 0
@@ -60,7 +64,10 @@ class ServiceSwitch:
             self._task = loop.create_task(self._probe_loop(self.config))
         else:
             def update(info: ServiceInfo) -> None:
-                loop.call_soon_threadsafe(lambda: loop.create_task(self._move(info)))
+                if not isinstance(info, ServiceInfo):
+                    raise InvalidArgument(f"a service info update must be a ServiceInfo, not {type(info).__name__}")
+                previous, self.current = self.current, info  # get_service_info() says so at once
+                loop.call_soon_threadsafe(lambda: loop.create_task(self._move(info, previous)))
             self.config.initialize(update)
 
     def close(self) -> None:
@@ -70,10 +77,11 @@ class ServiceSwitch:
         if isinstance(self.config, ServiceInfoProvider):
             self.config.close()
 
-    async def _move(self, info: ServiceInfo) -> None:
-        if info is self.current or self._client is None:
+    async def _move(self, info: ServiceInfo, previous: ServiceInfo | None = None) -> None:
+        previous = previous or self.current
+        if info is previous or self._client is None:
             return
-        log.warning("cluster failover: moving from %s to %s", self.current.service_url, info.service_url)
+        log.warning("cluster failover: moving from %s to %s", previous.service_url, info.service_url)
         self.current = info
         self._failures = self._successes = 0
         await self._client._use_service(info)

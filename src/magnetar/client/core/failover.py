@@ -20,11 +20,21 @@ from magnetar.client.core.lookup import ServiceUrl
 
 log = logging.getLogger("magnetar.client")
 
+#: seconds a provider's update from another thread waits for the client to move
+MOVE_TIMEOUT = 30.0
+
 
 class SwitchingClient(Protocol):
     """What a ServiceSwitch needs of its client."""
 
     async def _use_service(self, info: ServiceInfo) -> None: ...  # noqa: D102
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 async def reachable(info: ServiceInfo, timeout: float) -> bool:
@@ -67,7 +77,9 @@ class ServiceSwitch:
                 if not isinstance(info, ServiceInfo):
                     raise InvalidArgument(f"a service info update must be a ServiceInfo, not {type(info).__name__}")
                 previous, self.current = self.current, info  # get_service_info() says so at once
-                loop.call_soon_threadsafe(lambda: loop.create_task(self._move(info, previous)))
+                moved = asyncio.run_coroutine_threadsafe(self._move(info, previous), loop)
+                if _running_loop() is not loop:  # another thread: back once the connections are moved
+                    moved.result(MOVE_TIMEOUT)
             self.config.initialize(update)
 
     def close(self) -> None:

@@ -358,11 +358,13 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         first_sequence_id: int,
         last_sequence_id: int,
         callback: Callable[[PulsarError | None, MessageId | None], None] | None,
+        txn: tuple[int, int] | None = None,
     ) -> None:
         """(the client's loop) Send ``count`` messages already encoded as one batch payload as one
         entry with these sequence ids, after whatever this producer batched message by message;
         ``callback(error, message_id)`` runs once for the whole batch (the id of its first message).
-        For bulk writers (:mod:`magnetar.client.bulk`) that build batches column at a time."""
+        For bulk writers (:mod:`magnetar.client.bulk`) that build batches column at a time; ``txn``:
+        the id of the transaction they belong to (its partition registered by the caller)."""
         if self.closed:
             raise AlreadyClosed(f"producer {self.name} on {self.topic} is closed")
         if self._fenced is not None:
@@ -379,6 +381,8 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         )
         if last_sequence_id != first_sequence_id:
             meta.highest_sequence_id = last_sequence_id
+        if txn is not None:
+            meta.txnid_most_bits, meta.txnid_least_bits = txn
         self._enqueue(meta, payload, count, first_sequence_id, last_sequence_id, [callback], batched=True)
 
     def _on_batch_timer(self) -> None:

@@ -138,6 +138,12 @@ class AsyncTransaction:
         return fut
 
     # -- sends ---------------------------------------------------------------------------------------
+    async def register_partition(self, topic: str) -> None:
+        """Register ``topic`` (a partition) with the coordinator (once), for writers that send
+        batches of their own with this transaction's id (:func:`magnetar.client.bulk.send_batch`)."""
+        self._check_open()
+        await self._registered(self._partitions, topic, lambda: self._tc.add_partition(self._id, topic))
+
     def queue_send(self, producer: TxnProducer, content: Any, waiter: Any, sequence_id: int | None,
                    options: dict[str, Any]) -> None:
         """Queue a message of this transaction on ``producer`` (one partition's): at once when its

@@ -86,6 +86,7 @@ class TransactionCoordinatorClient:
     async def _request(self, tc_id: int, ctype: CommandType, field: str, fill: dict[str, Any]) -> Any:
         """Send one coordinator command (filled from ``fill``) and return its response; a lost
         connection is connected again and the command sent once more."""
+        await self.start()
         for attempt in range(2):
             conn = await self._connection(tc_id)
             rid = conn.new_request_id()
@@ -109,7 +110,7 @@ class TransactionCoordinatorClient:
 
     async def new_txn(self, timeout_ms: int) -> TxnId:
         """NEW_TXN on the next coordinator in turn; the new transaction's id."""
-        await self.start()
+        await self.start()  # (the number of coordinators is known from here on)
         tc_id = next(self._turn) % self._coordinators
         # the field is named in seconds, but Pulsar's clients and brokers use milliseconds
         resp = await self._request(tc_id, CommandType.NEW_TXN, "new_txn", {"tc_id": tc_id, "txn_ttl_seconds": timeout_ms})

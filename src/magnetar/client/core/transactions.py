@@ -159,8 +159,6 @@ class AsyncTransaction:
             resolve(waiter, error, msg_id)
 
         def queue(_: object = None) -> None:
-            if not registered.done() or registered is not self._partitions.get(topic, registered):
-                return
             if self._waiting.get(topic):
                 self._waiting[topic] -= 1
             error = registered.exception()

@@ -55,6 +55,7 @@ from magnetar.client.core.partitioned import (
 from magnetar.client.core.producer import AsyncProducer
 from magnetar.client.core.reader import AsyncReader
 from magnetar.client.core.tableview import AsyncTableView
+from magnetar.client.core.transactions import AsyncTransaction, TransactionState
 from magnetar.client.exceptions import *  # noqa: F403 - the flat exception hierarchy is part of the API
 from magnetar.client.exceptions import Result
 from magnetar.client.schema import (
@@ -68,7 +69,7 @@ from magnetar.client.schema import (
     SchemaTypeError,
     StringSchema,
 )
-from magnetar.client.sync import Client, Consumer, Producer, Reader, TableView
+from magnetar.client.sync import Client, Consumer, Producer, Reader, TableView, Transaction
 from magnetar.protocol.enums import (
     InitialPosition,
     KeySharedMode,
@@ -87,6 +88,7 @@ __all__ = [
     "AsyncProducer",
     "AsyncReader",
     "AsyncTableView",
+    "AsyncTransaction",
     "Authentication",
     "AuthenticationBasic",
     "AuthenticationTLS",
@@ -136,6 +138,8 @@ __all__ = [
     "StringSchema",
     "TableView",
     "TopicsMode",
+    "Transaction",
+    "TransactionState",
     "asyncio",
     "exceptions",
     "partition_for_key",

@@ -22,6 +22,7 @@ from magnetar.client.core.multi_topic import AsyncMultiTopicsConsumer
 from magnetar.client.core.partitioned import AsyncPartitionedProducer, PartitionsRoutingMode
 from magnetar.client.core.producer import AsyncProducer
 from magnetar.client.core.reader import AsyncReader
+from magnetar.client.core.transactions import AsyncTransaction, TransactionState
 from magnetar.client.exceptions import AlreadyClosed
 from magnetar.client.exceptions import PulsarError as PulsarException
 from magnetar.protocol.enums import InitialPosition, ProducerAccessMode
@@ -61,14 +62,16 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: Any = None,
+        txn: AsyncTransaction | None = None,
     ) -> MessageId:
-        """Publish one message and return its id once the broker stored it."""
+        """Publish one message and return its id once the broker stored it (in the transaction
+        ``txn`` when given: visible once it is committed)."""
         self._state.check(f"producer on {self.core.topic}")
         return await self.core.send(
             content, properties=properties, partition_key=partition_key, ordering_key=ordering_key,
             sequence_id=sequence_id, replication_clusters=replication_clusters,
             disable_replication=bool(disable_replication), event_timestamp=event_timestamp,
-            deliver_at=deliver_at, deliver_after=deliver_after,
+            deliver_at=deliver_at, deliver_after=deliver_after, txn=txn,
         )
 
     async def flush(self) -> None:
@@ -121,14 +124,22 @@ class Consumer:
         self._check()
         return await self.core.batch_receive()
 
-    async def acknowledge(self, message: Message | MessageId) -> None:
-        """Acknowledge one message (grouped: sent within ack_group_time_ms)."""
+    async def acknowledge(self, message: Message | MessageId, txn: AsyncTransaction | None = None) -> None:
+        """Acknowledge one message (grouped: sent within ack_group_time_ms; in the transaction
+        ``txn``: at once, returning once the broker holds it)."""
         self._check()
+        if txn is not None:
+            await self.core.acknowledge(message, txn)
+            return
         self.core.acknowledge(message)
 
-    async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
-        """Acknowledge every message up to and including this one (Exclusive / Failover)."""
+    async def acknowledge_cumulative(self, message: Message | MessageId, txn: AsyncTransaction | None = None) -> None:
+        """Acknowledge every message up to and including this one (Exclusive / Failover), in the
+        transaction ``txn`` when given."""
         self._check()
+        if txn is not None:
+            await self.core.acknowledge_cumulative(message, txn)
+            return
         self.core.acknowledge_cumulative(message)
 
     async def negative_acknowledge(self, message: Message | MessageId) -> None:
@@ -249,6 +260,11 @@ class Client:
         self._state.check("create_reader")
         return Reader(await self.core.create_reader(topic, start_message_id, schema, **options), self._state)
 
+    async def new_transaction(self, timeout_ms: int = 60000) -> AsyncTransaction:
+        """A new transaction (the client must be created with ``enable_transaction=True``)."""
+        self._state.check("new_transaction")
+        return await self.core.new_transaction(timeout_ms)
+
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """The partitions of a topic (the topic itself when not partitioned)."""
         return await self.core.get_topic_partitions(topic)
@@ -288,4 +304,5 @@ __all__ = [
     "PulsarException",
     "Reader",
     "RegexSubscriptionMode",
+    "TransactionState",
 ]

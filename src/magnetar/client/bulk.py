@@ -12,8 +12,9 @@ helper use it):
 - :func:`encode_batch_payload` ``(payloads, keys, properties, event_times)`` -> ``bytes``: the
   payload of a batch entry as a producer would batch these messages one by one;
 - :func:`send_batch` ``(producer, payload, count, first_sequence_id, last_sequence_id,
-  callback)``: (on the client's loop) send such a payload through an
-  :class:`~magnetar.client.core.producer.AsyncProducer` as one entry.
+  callback, txn=None)``: (on the client's loop) send such a payload through an
+  :class:`~magnetar.client.core.producer.AsyncProducer` as one entry (in a transaction: its id,
+  the partition registered first with ``AsyncTransaction.register_partition``).
 
 The machinery lives in the core (:mod:`magnetar.client.core.entry_reader`,
 :mod:`~magnetar.client.core.columns`, :mod:`~magnetar.client.core.batch_payload`).

@@ -108,6 +108,9 @@ _PRODUCER_KEYS: list[tuple[str, str, Callable[[str], Callable[[str], Any]], floa
     ("sendTimeoutMs", "send_timeout_millis", lambda n: _int(n, 0), 1),
     ("maxPendingMessages", "max_pending_messages", lambda n: _int(n, 0), 1),
     ("chunkingEnabled", "chunking_enabled", _bool, 1),
+    # exactly once through transactions (spark/transactional.py takes these two out)
+    ("transactional", "transactional", _bool, 1),
+    ("transactionTimeoutMs", "transaction_timeout_ms", lambda n: _int(n, 1), 1),
 ]
 
 
@@ -444,6 +447,7 @@ class SinkOptions:
     admin_url: str | None
     topic: str | None
     producer: dict[str, Any]
+    checkpoint: str | None = None
 
 
 def sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -469,4 +473,5 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
         admin_url=admin,
         topic=_topic_name("topic", topic, False) if topic else None,
         producer=passed["pulsar.producer."],
+        checkpoint=plain.get("checkpointLocation"),
     )

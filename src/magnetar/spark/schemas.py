@@ -536,3 +536,30 @@ def check_record_fits(avro: Any, columns: StructType) -> None:
         nullable = isinstance(t, list) and "null" in t
         if "default" not in f and not nullable:
             raise PulsarSchemaError(f"the DataFrame has no column for the field {name!r} of the topic's schema, which has no default")
+
+
+def json_encoder(convs: list[tuple[str, Any]]) -> Any:
+    """A row (dict) -> JSON bytes encoder of these (column, converter) pairs."""
+    dumps = json.dumps
+
+    def encode(row: dict) -> bytes:
+        return dumps({c: conv(row.get(c)) for c, conv in convs}, separators=(",", ":"), default=json_default).encode()
+
+    return encode
+
+
+def avro_encoder(codec: Any, avro: dict, convs: list[tuple[str, Any]]) -> Any:
+    """A row (dict) -> Avro bytes encoder for the record schema ``avro`` (nullable fields without a column: null)."""
+    names = {f["name"] for f in avro["fields"]}
+    present = [(c, conv) for c, conv in convs if c in names]
+    columns = {c for c, _ in convs}
+    # fields without a column: null when nullable (the codec uses the default of the others)
+    nulls = {
+        f["name"]: None for f in avro["fields"]
+        if f["name"] not in columns and isinstance(f["type"], list) and "null" in f["type"]
+    }
+
+    def encode(row: dict) -> bytes:
+        return codec.encode({**nulls, **{c: conv(row[c]) for c, conv in present}})
+
+    return encode

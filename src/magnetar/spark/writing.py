@@ -15,6 +15,9 @@ micro-batch sends again: effectively once. Rows without a key go to the partitio
 partitioned topic in fixed blocks of rows for the same reason (keyed rows go by the key's hash,
 as the Java client routes them).
 
+With ``pulsar.producer.transactional=true``: exactly once through transactions, each task's rows in
+a transaction the driver commits with the job or micro-batch (:mod:`magnetar.spark.transactional`).
+
 Batches are built here, not message by message in the producer: each partition's rows collect
 in an open batch that is encoded in one go (:func:`magnetar.client.bulk.encode_batch_payload`)
 and handed to the producer as one send (:func:`magnetar.client.bulk.send_batch`) once it holds
@@ -41,10 +44,21 @@ from magnetar.spark.options import ClientSettings, sink_options
 from magnetar.spark.schemas import (
     META_NAMES,
     PulsarSchemaError,
+    avro_encoder,
     check_record_fits,
-    json_default,
+    json_encoder,
     plain_converter,
     spark_to_avro,
+)
+from magnetar.spark.transactional import (
+    TxnPlan,
+    abort_quietly,
+    commit_micro_batch,
+    end_transactions,
+    open_transaction,
+    plan_transactions,
+    register_partitions,
+    txns_of,
 )
 
 log = logging.getLogger("magnetar.spark")
@@ -78,13 +92,18 @@ class WritePlan:
     job_id: str = ""
     streaming: bool = False
     columns: list[str] = field(default_factory=list)
+    #: exactly once through transactions (None: at least once)
+    txn: TxnPlan | None = None
 
 
 class PulsarCommitMessage(WriterCommitMessage):
     """What a task wrote."""
 
-    def __init__(self, partition: int, written: int, duplicates: int, producer_name: str) -> None:
+    def __init__(self, partition: int, written: int, duplicates: int, producer_name: str,
+                 txn: tuple[int, int] | None = None) -> None:
         self.partition = partition
+        #: the task's transaction, committed by the driver (None without transactions)
+        self.txn = txn
         self.written = written
         self.duplicates = duplicates
         self.producer_name = producer_name
@@ -132,11 +151,12 @@ def plan_write(options: Any, schema: StructType, streaming: bool) -> WritePlan:
         derived = json.dumps(spark_to_avro(record_type), separators=(",", ":"))
         if opts.topic is not None:
             _check_topic_schema(opts.settings, opts.topic, record_type)
+    producer, settings, txn = plan_transactions(opts.producer, opts.settings, opts.checkpoint, streaming)
     return WritePlan(
-        settings=opts.settings, topic=opts.topic, value=value, record_columns=records, derived=derived,
+        settings=settings, topic=opts.topic, value=value, record_columns=records, derived=derived,
         record_types={c: types[c] for c in records},
-        producer=dict(opts.producer), job_id=uuid.uuid4().hex[:12], streaming=streaming,
-        columns=[f.name for f in schema.fields],
+        producer=producer, job_id=uuid.uuid4().hex[:12], streaming=streaming,
+        columns=[f.name for f in schema.fields], txn=txn,
     )
 
 
@@ -217,14 +237,14 @@ class _Target:
             columns = [(c, plain_converter(plan.record_types[c])) for c in plan.record_columns]
             if kind is None or kind == SchemaType.NONE:
                 schema = _registry_schema(SchemaType.JSON, TopicName.parse(parent).local_name, plan.derived.encode(), {})
-                self.encode = _json_encoder(columns)
+                self.encode = json_encoder(columns)
             elif kind == SchemaType.JSON:
                 schema = _registry_schema(kind, info.name, bytes(info.schema_data), props)
-                self.encode = _json_encoder(columns)
+                self.encode = json_encoder(columns)
             elif kind == SchemaType.AVRO:
                 avro = json.loads(bytes(info.schema_data))
                 schema = _registry_schema(kind, info.name, bytes(info.schema_data), props)
-                self.encode = _avro_encoder(AvroCodec(avro), avro, columns)
+                self.encode = avro_encoder(AvroCodec(avro), avro, columns)
             else:
                 raise PulsarSchemaError(f"topic {topic} has a {SchemaType(kind).name} schema: write a value column, not records")
         partitions = client.get_topic_partitions(topic)
@@ -237,6 +257,8 @@ class _Target:
         self.producers = [
             client.create_producer(p, producer_name=writer.producer_name, schema=schema, **config) for p in partitions
         ]
+        if writer.txn is not None:
+            writer.run(register_partitions(writer.txn, partitions))
         self.max_bytes = self.producers[0].core.config.batching_max_allowed_size_in_bytes
         #: the rows of each producer not handed over yet
         self.open = [OpenBatch() for _ in self.producers]
@@ -257,31 +279,6 @@ class _Target:
             if len(self._partition_of) < 100_000:
                 self._partition_of[key] = index
         return index
-
-
-def _json_encoder(convs: list[tuple[str, Any]]) -> Any:
-    dumps = json.dumps
-
-    def encode(row: dict) -> bytes:
-        return dumps({c: conv(row.get(c)) for c, conv in convs}, separators=(",", ":"), default=json_default).encode()
-
-    return encode
-
-
-def _avro_encoder(codec: Any, avro: dict, convs: list[tuple[str, Any]]) -> Any:
-    names = {f["name"] for f in avro["fields"]}
-    present = [(c, conv) for c, conv in convs if c in names]
-    columns = {c for c, _ in convs}
-    # fields without a column: null when nullable (the codec uses the default of the others)
-    nulls = {
-        f["name"]: None for f in avro["fields"]
-        if f["name"] not in columns and isinstance(f["type"], list) and "null" in f["type"]
-    }
-
-    def encode(row: dict) -> bytes:
-        return codec.encode({**nulls, **{c: conv(row[c]) for c, conv in present}})
-
-    return encode
 
 
 class _TaskWriter:
@@ -313,6 +310,9 @@ class _TaskWriter:
         self.duplicates = 0
         self.done = 0
         self._lock = threading.Lock()
+        #: the task's transaction (plan.txn), its id on every send
+        self.txn = open_transaction(self.client, plan.txn)
+        self.txn_id = None if self.txn is None else self.txn.id()
 
     def run(self, coro: Any) -> Any:
         fut = self._asyncio.run_coroutine_threadsafe(coro, self.client.loop)
@@ -353,14 +353,16 @@ class _TaskWriter:
         payload = encode_batch_payload(batch.values, keys, props, events)
         core = target.producers[index].core
         done = self._batch_callback(count)
-        self.client.loop.call_soon_threadsafe(self._send_batch, core, payload, count, batch.first_seq, batch.last_seq, done)
+        self.client.loop.call_soon_threadsafe(
+            self._send_batch, core, payload, count, batch.first_seq, batch.last_seq, done, self.txn_id
+        )
 
     @staticmethod
-    def _send_batch(core: Any, payload: bytes, count: int, first: int, last: int, done: Any) -> None:
+    def _send_batch(core: Any, payload: bytes, count: int, first: int, last: int, done: Any, txn: Any) -> None:
         from magnetar.client.bulk import send_batch
 
         try:
-            send_batch(core, payload, count, first, last, done)
+            send_batch(core, payload, count, first, last, done, txn)
         except Exception as exc:  # refused before it was queued (closed, fenced)
             done(exc, None)
 
@@ -389,9 +391,12 @@ class _TaskWriter:
                 if batch.num_rows:
                     row = self._write_rows(batch, row)
             self.flush()
+        except BaseException:
+            abort_quietly(self.txn)
+            raise
         finally:
             self.client.close()
-        return PulsarCommitMessage(self.partition, self.done, self.duplicates, self.producer_name)
+        return PulsarCommitMessage(self.partition, self.done, self.duplicates, self.producer_name, self.txn_id)
 
     def _columns(self, batch: Any) -> tuple[Any, ...]:
         """(topics, keys, properties, event times in microseconds, values) of an Arrow batch as lists."""
@@ -522,6 +527,8 @@ class _TaskWriter:
                 options["properties"] = prop
             if event is not None:
                 options["event_timestamp"] = event
+            if self.txn is not None:
+                options["txn"] = self.txn.core
             core = target.producers[index].core
             self.client.loop.call_soon_threadsafe(self._send_single, core, content, self.callback, options)
             return
@@ -559,9 +566,15 @@ class PulsarBatchWriter(DataSourceArrowWriter):
         return _TaskWriter(self.plan).write(iterator)
 
     def commit(self, messages: list[Any]) -> None:
+        if self.plan.txn is not None:
+            end_transactions(self.plan.settings, txns_of(messages), commit=True)
         _summary(messages, f"pulsar write {self.plan.job_id}")
 
     def abort(self, messages: list[Any]) -> None:
+        if self.plan.txn is not None:
+            end_transactions(self.plan.settings, txns_of(messages), commit=False)
+            log.warning("pulsar write %s aborted: its transactions are aborted", self.plan.job_id)
+            return
         log.warning("pulsar write %s aborted: messages already sent stay in the topic", self.plan.job_id)
 
 
@@ -575,7 +588,11 @@ class PulsarStreamWriter(DataSourceStreamArrowWriter):
         return _TaskWriter(self.plan).write(iterator)
 
     def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 - Spark's name
+        if self.plan.txn is not None:
+            commit_micro_batch(self.plan.settings, self.plan.txn, batchId, messages)
         _summary(messages, f"pulsar sink, micro-batch {batchId}")
 
     def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
+        if self.plan.txn is not None:
+            end_transactions(self.plan.settings, txns_of(messages), commit=False)
         log.warning("pulsar sink: micro-batch %d aborted; it is sent again when replayed", batchId)

@@ -99,3 +99,14 @@ def test_cumulative_in_a_transaction() -> None:
     pending.end(T2, commit=True)
     assert sub.cursor.mark_delete == 5
     _conflict(lambda: pending.add((0, 3), True, [(4, None, 0)]))
+
+
+def test_batch_indexes_of_one_transaction_add_up() -> None:
+    """A client acknowledging the messages of a batch one by one in a transaction sends one ack set
+    per message (only its own index cleared): the commit acknowledges every one of them."""
+    sub = FakeSubscription()
+    pending = PendingAcks(sub, "t")
+    for index in range(4):
+        pending.add(T1, False, [(9, [0b1111 & ~(1 << index)], 4)])
+    pending.end(T1, commit=True)
+    assert acked_indexes(sub.cursor.batches[9], 4) == {0, 1, 2, 3}

@@ -138,6 +138,9 @@ class PendingAcks:
         whole = []
         for entry_id, ack_set, batch_size in acks:
             if ack_set:
+                earlier = acks_of.batches.get(entry_id)
+                if earlier is not None:  # the indexes this transaction acknowledged before stay acknowledged
+                    ack_set = [x & y for x, y in zip(earlier[0], ack_set, strict=False)]
                 acks_of.batches[entry_id] = (list(ack_set), batch_size)
             elif entry_id not in self.held:
                 self.held[entry_id] = txn

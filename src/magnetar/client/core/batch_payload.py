@@ -84,11 +84,13 @@ def send_batch(
     first_sequence_id: int,
     last_sequence_id: int,
     callback: Callable[[PulsarError | None, MessageId | None], None] | None,
+    txn: tuple[int, int] | None = None,
 ) -> None:
     """(the client's loop) Send ``count`` messages, already encoded as one batch payload
     (:func:`encode_batch_payload`), as one entry with these sequence ids; ``callback(error,
-    message_id)`` runs once for the whole batch (the id of its first message)."""
-    producer.send_batch(payload, count, first_sequence_id, last_sequence_id, callback)
+    message_id)`` runs once for the whole batch (the id of its first message); ``txn``: the id of
+    the transaction it belongs to (:meth:`AsyncTransaction.register_partition` first)."""
+    producer.send_batch(payload, count, first_sequence_id, last_sequence_id, callback, txn)
 
 
 __all__ = ["encode_batch_payload", "send_batch"]

@@ -33,11 +33,14 @@ from magnetar.client.core.partitioned import AsyncPartitionedProducer, HashingSc
 from magnetar.client.core.producer import AsyncProducer
 from magnetar.client.core.reader import AsyncReader
 from magnetar.client.core.tableview import AsyncTableView
+from magnetar.client.core.transactions import AsyncTransaction
+from magnetar.client.core.txn_coordinator import TransactionCoordinatorClient
 from magnetar.client.exceptions import (
     AlreadyClosed,
     ConnectError,
     InvalidConfiguration,
     InvalidTopicName,
+    NotAllowedError,
     PulsarError,
 )
 from magnetar.protocol.enums import InitialPosition, SubType, TopicsMode
@@ -91,7 +94,7 @@ _CLIENT_OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
     "service_url": str, "operation_timeout_seconds": (int, float), "connection_timeout_ms": (int, float),
     "io_threads": int, "message_listener_threads": int, "concurrent_lookup_requests": int,
     "stats_interval_in_seconds": int, "use_tls": bool, "tls_allow_insecure_connection": bool,
-    "tls_validate_hostname": bool,
+    "tls_validate_hostname": bool, "enable_transaction": bool,
 }
 _OPTIONAL_CLIENT_OPTION_TYPES: dict[str, type | tuple[type, ...]] = {
     "log_conf_file_path": str, "tls_trust_certs_file_path": str,
@@ -124,6 +127,7 @@ class AsyncClient:
         *,
         keep_alive_interval_seconds: float = 30,
         partitions_update_interval_seconds: float = 60,
+        enable_transaction: bool = False,
     ) -> None:
         if authentication is not None and not isinstance(authentication, Authentication):
             raise InvalidArgument(
@@ -163,6 +167,8 @@ class AsyncClient:
         self.pool = ConnectionPool(connection_timeout_ms / 1000.0, keep_alive_interval_seconds, ssl_context, authentication)
         lookup_cls = HttpLookupService if self.service_url.http else LookupService
         self.lookup: LookupService = lookup_cls(self.pool, self.service_url, self.operation_timeout, listener_name)
+        #: the transaction coordinator client (None: transactions not enabled)
+        self.tc_client = TransactionCoordinatorClient(self.lookup, self.operation_timeout) if enable_transaction else None
         self._handles: list[Any] = []
         self._closed = False
         if self.service_switch is not None:
@@ -192,6 +198,18 @@ class AsyncClient:
         if info.authentication is not None:
             self.pool.authentication = info.authentication
         await self.pool.close()
+
+    async def new_transaction(self, timeout_ms: int = 60000) -> AsyncTransaction:
+        """A new transaction, aborted by its coordinator when not ended within ``timeout_ms``
+        (the client must be created with ``enable_transaction=True``: else NotAllowedError, at once)."""
+        self._check_open()
+        if self.tc_client is None:
+            raise NotAllowedError("transactions are not enabled on this client (create it with enable_transaction=True)")
+        check_type(timeout_ms, int, "timeout_ms")
+        if timeout_ms <= 0:
+            raise InvalidArgument(f"timeout_ms must be positive, not {timeout_ms}")
+        txn_id = await self.tc_client.new_txn(timeout_ms)
+        return AsyncTransaction(self.tc_client, txn_id, timeout_ms)
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """Partition topic names of ``topic`` (itself when not partitioned)."""

@@ -60,6 +60,14 @@ class ConsumerHandler(Protocol):
     def on_connection_lost(self, conn: ClientConnection) -> None: ...  # noqa: D102
 
 
+#: the transaction coordinator's answers (an ``error`` field when refused)
+_TXN_RESPONSES = {
+    CommandType.TC_CLIENT_CONNECT_RESPONSE,
+    CommandType.NEW_TXN_RESPONSE,
+    CommandType.ADD_PARTITION_TO_TXN_RESPONSE,
+    CommandType.ADD_SUBSCRIPTION_TO_TXN_RESPONSE,
+    CommandType.END_TXN_RESPONSE,
+}
 #: response types and the sub-command carrying their request id
 _RESPONSES = {
     CommandType.SUCCESS,
@@ -73,6 +81,7 @@ _RESPONSES = {
     CommandType.GET_SCHEMA_RESPONSE,
     CommandType.GET_OR_CREATE_SCHEMA_RESPONSE,
     CommandType.ACK_RESPONSE,
+    *_TXN_RESPONSES,
 }
 
 
@@ -280,7 +289,7 @@ class ClientConnection(FramedProtocol):
             "error_code"
         ):
             fut.set_exception(error_for(sub.error_code, sub.error_message))
-        elif t == CommandType.ACK_RESPONSE and sub.HasField("error"):
+        elif (t == CommandType.ACK_RESPONSE or t in _TXN_RESPONSES) and sub.HasField("error"):
             fut.set_exception(error_for(sub.error, sub.message))
         else:
             fut.set_result(command)

@@ -292,9 +292,12 @@ class AsyncConsumer(ConnectionHandler, ReceiverBase, EntryOpening):
         conn.send_command(commands.flow(self.consumer_id, permits))
 
     # -- acknowledgements ----------------------------------------------------------------
-    def acknowledge(self, message: Message | MessageId) -> Completed:
+    def acknowledge(self, message: Message | MessageId, txn: Any = None) -> Completed | asyncio.Future[None]:
         """Acknowledge one message (sent grouped within ack_group_time_ms); awaiting the result
-        is optional."""
+        is optional. In a transaction (``txn``) the ACK goes at once and the future returned
+        completes with its ACK_RESPONSE (see :mod:`.transactions`)."""
+        if txn is not None:
+            return txn.acknowledge(self, message, False)
         if message.__class__ is Message:
             mid = message._mid
             if mid is None:
@@ -372,12 +375,15 @@ class AsyncConsumer(ConnectionHandler, ReceiverBase, EntryOpening):
                 remaining.difference_update(indexes)
         self.acknowledge(last)
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> Completed:
-        """Acknowledge every message up to and including this one (Exclusive / Failover)."""
+    def acknowledge_cumulative(self, message: Message | MessageId, txn: Any = None) -> Completed | asyncio.Future[None]:
+        """Acknowledge every message up to and including this one (Exclusive / Failover), in the
+        transaction ``txn`` when given (as :meth:`acknowledge`)."""
         if self.config.consumer_type in (SubType.Shared, SubType.Key_Shared):
             raise CumulativeAcknowledgementNotAllowedError(
                 f"cumulative acknowledgement is not allowed on {self.config.consumer_type.name} subscriptions"
             )
+        if txn is not None:
+            return txn.acknowledge(self, message, True)
         self._acks.acknowledge_cumulative(message.message_id() if isinstance(message, Message) else message)
         return DONE
 

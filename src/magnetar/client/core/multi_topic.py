@@ -21,6 +21,7 @@ import logging
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from magnetar.client.api.config import ConsumerConfig
 from magnetar.client.api.message import Message, MessageId
@@ -247,13 +248,14 @@ class AsyncMultiTopicsConsumer(ReceiverBase):
         candidates = [c for c in tuple(self.consumers.values()) if c.partition == mid.partition]
         return candidates[0] if len(candidates) == 1 else None
 
-    def acknowledge(self, message: Message | MessageId) -> Completed:
-        """Acknowledge one message on the topic it came from (awaiting the result is optional)."""
-        return self.child_for(message).acknowledge(message)
+    def acknowledge(self, message: Message | MessageId, txn: Any = None) -> Completed | asyncio.Future[None]:
+        """Acknowledge one message on the topic it came from (awaiting the result is optional;
+        in the transaction ``txn`` when given)."""
+        return self.child_for(message).acknowledge(message, txn)
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> Completed:
-        """Cumulative acknowledgement on the message's topic."""
-        return self.child_for(message).acknowledge_cumulative(message)
+    def acknowledge_cumulative(self, message: Message | MessageId, txn: Any = None) -> Completed | asyncio.Future[None]:
+        """Cumulative acknowledgement on the message's topic (in the transaction ``txn`` when given)."""
+        return self.child_for(message).acknowledge_cumulative(message, txn)
 
     def negative_acknowledge(self, message: Message | MessageId) -> Completed:
         """Negative acknowledgement on the message's topic."""

@@ -201,9 +201,13 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         self.send_nowait(content, fut, **options)
         return fut
 
-    def send_nowait(self, content: Any, waiter: Any = None, sequence_id: int | None = None, **options: Any) -> None:
+    def send_nowait(
+        self, content: Any, waiter: Any = None, sequence_id: int | None = None, txn: Any = None, **options: Any
+    ) -> None:
         """Queue a message without waiting; ``waiter`` is a future or a callable(error, id); the
-        sequence id is the producer's next unless given.
+        sequence id is the producer's next unless given; ``txn``: the transaction it belongs to
+        (an :class:`~magnetar.client.core.transactions.AsyncTransaction`, which queues it once its
+        partition is registered).
 
         ``options``: properties, partition_key, ordering_key, event_timestamp, deliver_at,
         deliver_after, null_value, replication_clusters, disable_replication, raw (see
@@ -211,8 +215,11 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         goes straight into the open batch here: this runs once per message, so it does only what
         that case needs.
         """
+        if txn is not None:
+            txn.queue_send(self, content, waiter, sequence_id, options)
+            return
         batch = self._batch
-        if ((not options or _only_defaults(options)) and batch is not None and batch.count
+        if ((not options or _only_defaults(options)) and batch is not None and batch.count and batch.txn is None
                 and content.__class__ is bytes and self._plain_open and not self._closed
                 and batch.payload_bytes + len(content) < self._max_bytes):
             if sequence_id is None:
@@ -253,8 +260,10 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         replication_clusters: Any = None,
         disable_replication: bool = False,
         raw: bool = False,
+        txn: tuple[int, int] | None = None,
     ) -> None:
-        """:meth:`send_nowait` of any message: with options, into a batch of its own, or as a send of its own.
+        """:meth:`send_nowait` of any message: with options, into a batch of its own, or as a send of its own;
+        ``txn``: the id of its transaction (batched only with messages of the same transaction).
 
         ``content`` is encoded with the producer's schema unless ``raw`` (already bytes); None
         sends a null value (a tombstone).
@@ -286,20 +295,26 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
             self._sequence_id = sequence_id + 1
         self._pending_messages += 1
         if (self._batching and deliver_at is None and replicate_to is None
-                and len(content) < self.config.batching_max_allowed_size_in_bytes):
-            self._add_to_batch(bytes(content), waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp or 0, null_value)
+                and len(content) < self.config.batching_max_allowed_size_in_bytes
+                and (txn is None or not self._key_based)):
+            self._add_to_batch(
+                bytes(content), waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp or 0, null_value, txn
+            )
         else:
             self._flush_batches()
             self._send_single(
                 bytes(content), waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp or 0,
-                deliver_at, null_value, replicate_to,
+                deliver_at, null_value, replicate_to, txn,
             )
 
     def _add_to_batch(
         self, content: bytes, waiter: Any, properties: dict | None, key: str | None, ordering_key: bytes | None,
-        sequence_id: int, event_time: int, null_value: bool,
+        sequence_id: int, event_time: int, null_value: bool, txn: tuple[int, int] | None = None,
     ) -> None:
         batch = None if self._key_based else self._batch
+        if batch is not None and batch.txn != txn:  # a batch holds the messages of one transaction
+            self._flush_batch(batch)
+            batch = None
         if batch is None:
             batch = self._open_batch(key, ordering_key)
         size = len(content)
@@ -314,6 +329,7 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         else:
             single = encode_single_metadata(size, properties, key, ordering_key, event_time, None, null_value)
             head = _U32.pack(len(single)) + single
+        batch.txn = txn
         batch.add(head, content, plain)
         batch.payload_bytes += size
         batch.count += 1
@@ -345,11 +361,13 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         first_sequence_id: int,
         last_sequence_id: int,
         callback: Callable[[PulsarError | None, MessageId | None], None] | None,
+        txn: tuple[int, int] | None = None,
     ) -> None:
         """(the client's loop) Send ``count`` messages already encoded as one batch payload as one
         entry with these sequence ids, after whatever this producer batched message by message;
         ``callback(error, message_id)`` runs once for the whole batch (the id of its first message).
-        For bulk writers (:mod:`magnetar.client.bulk`) that build batches column at a time."""
+        For bulk writers (:mod:`magnetar.client.bulk`) that build batches column at a time; ``txn``:
+        the id of the transaction they belong to (its partition registered by the caller)."""
         if self.closed:
             raise AlreadyClosed(f"producer {self.name} on {self.topic} is closed")
         if self._fenced is not None:
@@ -366,6 +384,8 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         )
         if last_sequence_id != first_sequence_id:
             meta.highest_sequence_id = last_sequence_id
+        if txn is not None:
+            meta.txnid_most_bits, meta.txnid_least_bits = txn
         self._enqueue(meta, payload, count, first_sequence_id, last_sequence_id, [callback], batched=True)
 
     def _on_batch_timer(self) -> None:
@@ -400,14 +420,19 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
             meta.partition_key = batch.key
         if batch.ordering_key is not None:
             meta.ordering_key = batch.ordering_key
+        if batch.txn is not None:
+            meta.txnid_most_bits, meta.txnid_least_bits = batch.txn
         payload = batch.payload()
         self._enqueue(meta, payload, batch.count, batch.first_sequence_id, batch.last_sequence_id, batch.callbacks, batched=True)
 
     def _send_single(
         self, content: bytes, waiter: Any, properties: dict | None, key: str | None, ordering_key: bytes | None,
         sequence_id: int, event_time: int, deliver_at: int | None, null_value: bool, replicate_to: list[str] | None = None,
+        txn: tuple[int, int] | None = None,
     ) -> None:
         meta = MessageMetadata(producer_name=self.name, sequence_id=sequence_id, publish_time=int(time.time() * 1000))
+        if txn is not None:
+            meta.txnid_most_bits, meta.txnid_least_bits = txn
         if replicate_to:
             meta.replicate_to.extend(replicate_to)
         if properties:
@@ -459,6 +484,8 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
             s.num_messages = count
         if last_seq != first_seq:
             s.highest_sequence_id = last_seq
+        if meta.HasField("txnid_most_bits"):
+            s.txnid_most_bits, s.txnid_least_bits = meta.txnid_most_bits, meta.txnid_least_bits
         frame = encode_payload_frame(cmd, meta.SerializeToString(), payload)
         deadline = time.monotonic() + self.config.send_timeout_millis / 1000.0
         op = PendingSend(first_seq, last_seq, count, frame, callbacks, deadline)
@@ -484,6 +511,8 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
             cmd.send.producer_id = self.producer_id
             cmd.send.sequence_id = sequence_id
             cmd.send.is_chunk = True
+            if meta.HasField("txnid_most_bits"):
+                cmd.send.txnid_most_bits, cmd.send.txnid_least_bits = meta.txnid_most_bits, meta.txnid_least_bits
             frame = encode_payload_frame(cmd, meta.SerializeToString(), chunk)
             last = i == len(chunks) - 1
             op = PendingSend(sequence_id, sequence_id, 1 if last else 0, frame, callbacks if last else [], deadline)

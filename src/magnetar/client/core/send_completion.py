@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("magnetar.client.core.producer")
 
+#: refusals of a send in a transaction: that send fails (sending it again cannot help)
+_TXN_SEND_ERRORS = frozenset({
+    ServerError.TransactionNotFound, ServerError.InvalidTxnStatus, ServerError.TransactionCoordinatorNotFound,
+    ServerError.NotAllowedError,
+})
+
 
 class SendCompletion:
     """The completing side of a producer: receipts and send errors in, waiters completed."""
@@ -113,8 +119,9 @@ class SendCompletion:
         resolve_batch(callbacks, ledger_id, entry_id, partition, count, None)
 
     def on_send_error(self, error: Any) -> None:
-        """SEND_ERROR: a checksum error fails that send; anything else reconnects and resends."""
-        if error.error == ServerError.ChecksumError:
+        """SEND_ERROR: a checksum error or a transaction's refusal fails that send; anything else
+        reconnects and resends."""
+        if error.error == ServerError.ChecksumError or error.error in _TXN_SEND_ERRORS:
             for i, op in enumerate(self._pending):
                 if op.sequence_id == error.sequence_id:
                     del self._pending[i]

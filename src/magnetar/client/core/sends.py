@@ -81,7 +81,7 @@ class Batch:
 
     __slots__ = (
         "parts", "head", "head_size", "payload_bytes", "count", "callbacks", "first_sequence_id", "last_sequence_id", "key",
-        "ordering_key", "created",
+        "ordering_key", "created", "txn",
     )
 
     def __init__(self, key: str | None = None, ordering_key: bytes | None = None) -> None:
@@ -97,6 +97,8 @@ class Batch:
         self.key = key
         self.ordering_key = ordering_key
         self.created = time.monotonic()
+        #: the id of the transaction whose messages the batch holds (None: outside any)
+        self.txn: tuple[int, int] | None = None
 
     def add(self, head: bytes, content: bytes, plain: bool) -> None:
         """Append a message's head and content (the parts only; the counters are the caller's);

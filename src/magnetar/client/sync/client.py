@@ -45,6 +45,7 @@ from magnetar.client.sync.delivery import DeliveryWait
 from magnetar.client.sync.loop_thread import CallBatcher, LoopThread
 from magnetar.client.sync.producer import Producer
 from magnetar.client.sync.tableview import TableView
+from magnetar.client.sync.transaction import Transaction, core_of
 from magnetar.protocol.enums import ProducerAccessMode, SubType
 
 ConsumerType = SubType
@@ -151,6 +152,11 @@ class Client:
         """A table view of ``topic`` (as ``pulsar.Client.create_table_view``): the latest value of each
         key; returns once everything published before the call was read."""
         return TableView(self._run(self._client.create_table_view(topic, subscription_name, schema)), self._run)
+
+    def new_transaction(self, timeout_ms: int = 60000) -> Transaction:
+        """A new transaction, aborted by its coordinator when not ended within ``timeout_ms`` (the
+        client must be created with ``enable_transaction=True``: else NotAllowedError)."""
+        return Transaction(self._run(self._client.new_transaction(timeout_ms)), self._run)
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """Partition names of ``topic``."""
@@ -297,17 +303,33 @@ class Consumer:
                 return out
         return self._client._run(self._core.batch_receive(), None)
 
-    def acknowledge(self, message: Message | MessageId) -> None:
+    def acknowledge(self, message: Message | MessageId, txn: Transaction | None = None) -> None:
         """Acknowledge one message (queued for the loop thread, sent grouped); raises AlreadyClosed
-        once the consumer is closed."""
+        once the consumer is closed. In a transaction (``txn``) it waits for the broker's answer
+        (TransactionConflict when another transaction acknowledged the message)."""
         if self._core._closed:
             raise AlreadyClosed(f"consumer on {self._core.topic} is closed")
         if self._owner_check is not None:
             self._owner_check(message)
+        if txn is not None:
+            self._acknowledge_in(message, txn, False)
+            return
         self._calls.ack(message)
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
-        """Acknowledge up to this message (not on Shared and Key_Shared subscriptions)."""
+    def _acknowledge_in(self, message: Message | MessageId, txn: Transaction, cumulative: bool) -> None:
+        core, in_txn = self._core, core_of(txn)
+
+        async def ack() -> None:
+            if cumulative:
+                await core.acknowledge_cumulative(message, in_txn)
+            else:
+                await core.acknowledge(message, in_txn)
+
+        self._client._run(ack())
+
+    def acknowledge_cumulative(self, message: Message | MessageId, txn: Transaction | None = None) -> None:
+        """Acknowledge up to this message (not on Shared and Key_Shared subscriptions); in a
+        transaction as :meth:`acknowledge`."""
         kind = self._core.config.consumer_type
         if kind in (SubType.Shared, SubType.Key_Shared):
             raise CumulativeAcknowledgementNotAllowedError(f"cumulative acknowledgement is not allowed on {kind.name} subscriptions")
@@ -315,6 +337,9 @@ class Consumer:
             raise AlreadyClosed(f"consumer on {self._core.topic} is closed")
         if self._owner_check is not None:
             self._owner_check(message)
+        if txn is not None:
+            self._acknowledge_in(message, txn, True)
+            return
         self._calls.call(self._core.acknowledge_cumulative, message)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:

@@ -23,6 +23,7 @@ from magnetar.client.core.partitioned import AsyncPartitionedProducer
 from magnetar.client.core.producer import AsyncProducer
 from magnetar.client.exceptions import AlreadyClosed, ProducerQueueIsFull, PulsarError, Timeout
 from magnetar.client.sync.loop_thread import LoopThread
+from magnetar.client.sync.transaction import core_of
 
 log = logging.getLogger("magnetar.client")
 
@@ -93,9 +94,11 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: Any = None,
+        txn: Any = None,
     ) -> MessageId:
         """Publish and wait for the receipt; returns the message id (raises the send's error, or
-        Timeout 5 s after ``send_timeout_millis`` if no answer came at all)."""
+        Timeout 5 s after ``send_timeout_millis`` if no answer came at all). ``txn``: the
+        transaction the message belongs to (visible once it is committed)."""
         done = allocate_lock()
         done.acquire()
         outcome: list[Any] = []
@@ -111,7 +114,7 @@ class Producer:
         # needs the GIL this thread holds until it blocks
         self.send_async(
             content, settled, properties, partition_key, ordering_key, sequence_id, replication_clusters,
-            disable_replication, event_timestamp, deliver_at, deliver_after,
+            disable_replication, event_timestamp, deliver_at, deliver_after, txn,
         )
         if not done.acquire(True, wait_s):
             raise Timeout(f"producer {self._core.name}: send to {self._core.topic} did not complete")
@@ -132,9 +135,10 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: Any = None,
+        txn: Any = None,
     ) -> None:
         """Queue a message; ``callback(error, message_id)`` runs on the client's thread when it
-        completes (``error`` is None on success). Content that is not bytes (for a producer
+        completes (``error`` is None on success); ``txn``: its transaction. Content that is not bytes (for a producer
         without a schema) raises TypeError, an option of the wrong type InvalidArgument (a
         ValueError), a closed client AlreadyClosed."""
         if content.__class__ is not bytes and not self._typed and content is not None:
@@ -147,6 +151,8 @@ class Producer:
         else:
             options = _given_options(properties, partition_key, ordering_key, replication_clusters,
                                      disable_replication, event_timestamp, deliver_at, deliver_after)
+        if txn is not None:
+            options = {**(options or {}), "txn": core_of(txn)}
         if self._loop.is_closed():
             raise AlreadyClosed(f"producer {self._core.name} on {self._core.topic}: the client is closed")
         limit = self._limit

@@ -3,10 +3,15 @@ topics, over REST as pulsar-admin sends them; the broker client's credentials an
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.security import SecuritySettings
@@ -135,5 +140,48 @@ def test_secured_standalone_without_superuser_broker_client_makes_only_public(tm
         admin = create_token(secret, "admin")
         assert rest(url, "GET", "/admin/v2/tenants/public", token=admin)[0] == 200
         assert rest(url, "GET", "/admin/v2/namespaces/public", token=admin) == (200, [])
+    finally:
+        thread.stop()
+
+
+def _self_signed(base: Path, common_name: str) -> tuple[Path, Path]:
+    """A certificate of ``common_name`` and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = base / f"{common_name}.pem", base / f"{common_name}.key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+@pytest.mark.parametrize(("common_name", "namespaces"), [("admin", ["public/default"]), ("nobody", [])])
+def test_a_tls_broker_client_certificate_is_a_superuser_by_its_common_name(
+    tmp_path: Path, common_name: str, namespaces: list[str]
+) -> None:
+    """As the Go client's suite configures Pulsar: brokerClientAuthenticationPlugin AuthenticationTls with
+    a certificate whose CN is a superuser; Pulsar's standalone then makes public/default."""
+    secret = generate_secret_key()
+    (tmp_path / "secret.key").write_bytes(secret)
+    cert_file, key_file = _self_signed(tmp_path, common_name)
+    settings = SecuritySettings(
+        authentication_enabled=True, authorization_enabled=True, super_user_roles=("admin",),
+        authentication_providers=("token", "tls"), token_secret_key=f"file://{tmp_path / 'secret.key'}",
+    )
+    http_port = free_port()
+    config = BrokerConfig(
+        data_dir=tmp_path / "data", port=free_port(), http_port=http_port, fsync="never", security=settings,
+        broker_client_authentication_plugin="org.apache.pulsar.client.impl.auth.AuthenticationTls",
+        broker_client_authentication_parameters=f'{{"tlsCertFile":"{cert_file}","tlsKeyFile":"{key_file}"}}',
+    )
+    thread = BrokerThread(config).start()
+    try:
+        admin = create_token(secret, "admin")
+        url = f"http://127.0.0.1:{http_port}"
+        assert rest(url, "GET", "/admin/v2/namespaces/public", token=admin) == (200, namespaces)
     finally:
         thread.stop()

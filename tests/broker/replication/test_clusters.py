@@ -148,7 +148,7 @@ def _self_signed(base: Path, common_name: str) -> tuple[Path, Path]:
     """A certificate of ``common_name`` and its key, as PEM files."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
             .sign(key, hashes.SHA256()))

@@ -164,3 +164,20 @@ def test_client_layers() -> None:
     core = [m for m in edges if _client_part(m) == "core"]
     assert core and all(_client_part(t) not in ("asyncio", "sync", "tableview", "bulk", "schema")
                         for m in core for t in edges[m])
+
+
+def test_no_function_local_imports_of_magnetar_modules_in_the_client() -> None:
+    """The client's imports read as they run: every import of a magnetar module is at module level
+    (or under TYPE_CHECKING), none inside a function."""
+    local = []
+    for path in sorted((SRC / "client").rglob("*.py")):
+        for func in _functions(ast.parse(path.read_text())):
+            for node in ast.walk(func):
+                if isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                else:
+                    names = [] if not isinstance(node, ast.ImportFrom) else ["magnetar (relative)"]
+                local += [f"{path.relative_to(SRC.parent)}:{node.lineno} {n}" for n in names if n.startswith("magnetar")]
+    assert local == [], "function-local imports of magnetar modules: " + "; ".join(local)

@@ -24,7 +24,7 @@ from magnetar.client.core.acks import AckGroupingTracker, EntryKey
 from magnetar.client.core.batch_messages import has_message_after
 from magnetar.client.core.chunks import ChunkAssembler
 from magnetar.client.core.dead_letter import DeadLetterHandler
-from magnetar.client.core.handler import ClientContext, ConnectionHandler
+from magnetar.client.core.handler import ClientContext, HandlerState
 from magnetar.client.core.opening import EntryOpening
 from magnetar.client.core.receiver import DONE, Completed, ReceiverBase
 from magnetar.client.core.redelivery import RedeliveryTimers
@@ -49,7 +49,7 @@ def _ids(keys: Iterable[EntryKey]) -> list[MessageIdData]:
     return [MessageIdData(ledger_id=lid & _U64, entry_id=eid & _U64) for lid, eid in keys]
 
 
-class AsyncConsumer(ConnectionHandler, ReceiverBase, EntryOpening):
+class AsyncConsumer(HandlerState, ReceiverBase, EntryOpening):
     """A consumer (or reader, when not durable) on one topic: the asyncio core."""
 
     kind = "consumer"

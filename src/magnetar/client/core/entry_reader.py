@@ -19,7 +19,7 @@ from typing import Any
 from magnetar.client.api.message import MessageId, _signed
 from magnetar.client.core.batch_messages import ack_set_mask
 from magnetar.client.core.chunks import ChunkAssembler, EntryKey
-from magnetar.client.core.handler import ClientContext, ConnectionHandler
+from magnetar.client.core.handler import ClientContext, HandlerState
 from magnetar.client.core.registration import close_on_broker, consumers_of, register
 from magnetar.client.exceptions import AlreadyClosed, PulsarError, Timeout
 from magnetar.protocol import commands
@@ -65,7 +65,7 @@ class Entry:
         return f"Entry({self.ledger_id}:{self.entry_id}, {self.count} messages)"
 
 
-class EntryReader(ConnectionHandler):
+class EntryReader(HandlerState):
     """A non-durable, exclusive reader of one topic (or partition) handing over whole entries.
 
     Starts at ``start`` (inclusive or not, as a reader's start id); ``receiver_queue_size``

@@ -1,10 +1,13 @@
 """What producers and consumers share about their connection: registration and reconnection.
 
-:class:`ConnectionHandler` (after the Java client's ``ConnectionHandler``) keeps a producer or a
-consumer on a live connection: when the connection is lost or the broker closes the handle, it
-registers again (``_connect``, which the subclass implements) with exponential backoff, until
-it succeeds, the handle is closed, or the subclass gives up on an error. :class:`ClientContext`
-is what they need of their client, so that they do not import it.
+As in the Java client, two pieces: :class:`HandlerState` (Java's ``HandlerState``), the base of
+every handle (producer, consumer, bulk entry reader), holds what the handle's own hot paths read
+(its client, topic, name, the connection it is registered on, whether it is closed) and its
+tasks; :class:`ConnectionHandler` (Java's ``ConnectionHandler``), an object each handle holds,
+keeps it on a live connection: when the connection is lost or the broker closes the handle, it
+registers the handle again (``_connect``, which the handle implements: :class:`Registrant`) with
+exponential backoff, until it succeeds, the handle is closed, or the handle gives up on an error.
+:class:`ClientContext` is what handles need of their client, so that they do not import it.
 """
 
 from __future__ import annotations
@@ -40,8 +43,85 @@ class ClientContext(Protocol):
         ...
 
 
+class Registrant(Protocol):
+    """What a :class:`ConnectionHandler` asks of the handle it keeps registered."""
+
+    kind: str
+    name: str
+    topic: str
+    #: whether close() (or unsubscribe()) was called
+    _closed: bool
+
+    async def _connect(self) -> None:
+        """Register on a connection to the topic's broker (raises PulsarError on failure)."""
+        ...
+
+    def _reconnect_scheduled(self) -> None:
+        """Called once when a reconnection starts."""
+        ...
+
+    def _before_reconnect_attempt(self) -> None:
+        """Called before each attempt to register again."""
+        ...
+
+    async def _close_on_broker(self) -> None:
+        """Tell the broker the handle is closed (CLOSE_PRODUCER / CLOSE_CONSUMER on its connection)."""
+        ...
+
+    def _gives_up_on(self, exc: PulsarError) -> bool:
+        """Whether ``exc`` ends the reconnection for good (the handle has then failed itself)."""
+        ...
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` as a task of the handle (cancelled by its close())."""
+        ...
+
+
 class ConnectionHandler:
-    """Base of producers and consumers: the connection they are registered on, and reconnection."""
+    """Keeps one handle registered: schedules and runs its re-registrations, with backoff."""
+
+    __slots__ = ("_handle", "reconnecting")
+
+    def __init__(self, handle: Registrant) -> None:
+        self._handle = handle
+        #: a re-registration is scheduled or under way
+        self.reconnecting = False
+
+    def schedule(self) -> None:
+        """Register the handle again (once: a reconnection under way covers later calls)."""
+        handle = self._handle
+        if handle._closed or self.reconnecting:
+            return
+        self.reconnecting = True
+        handle._reconnect_scheduled()
+        handle._spawn(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        handle = self._handle
+        backoff = Backoff(*RECONNECT_BACKOFF)
+        try:
+            while not handle._closed:
+                try:
+                    handle._before_reconnect_attempt()
+                    await handle._connect()
+                    if handle._closed:  # closed while registering again: the broker must forget it too
+                        await handle._close_on_broker()
+                    return
+                except PulsarError as exc:
+                    if handle._gives_up_on(exc):
+                        return
+                    delay = backoff.next()
+                    log.info("%s %s: registering again on %s failed (%s), retrying in %.1f s",
+                             handle.kind, handle.name, handle.topic, exc, delay)
+                await asyncio.sleep(delay)
+        finally:
+            self.reconnecting = False
+
+
+class HandlerState:
+    """Base of producers, consumers and entry readers: their client, topic, name, the connection they
+    are registered on, whether they are closed, and their tasks; the hooks their
+    :class:`ConnectionHandler` (``self.connection_handler``) calls."""
 
     #: "producer" or "consumer", for messages
     kind = "handle"
@@ -52,8 +132,8 @@ class ConnectionHandler:
         self.name = ""
         self.conn: ClientConnection | None = None
         self._closed = False
-        self._reconnecting = False
         self._tasks: set[asyncio.Task] = set()
+        self.connection_handler = ConnectionHandler(self)
 
     # -- what subclasses provide ---------------------------------------------------------------
     async def _connect(self) -> None:
@@ -81,7 +161,8 @@ class ConnectionHandler:
 
     def is_connected(self) -> bool:
         """Whether the handle is registered on a live connection."""
-        return not self._closed and self.conn is not None and not self.conn.closed and not self._reconnecting
+        return (not self._closed and self.conn is not None and not self.conn.closed
+                and not self.connection_handler.reconnecting)
 
     def _require_conn(self) -> ClientConnection:
         if self._closed:
@@ -99,36 +180,9 @@ class ConnectionHandler:
     # -- broker and connection events ------------------------------------------------------------
     def on_closed_by_broker(self) -> None:
         """CLOSE_PRODUCER / CLOSE_CONSUMER (fencing, unload, seek): register again."""
-        self._schedule_reconnect()
+        self.connection_handler.schedule()
 
     def on_connection_lost(self, conn: ClientConnection) -> None:
         """The connection went away: register again on a new one."""
         if conn is self.conn:
-            self._schedule_reconnect()
-
-    def _schedule_reconnect(self) -> None:
-        if self._closed or self._reconnecting:
-            return
-        self._reconnecting = True
-        self._reconnect_scheduled()
-        self._spawn(self._reconnect())
-
-    async def _reconnect(self) -> None:
-        backoff = Backoff(*RECONNECT_BACKOFF)
-        try:
-            while not self._closed:
-                try:
-                    self._before_reconnect_attempt()
-                    await self._connect()
-                    if self._closed:  # closed while registering again: the broker must forget it too
-                        await self._close_on_broker()
-                    return
-                except PulsarError as exc:
-                    if self._gives_up_on(exc):
-                        return
-                    delay = backoff.next()
-                    log.info("%s %s: registering again on %s failed (%s), retrying in %.1f s",
-                             self.kind, self.name, self.topic, exc, delay)
-                await asyncio.sleep(delay)
-        finally:
-            self._reconnecting = False
+            self.connection_handler.schedule()

@@ -19,7 +19,7 @@ from typing import Any
 from magnetar.client.api.config import BatchingType, ProducerConfig
 from magnetar.client.api.message import MessageId
 from magnetar.client.core.crypto import encryptor_for
-from magnetar.client.core.handler import ClientContext, ConnectionHandler
+from magnetar.client.core.handler import ClientContext, HandlerState
 from magnetar.client.core.registration import close_on_broker, producer_command, producers_of, register
 from magnetar.client.core.send_completion import SendCompletion
 from magnetar.client.core.sends import (
@@ -67,7 +67,7 @@ def _only_defaults(options: dict[str, Any]) -> bool:
     return all(value is _OPTION_DEFAULTS.get(name, _NOT_AN_OPTION) for name, value in options.items())
 
 
-class AsyncProducer(ConnectionHandler, SendCompletion):
+class AsyncProducer(HandlerState, SendCompletion):
     """A producer on one topic (or one partition): the asyncio core (the completing side of its sends
     is :class:`~magnetar.client.core.send_completion.SendCompletion`)."""
 
@@ -493,7 +493,7 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
         self._pending.append(op)
         self.last_sequence_id_published = max(self.last_sequence_id_published, last_seq)
         conn = self.conn
-        if conn is not None and not conn.closed and not self._reconnecting:
+        if conn is not None and not conn.closed and not self.connection_handler.reconnecting:
             conn.write_entry_frame(*frame)
 
     def _enqueue_chunks(self, meta: MessageMetadata, payload: bytes, sequence_id: int, callbacks: list[Any]) -> None:
@@ -520,6 +520,6 @@ class AsyncProducer(ConnectionHandler, SendCompletion):
             op.chunk_ids = chunk_ids
             self._pending.append(op)
             conn = self.conn
-            if conn is not None and not conn.closed and not self._reconnecting:
+            if conn is not None and not conn.closed and not self.connection_handler.reconnecting:
                 conn.write_entry_frame(*frame)
         self.last_sequence_id_published = max(self.last_sequence_id_published, sequence_id)

@@ -17,7 +17,7 @@ from magnetar.protocol.schema import BaseCommand, KeyValue
 
 if TYPE_CHECKING:
     from magnetar.client.core.connection import ClientConnection
-    from magnetar.client.core.handler import ConnectionHandler
+    from magnetar.client.core.handler import HandlerState
 
 #: the table of a connection a handle is registered in: its producers or its consumers, by id
 HandleTable = Callable[["ClientConnection"], dict[int, Any]]
@@ -34,7 +34,7 @@ def consumers_of(conn: ClientConnection) -> dict[int, Any]:
 
 
 async def register(
-    handle: ConnectionHandler,
+    handle: HandlerState,
     handle_id: int,
     table: HandleTable,
     command: Callable[[int], BaseCommand],
@@ -62,7 +62,7 @@ async def register(
 
 
 async def close_on_broker(
-    handle: ConnectionHandler, handle_id: int, table: HandleTable, command: Callable[[int, int], BaseCommand]
+    handle: HandlerState, handle_id: int, table: HandleTable, command: Callable[[int, int], BaseCommand]
 ) -> None:
     """Tell the broker ``handle`` is closed (``command(handle_id, request_id)``: CLOSE_PRODUCER or
     CLOSE_CONSUMER) when its connection is alive: what was queued on the connection goes first,

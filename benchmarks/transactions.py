@@ -1,0 +1,104 @@
+"""What transactions cost a producer: N messages of 100 B in transactions of T messages each,
+against the same N without transactions, side by side on one broker (fsync always, its default).
+
+Rounds alternate plain and transactional produce, each on a topic of its own, with magnetar.client's
+asyncio core (batching 1,000 messages / 10 ms). A transactional round does what pulsar-perf does with
+``--txn-enable``: T sends in a transaction, its commit started, the next transaction opened at once;
+the round ends when every commit is answered (so every message is visible). The figure is the
+median round time of each kind and their ratio (issue 23's target: at most 1.5x).
+
+usage: python benchmarks/transactions.py [--count N] [--per-txn T] [--rounds R]
+Results: benchmarks/results/transactions.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from magnetar.client import AsyncClient  # noqa: E402
+from magnetar.testing import BrokerProcess  # noqa: E402
+
+PAYLOAD = b"x" * 100
+PRODUCER_OPTIONS = {"batching_max_messages": 1000, "batching_max_publish_delay_ms": 10, "max_pending_messages": 0}
+
+
+async def produce_plain(client: AsyncClient, topic: str, count: int) -> float:
+    """Seconds to send ``count`` messages and have every receipt."""
+    producer = await client.create_producer(topic, **PRODUCER_OPTIONS)
+    started = time.perf_counter()
+    futures = [await producer.send_async(PAYLOAD) for _ in range(count)]
+    await asyncio.gather(*futures)
+    elapsed = time.perf_counter() - started
+    await producer.close()
+    return elapsed
+
+
+async def produce_in_transactions(client: AsyncClient, topic: str, count: int, per_txn: int) -> float:
+    """Seconds to send ``count`` messages in transactions of ``per_txn`` and have every commit answered."""
+    producer = await client.create_producer(topic, **PRODUCER_OPTIONS)
+    started = time.perf_counter()
+    commits = []
+    for first in range(0, count, per_txn):
+        txn = await client.new_transaction(timeout_ms=120_000)
+        for _ in range(min(per_txn, count - first)):
+            await producer.send_async(PAYLOAD, txn=txn)
+        commits.append(asyncio.ensure_future(txn.commit()))
+    await asyncio.gather(*commits)
+    elapsed = time.perf_counter() - started
+    await producer.close()
+    return elapsed
+
+
+async def run(url: str, count: int, per_txn: int, rounds: int) -> dict[str, list[float]]:
+    """Round times of each kind, alternated."""
+    times: dict[str, list[float]] = {"plain": [], "transactions": []}
+    client = AsyncClient(url, enable_transaction=True)
+    try:
+        for n in range(rounds):
+            times["plain"].append(await produce_plain(client, f"persistent://public/default/plain-{n}", count))
+            times["transactions"].append(
+                await produce_in_transactions(client, f"persistent://public/default/txn-{n}", count, per_txn))
+            print(f"round {n + 1}: plain {times['plain'][-1]:.2f} s, "
+                  f"transactions {times['transactions'][-1]:.2f} s", flush=True)
+    finally:
+        await client.close()
+    return times
+
+
+def main() -> None:
+    """Start a broker, run the rounds, print and record the ratio."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=200_000)
+    parser.add_argument("--per-txn", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = BrokerProcess(Path(tmp) / "data").start()
+        try:
+            times = asyncio.run(run(broker.service_url, args.count, args.per_txn, args.rounds))
+        finally:
+            broker.stop()
+    plain, txn = statistics.median(times["plain"]), statistics.median(times["transactions"])
+    result = {
+        "count": args.count, "per_txn": args.per_txn, "rounds": args.rounds, "seconds": times,
+        "plain_msg_per_s": round(args.count / plain), "transactions_msg_per_s": round(args.count / txn),
+        "cost_ratio": round(txn / plain, 3),
+    }
+    print(f"plain {result['plain_msg_per_s']:,} msg/s, in transactions {result['transactions_msg_per_s']:,} msg/s:"
+          f" transactions cost {result['cost_ratio']}x (target <= 1.5x)")
+    out = ROOT / "benchmarks" / "results" / "transactions.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from magnetar.client.core.connection import BrokerUnreachable
 from magnetar.client.core.trackers import Backoff
+from magnetar.client.exceptions import ConnectError
 
 T = TypeVar("T")
 
@@ -26,15 +27,16 @@ RETRY_BACKOFF = (0.1, 60.0)
 async def retrying(operation: Callable[[], Awaitable[T]], timeout: float, backoff: Backoff | None = None) -> T:
     """``await operation()``, again after a backoff delay each time it raises
     :class:`BrokerUnreachable`, as long as the delay ends within ``timeout`` seconds from now;
-    then the last error is raised. Any other error is raised at once."""
+    then the last error is raised as the official clients' ConnectError (BrokerUnreachable only
+    tells this loop to try again). Any other error is raised at once."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     backoff = backoff or Backoff(*RETRY_BACKOFF)
     while True:
         try:
             return await operation()
-        except BrokerUnreachable:
+        except BrokerUnreachable as exc:
             delay = backoff.next()
             if loop.time() + delay >= deadline:
-                raise
+                raise ConnectError(str(exc)) from exc
         await asyncio.sleep(delay)

@@ -10,7 +10,9 @@ each way an application meets a restart:
 
 The clock starts when the restarted broker first answers a CONNECT on its binary port (polled every
 5 ms from a thread) and stops when the send returns success. Each case runs ``--rounds`` times on one
-broker (same data directory and ports); the median, minimum and maximum are printed.
+broker (same data directory and ports), the faces taking turns round by round; the median, mean,
+minimum and maximum are printed. Which round trips land just after the broker is back depends on
+where the restart falls in the clients' backoff schedule (100 ms doubling): compare many rounds.
 
     python benchmarks/reconnect_times.py --rounds 5 --down 1.0
 
@@ -225,6 +227,13 @@ def one_round(broker: Broker, face_name: str, mode: str, down: float) -> float:
     return confirmed[0] - accepted
 
 
+def print_times(mode: str, face_name: str, times: list[float]) -> None:
+    """One line: median, mean, minimum, maximum and every round's figure, in milliseconds."""
+    print(f"{mode:8} {face_name:17} median {statistics.median(times) * 1000:7.0f} ms   "
+          f"mean {statistics.mean(times) * 1000:6.0f}   min {min(times) * 1000:6.0f}   max {max(times) * 1000:6.0f}   "
+          f"({', '.join(f'{t * 1000:.0f}' for t in times)})", flush=True)
+
+
 def main() -> None:
     """Run every case and print the medians."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -237,12 +246,17 @@ def main() -> None:
         broker = Broker(Path(tmp) / "data")
         broker.start()
         try:
+            faces = args.faces.split(",")
             for mode in args.modes.split(","):
-                for face_name in args.faces.split(","):
-                    times = [one_round(broker, face_name, mode, args.down) for _ in range(args.rounds)]
-                    print(f"{mode:8} {face_name:17} median {statistics.median(times) * 1000:7.0f} ms   "
-                          f"min {min(times) * 1000:6.0f}   max {max(times) * 1000:6.0f}   "
-                          f"({', '.join(f'{t * 1000:.0f}' for t in times)})", flush=True)
+                times: dict[str, list[float]] = {face_name: [] for face_name in faces}
+                for round_number in range(args.rounds):
+                    # faces alternate round by round (rotated), so a machine whose load changes during
+                    # the run slows every face alike
+                    shift = round_number % len(faces)
+                    for face_name in faces[shift:] + faces[:shift]:
+                        times[face_name].append(one_round(broker, face_name, mode, args.down))
+                for face_name in faces:
+                    print_times(mode, face_name, times[face_name])
         finally:
             broker.close()
 

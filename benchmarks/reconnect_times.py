@@ -33,7 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from magnetar.protocol import CommandType, encode_command
+from magnetar.protocol.enums import CommandType
+from magnetar.protocol.framing import encode_command
 from magnetar.protocol.schema import BaseCommand
 from magnetar.testing import BrokerProcess, free_port
 

@@ -27,7 +27,8 @@ from magnetar.broker.config import BrokerConfig
 from magnetar.broker.security import SecuritySettings
 from magnetar.broker.security.tokens import generate_secret_key
 from magnetar.client import Client
-from magnetar.protocol import CommandType, decode_frame_body, encode_command
+from magnetar.protocol.enums import CommandType
+from magnetar.protocol.framing import decode_frame_body, encode_command
 from magnetar.protocol.schema import BaseCommand
 from magnetar.testing import BrokerProcess, free_port, wait_for_port
 

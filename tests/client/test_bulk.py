@@ -8,8 +8,8 @@ from typing import Any
 from magnetar.client import AsyncClient, Client, MessageId
 from magnetar.client.bulk import Entry, MessageColumns, encode_batch_payload, open_entry_reader, send_batch
 from magnetar.client.core.batch_messages import split_batch
-from magnetar.client.core.sends import encode_single_metadata
 from magnetar.protocol.schema import MessageMetadata
+from magnetar.protocol.single_metadata import encode_single_metadata
 
 from .conftest import RECEIVE_MS, run
 

@@ -9,25 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnetar.protocol import (
+from magnetar.protocol.batch import (
     BatchMessage,
-    CompressionError,
-    CompressionType,
-    EncryptionKeys,
-    KeyValue,
-    MessageMetadata,
-    ProtocolError,
-    SingleMessageMetadata,
     UnsupportedEntryError,
     build_entry,
-    compress,
     decode_batch,
     encode_batch,
-    encode_entry,
     open_entry,
-    parse_entry_metadata,
-    split_entry,
 )
+from magnetar.protocol.compression import CompressionError, compress
+from magnetar.protocol.enums import CompressionType
+from magnetar.protocol.framing import ProtocolError, encode_entry, parse_entry_metadata, split_entry
+from magnetar.protocol.schema import EncryptionKeys, KeyValue, MessageMetadata, SingleMessageMetadata
 
 U32 = struct.Struct(">I")
 

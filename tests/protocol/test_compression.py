@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnetar.protocol import MessageMetadata, split_entry
 from magnetar.protocol.compression import ZSTD_LEVEL, CompressionError, compress, decompress
 from magnetar.protocol.enums import CompressionType
+from magnetar.protocol.framing import split_entry
+from magnetar.protocol.schema import MessageMetadata
 
 CODECS = list(CompressionType)
 REAL_CODECS = [c for c in CompressionType if c is not CompressionType.NONE]

@@ -9,18 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnetar.protocol import (
+from magnetar.protocol.enums import CommandType
+from magnetar.protocol.framing import (
     MAGIC_BROKER_ENTRY_METADATA,
     MAGIC_CHECKSUM,
-    BaseCommand,
-    BrokerEntryMetadata,
-    CommandType,
     Frame,
     FrameDecoder,
     FrameTooLargeError,
-    KeyValue,
-    MessageIdData,
-    MessageMetadata,
     ProtocolError,
     crc32c,
     encode_command,
@@ -30,6 +25,13 @@ from magnetar.protocol import (
     parse_entry_metadata,
     split_entry,
     sub_command,
+)
+from magnetar.protocol.schema import (
+    BaseCommand,
+    BrokerEntryMetadata,
+    KeyValue,
+    MessageIdData,
+    MessageMetadata,
 )
 
 U32 = struct.Struct(">I")

@@ -6,6 +6,9 @@ which also agreed with :func:`murmur3_32` on 20,000 random inputs when this file
 
 from __future__ import annotations
 
+import random
+import struct
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -78,6 +81,60 @@ def test_murmur3_accepts_bytes_like() -> None:
 def test_murmur3_seed_is_taken_modulo_2_32() -> None:
     assert murmur3_32(b"abc", -1) == murmur3_32(b"abc", 0xFFFFFFFF)
     assert murmur3_32(b"abc", 2**32 + 5) == murmur3_32(b"abc", 5)
+
+
+def _pure_python_murmur3_32(data: bytes, seed: int = 0) -> int:
+    """hashing.py's own MurmurHash3 x86_32 before it took mmh3's: the reference mmh3 must match."""
+    mask, c1, c2 = 0xFFFFFFFF, 0xCC9E2D51, 0x1B873593
+    length = len(data)
+    body = length & ~3
+    h = seed & mask
+    for (k,) in struct.iter_unpack("<I", data[:body]):
+        k = (k * c1) & mask
+        k = ((k << 15) | (k >> 17)) & mask
+        k = (k * c2) & mask
+        h ^= k
+        h = ((h << 13) | (h >> 19)) & mask
+        h = (h * 5 + 0xE6546B64) & mask
+    if body != length:
+        k = int.from_bytes(data[body:], "little")
+        k = (k * c1) & mask
+        k = ((k << 15) | (k >> 17)) & mask
+        k = (k * c2) & mask
+        h ^= k
+    h ^= length & mask
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & mask
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & mask
+    h ^= h >> 16
+    return h
+
+
+def test_the_pure_python_reference_gives_the_published_vectors() -> None:
+    for data, seed, expected in MURMUR3_VECTORS:
+        assert _pure_python_murmur3_32(data, seed) == expected
+
+
+def test_mmh3_agrees_with_the_pure_python_function_on_random_keys() -> None:
+    rng = random.Random(22)
+    for _ in range(20_000):
+        data = rng.randbytes(rng.choice([rng.randrange(80), rng.randrange(5000)]))
+        seed = rng.choice([0, 0, rng.getrandbits(32)])
+        expected = _pure_python_murmur3_32(data, seed)
+        assert murmur3_32(data, seed) == expected, (data, seed)
+        assert murmur3_32(memoryview(b"x" + data)[1:], seed) == expected
+        assert murmur3_32(bytearray(data), seed) == expected
+
+
+def test_partition_routing_of_random_text_keys_is_unchanged() -> None:
+    # the client's Murmur3_32Hash routing and the Key_Shared ring position of UTF-8 keys
+    rng = random.Random(7)
+    for _ in range(5000):
+        key = "".join(chr(rng.choice([rng.randrange(32, 127), rng.randrange(128, 0xD7FF)])) for _ in range(rng.randrange(40)))
+        data = key.encode("utf-8")
+        assert key_shared_hash(key) == _pure_python_murmur3_32(data) % HASH_RANGE_SIZE
+        assert (murmur3_32(data) & 0x7FFFFFFF) % 7 == (_pure_python_murmur3_32(data) & 0x7FFFFFFF) % 7
 
 
 @given(data=st.binary(max_size=100), seed=st.integers(0, 2**32 - 1))

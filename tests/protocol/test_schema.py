@@ -6,16 +6,14 @@ from typing import Any
 
 import pytest
 
-from magnetar.protocol import (
-    COMMAND_FIELD,
+from magnetar.protocol.enums import COMMAND_FIELD, CommandType
+from magnetar.protocol.framing import FrameDecoder, sub_command
+from magnetar.protocol.schema import (
     MESSAGES,
     BaseCommand,
-    CommandType,
-    FrameDecoder,
     MessageIdData,
     MessageMetadata,
     SingleMessageMetadata,
-    sub_command,
 )
 
 U64_MAX = 2**64 - 1

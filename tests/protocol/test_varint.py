@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from magnetar.protocol.schema import MessageIdData
@@ -18,6 +20,15 @@ def test_varints_match_protobuf_and_round_trip(value: int) -> None:
     out = bytearray(b"x")
     write_varint(value, out)
     assert bytes(out) == b"x" + encode_varint(value)
+
+
+def test_every_length_and_random_values_match_protobuf() -> None:
+    # the two-byte head + table path covers 16384 .. 2**28 - 1; each varint length's edges
+    edges = [v for bits in range(7, 71, 7) for v in (2**bits - 1, 2**bits, 2**bits + 1) if v < 2**64]
+    rng = random.Random(22)
+    values = [*edges, *(rng.getrandbits(rng.choice([14, 20, 28, 35, 64])) for _ in range(3000))]
+    for value in values:
+        assert encode_varint(value) == MessageIdData(ledger_id=value).SerializeToString()[1:], value
 
 
 def test_negative_values_are_written_as_their_twos_complement() -> None:

@@ -7,10 +7,11 @@ import pyarrow as pa
 
 from magnetar.client import partition_for_key
 from magnetar.client.bulk import Entry, MessageColumns
+from magnetar.protocol.message_id_bytes import message_id_bytes
 from magnetar.protocol.schema import MessageMetadata
 from magnetar.spark.batching import OpenBatch, fill, partitions_of
 from magnetar.spark.positions import Position
-from magnetar.spark.reading import _Batcher, _cut_at_end, message_id_bytes
+from magnetar.spark.reading import _Batcher, _cut_at_end
 
 
 def _row_by_row(sizes: list[int], block: int, max_bytes: int) -> list[int]:

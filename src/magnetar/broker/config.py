@@ -27,8 +27,10 @@ from magnetar.broker.pulsar_conf import (
     looks_like_pulsar_conf,
     parse_properties,
 )
+from magnetar.broker.schemas.compatibility import parse_strategy
 from magnetar.broker.security.errors import SecurityConfigError
 from magnetar.broker.security.settings import PULSAR_SECURITY_KEYS, SecuritySettings
+from magnetar.protocol.framing import FRAME_HEADROOM
 
 MiB = 1024 * 1024
 #: the fields of SecuritySettings, the names security settings take in TOML, the environment and flags
@@ -150,8 +152,6 @@ class BrokerConfig:
     @property
     def max_frame_size(self) -> int:
         """Largest frame accepted on the wire: a full message plus command and metadata room."""
-        from magnetar.protocol.framing import FRAME_HEADROOM
-
         return self.max_message_size + FRAME_HEADROOM
 
     @property
@@ -289,8 +289,6 @@ class BrokerConfig:
         for name in ("segment_min_rollover_minutes", "segment_max_rollover_minutes"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative")
-        from magnetar.broker.schemas.compatibility import parse_strategy
-
         if parse_strategy(self.schema_compatibility_strategy) is None:
             raise ConfigError(
                 "schema_compatibility_strategy must be one of ALWAYS_COMPATIBLE, ALWAYS_INCOMPATIBLE, "

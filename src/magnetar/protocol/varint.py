@@ -13,6 +13,8 @@ from typing import Final
 _U64: Final = (1 << 64) - 1
 #: values below this have a precomputed encoding in SMALL_VARINTS
 SMALL_VARINT_LIMIT: Final = 16384
+#: values below this take at most four varint bytes: two written here, the rest from SMALL_VARINTS
+_FOUR_BYTES: Final = 1 << 28
 
 
 def write_varint(value: int, out: bytearray) -> None:
@@ -38,6 +40,8 @@ def encode_varint(value: int) -> bytes:
     """The varint bytes of ``value`` (taken modulo 2**64)."""
     if 0 <= value < SMALL_VARINT_LIMIT:
         return SMALL_VARINTS[value]
+    if 0 < value < _FOUR_BYTES:  # entry and sequence ids mostly: no loop over the bytes
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80)) + SMALL_VARINTS[value >> 14]
     return _encode(value)
 
 

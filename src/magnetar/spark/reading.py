@@ -25,7 +25,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from magnetar.protocol.varint import encode_varint
+from magnetar.protocol.message_id_bytes import message_id_prefix, message_id_suffixes
 from magnetar.spark.options import ClientSettings
 from magnetar.spark.positions import Position, parse
 from magnetar.spark.schemas import META_NAMES, ValueDecoder, ValueFormat
@@ -92,50 +92,6 @@ def ranges(topic: str, start: Position, end: Position, check_loss: bool, split_e
     return out
 
 
-# -- message ids as MessageId.serialize() writes them ------------------------------------------------
-
-def message_id_bytes(ledger: int, entry: int, batch: int, partition: int, batch_size: int) -> bytes:
-    """``MessageId(ledger, entry, batch, partition, batch_size).serialize()``, without protobuf."""
-    return _id_prefix(ledger, entry, partition) + _id_suffix(batch, batch_size)
-
-
-def _id_prefix(ledger: int, entry: int, partition: int) -> bytes:
-    out = b"\x08" + encode_varint(ledger) + b"\x10" + encode_varint(entry)
-    if partition >= 0:
-        out += b"\x18" + encode_varint(partition)
-    return out
-
-
-_SUFFIXES: dict[tuple[int, int], bytes] = {}
-
-
-_TABLES: dict[int, list[bytes]] = {}
-
-
-def _suffix_table(batch_size: int) -> list[bytes]:
-    """The id suffixes of the messages 0..batch_size-1 of a batch."""
-    table = _TABLES.get(batch_size)
-    if table is None:
-        table = [_id_suffix(i, batch_size) for i in range(batch_size)]
-        if len(_TABLES) < 1000:
-            _TABLES[batch_size] = table
-    return table
-
-
-def _id_suffix(batch: int, batch_size: int) -> bytes:
-    key = (batch, batch_size)
-    out = _SUFFIXES.get(key)
-    if out is None:
-        out = b""
-        if batch >= 0:
-            out += b"\x20" + encode_varint(batch)
-        if batch_size:
-            out += b"\x30" + encode_varint(batch_size)
-        if len(_SUFFIXES) < 100_000:
-            _SUFFIXES[key] = out
-    return out
-
-
 async def _fetch(reader: Any, n: int, timeout_ms: int) -> list[Any]:
     """Entries holding up to ``n`` messages (waiting up to ``timeout_ms`` for the first)."""
     entries = reader.take(n)
@@ -189,9 +145,9 @@ class _Batcher:
             if not added:
                 continue
             starts.append((row, entry))
-            prefix = _id_prefix(entry.ledger_id, entry.entry_id, partition)
+            prefix = message_id_prefix(entry.ledger_id, entry.entry_id, partition)
             if entry.batched:
-                table = _suffix_table(entry.count)
+                table = message_id_suffixes(entry.count)
                 if added == entry.count:
                     ids.extend([prefix + suffix for suffix in table])
                 else:

@@ -19,20 +19,10 @@ from pathlib import Path
 
 import pulsar
 
-from magnetar.protocol import (
-    BaseCommand,
-    BatchMessage,
-    CommandType,
-    CompressionType,
-    FrameDecoder,
-    LookupType,
-    MessageMetadata,
-    build_entry,
-    encode_command,
-    encode_payload_command,
-    open_entry,
-    sub_command,
-)
+from magnetar.protocol.batch import BatchMessage, build_entry, open_entry
+from magnetar.protocol.enums import CommandType, CompressionType, LookupType
+from magnetar.protocol.framing import FrameDecoder, encode_command, encode_payload_command, sub_command
+from magnetar.protocol.schema import BaseCommand, MessageMetadata
 
 OUTPUT = Path(__file__).with_name("official_client_entries.json")
 

@@ -4,57 +4,31 @@
 - :mod:`.compatibility`: strategies and the per-type compatibility checks;
 - :mod:`.registry`: schema histories by schema id, persisted in the metadata store;
 - :mod:`.topics`: the rules producers, consumers and the admin API follow on a topic.
-
-Names load on first use (PEP 562): importing one submodule does not load its siblings.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from magnetar.lazy_names import lazy_names
-
-if TYPE_CHECKING:
-    from magnetar.broker.schemas.compatibility import (
-        IncompatibleSchemaError,
-        InvalidSchemaError,
-        SchemaData,
-        Strategy,
-        parse_strategy,
-    )
-    from magnetar.broker.schemas.registry import (
-        SchemaNotFoundError,
-        SchemaRegistry,
-        StoredSchema,
-        schema_id_of,
-        version_from_bytes,
-        version_to_bytes,
-    )
-    from magnetar.broker.schemas.topics import (
-        SchemaPolicy,
-        TopicSchemas,
-        declared_schema_from_wire,
-        schema_from_wire,
-    )
-
-#: public name -> the module of this package that defines it
-_MODULES = {
-    "IncompatibleSchemaError": "compatibility",
-    "InvalidSchemaError": "compatibility",
-    "SchemaData": "compatibility",
-    "Strategy": "compatibility",
-    "parse_strategy": "compatibility",
-    "SchemaNotFoundError": "registry",
-    "SchemaRegistry": "registry",
-    "StoredSchema": "registry",
-    "schema_id_of": "registry",
-    "version_from_bytes": "registry",
-    "version_to_bytes": "registry",
-    "SchemaPolicy": "topics",
-    "TopicSchemas": "topics",
-    "declared_schema_from_wire": "topics",
-    "schema_from_wire": "topics",
-}
+from magnetar.broker.schemas.compatibility import (
+    IncompatibleSchemaError,
+    InvalidSchemaError,
+    SchemaData,
+    Strategy,
+    parse_strategy,
+)
+from magnetar.broker.schemas.registry import (
+    SchemaNotFoundError,
+    SchemaRegistry,
+    StoredSchema,
+    schema_id_of,
+    version_from_bytes,
+    version_to_bytes,
+)
+from magnetar.broker.schemas.topics import (
+    SchemaPolicy,
+    TopicSchemas,
+    declared_schema_from_wire,
+    schema_from_wire,
+)
 
 __all__ = [
     "IncompatibleSchemaError",
@@ -73,6 +47,3 @@ __all__ = [
     "version_from_bytes",
     "version_to_bytes",
 ]
-
-
-__getattr__, __dir__ = lazy_names(__name__, _MODULES)

@@ -23,11 +23,11 @@ from magnetar.broker.security import (
     AuthorizationService,
     peer_certificate,
 )
-from magnetar.broker.session.hot_frames import message_frame_head, send_receipt_frame
 from magnetar.net.transport import FramedProtocol
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType, ServerError
 from magnetar.protocol.framing import ProtocolError, encode_entry_header
+from magnetar.protocol.hot_frames import message_frame_head, send_receipt_frame
 from magnetar.protocol.schema import BaseCommand
 
 if TYPE_CHECKING:

@@ -15,12 +15,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.subscriptions.dispatchers import (
-    Dispatcher,
-    KeySharedDispatcher,
-    RoundRobinDispatcher,
-    SingleActiveDispatcher,
-)
+from magnetar.broker.subscriptions.dispatchers.base import Dispatcher
+from magnetar.broker.subscriptions.dispatchers.key_shared import KeySharedDispatcher
+from magnetar.broker.subscriptions.dispatchers.round_robin import RoundRobinDispatcher
+from magnetar.broker.subscriptions.dispatchers.single_active import SingleActiveDispatcher
 from magnetar.protocol.enums import ServerError, SubType
 
 if TYPE_CHECKING:

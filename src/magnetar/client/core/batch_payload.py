@@ -4,20 +4,12 @@ and handed to a producer as one send (:func:`send_batch`); the writing half of
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 
 from magnetar.client.api.message import MessageId
 from magnetar.client.core.producer import AsyncProducer
 from magnetar.client.exceptions import PulsarError
-from magnetar.protocol.varint import SMALL_VARINTS, encode_varint
-
-_U32 = struct.Struct(">I")
-
-
-def _len_prefixed(tag: bytes, data: bytes) -> bytes:
-    n = len(data)
-    return tag + (SMALL_VARINTS[n] if n < 16384 else encode_varint(n)) + data
+from magnetar.protocol.single_metadata import batched_message_head
 
 
 def encode_batch_payload(
@@ -28,8 +20,6 @@ def encode_batch_payload(
 ) -> bytes:
     """The payload of a batch entry holding these messages (None: a null value), as a producer
     would batch them one by one: each message's size prefix, SingleMessageMetadata and payload."""
-    pack = _U32.pack
-    varints = SMALL_VARINTS
     parts: list[bytes] = []
     append = parts.append
     heads: dict[tuple[str | None, int], bytes] = {}
@@ -39,9 +29,7 @@ def encode_batch_payload(
             size = len(value)  # type: ignore[arg-type]
             head = heads.get((key, size))
             if head is None:
-                single = (b"" if key is None else _len_prefixed(b"\x12", key.encode())) + b"\x18" + (
-                    varints[size] if size < 16384 else encode_varint(size))
-                head = heads[(key, size)] = pack(len(single)) + single
+                head = heads[(key, size)] = batched_message_head(size, key)
             append(head)
             append(value)  # type: ignore[arg-type]
         return b"".join(parts)
@@ -53,26 +41,12 @@ def encode_batch_payload(
             size = len(value)
             head = heads.get((key, size))
             if head is None:
-                single = (b"" if key is None else _len_prefixed(b"\x12", key.encode())) + b"\x18" + (
-                    varints[size] if size < 16384 else encode_varint(size))
-                head = heads[(key, size)] = pack(len(single)) + single
+                head = heads[(key, size)] = batched_message_head(size, key)
             append(head)
             append(value)
             continue
         body = b"" if value is None else value
-        single = b""
-        if props:
-            single = b"".join(_len_prefixed(b"\x0a", _len_prefixed(b"\x0a", k.encode()) + _len_prefixed(b"\x12", v.encode()))
-                              for k, v in props.items())
-        if key is not None:
-            single += _len_prefixed(b"\x12", key.encode())
-        single += b"\x18" + encode_varint(len(body))
-        if event:
-            single += b"\x28" + encode_varint(event)
-        if value is None:
-            single += b"\x48\x01"
-        append(pack(len(single)))
-        append(single)
+        append(batched_message_head(len(body), key, props, event or 0, value is None))
         append(body)
     return b"".join(parts)
 

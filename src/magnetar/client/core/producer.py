@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -28,7 +27,6 @@ from magnetar.client.core.sends import (
     PendingSend,
     SendCallback,
     callback_adapter,
-    encode_single_metadata,
     key_bytes,
     plain_head,
     resolve,
@@ -47,8 +45,8 @@ from magnetar.protocol.compression import compress
 from magnetar.protocol.enums import CommandType, CompressionType, ProducerAccessMode
 from magnetar.protocol.framing import encode_payload_frame
 from magnetar.protocol.schema import BaseCommand, KeyValue, MessageMetadata
+from magnetar.protocol.single_metadata import batched_message_head
 
-_U32 = struct.Struct(">I")
 #: room left in a chunk (and in the size check of a chunking producer) for the metadata
 _CHUNK_HEADROOM = 1024
 _producer_ids = itertools.count()
@@ -327,8 +325,7 @@ class AsyncProducer(HandlerState, SendCompletion):
         if plain:
             head = PLAIN_HEADS.get(size) or plain_head(size)
         else:
-            single = encode_single_metadata(size, properties, key, ordering_key, event_time, None, null_value)
-            head = _U32.pack(len(single)) + single
+            head = batched_message_head(size, key, properties, event_time, null_value, ordering_key)
         batch.txn = txn
         batch.add(head, content, plain)
         batch.payload_bytes += size

@@ -1,7 +1,7 @@
 """What a producer keeps per message and per SEND: open batches, pending sends, their waiters.
 
-The per-message work of a batched send is small: :func:`encode_single_metadata` writes a
-message's SingleMessageMetadata by hand (varints for the common fields), and :func:`plain_head`
+The per-message work of a batched send is small: a message's SingleMessageMetadata is written by
+hand (:func:`magnetar.protocol.single_metadata.encode_single_metadata`), and :func:`plain_head`
 caches the whole prefix of a message with nothing but a payload. A waiter is a future or a
 ``callback(error, message_id)``; :func:`resolve` completes either.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,17 +17,11 @@ from typing import Any
 from magnetar.client.api.arguments import InvalidArgument
 from magnetar.client.api.message import BATCH_INDEXES, IdPart, MessageId, _signed, fast_message_id, id_part
 from magnetar.client.exceptions import PulsarError, Timeout
-from magnetar.protocol.varint import SMALL_VARINTS, encode_varint
+from magnetar.protocol.single_metadata import batched_message_head
 
 log = logging.getLogger("magnetar.client.core.producer")
 
-_U32 = struct.Struct(">I")
 SendCallback = Callable[[PulsarError | None, MessageId | None], None]
-
-
-def _len_prefixed(tag: int, data: bytes) -> bytes:
-    n = len(data)
-    return bytes((tag,)) + (SMALL_VARINTS[n] if n < 16384 else encode_varint(n)) + data
 
 
 def key_bytes(key: str | bytes | bytearray | memoryview) -> bytes:
@@ -41,34 +34,6 @@ def key_bytes(key: str | bytes | bytearray | memoryview) -> bytes:
     if isinstance(key, (bytes, bytearray, memoryview)):
         return bytes(key)
     raise InvalidArgument(f"Argument ordering_key is expected to be either None or of type 'str' and not '{type(key).__name__}'")
-
-
-def encode_single_metadata(
-    payload_size: int,
-    properties: dict[str, str] | None,
-    partition_key: str | None,
-    ordering_key: bytes | None,
-    event_time: int,
-    sequence_id: int | None,
-    null_value: bool = False,
-) -> bytes:
-    """SingleMessageMetadata bytes, written by hand: the only per-message encoding of a batch."""
-    parts = []
-    if properties:
-        for k, v in properties.items():
-            parts.append(_len_prefixed(0x0A, _len_prefixed(0x0A, k.encode()) + _len_prefixed(0x12, v.encode())))
-    if partition_key is not None:
-        parts.append(_len_prefixed(0x12, partition_key.encode()))
-    parts.append(b"\x18" + (SMALL_VARINTS[payload_size] if payload_size < 16384 else encode_varint(payload_size)))
-    if event_time:
-        parts.append(b"\x28" + encode_varint(event_time))
-    if ordering_key is not None:
-        parts.append(_len_prefixed(0x3A, ordering_key))
-    if sequence_id is not None:
-        parts.append(b"\x40" + encode_varint(sequence_id))
-    if null_value:
-        parts.append(b"\x48\x01")
-    return b"".join(parts)
 
 
 class Batch:
@@ -157,8 +122,7 @@ def plain_head(size: int) -> bytes:
     """Size prefix and SingleMessageMetadata of a batched message with nothing but a payload."""
     head = PLAIN_HEADS.get(size)
     if head is None:
-        single = encode_single_metadata(size, None, None, None, 0, None)
-        head = PLAIN_HEADS[size] = _U32.pack(len(single)) + single
+        head = PLAIN_HEADS[size] = batched_message_head(size)
     return head
 
 
@@ -226,3 +190,4 @@ def callback_adapter(callback: SendCallback) -> Callable[[asyncio.Future], None]
             callback(None, fut.result())
 
     return done
+

@@ -14,8 +14,8 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from magnetar.protocol.framing import MAGIC_CHECKSUM
-from magnetar.protocol.varint import SMALL_VARINT_LIMIT, SMALL_VARINTS, encode_varint
+from magnetar.protocol.frame import MAGIC_CHECKSUM
+from magnetar.protocol.varint import encode_varint as _varint
 
 #: total size and command size
 _SIZES = struct.Struct(">II")
@@ -25,18 +25,8 @@ _CHECKSUM = struct.Struct(">HI")
 _MESSAGE_COMMAND: Final = b"\x08\x09\x4a"
 #: BaseCommand: type (field 1) SEND_RECEIPT (7), then the tag of field 7 (``send_receipt``)
 _RECEIPT_COMMAND: Final = b"\x08\x07\x3a"
-#: values below this take at most four varint bytes
-_FOUR_BYTES: Final = 1 << 28
 #: checksum section (6 bytes) and the command size field (4 bytes) count in the total size
 _FIXED: Final = 10
-
-
-def _varint(value: int) -> bytes:
-    if 0 <= value < SMALL_VARINT_LIMIT:
-        return SMALL_VARINTS[value]
-    if 0 < value < _FOUR_BYTES:  # entry and sequence ids mostly: no loop over the bytes
-        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80)) + SMALL_VARINTS[value >> 14]
-    return encode_varint(value)
 
 
 def message_frame_head(

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from magnetar.broker.session.hot_frames import message_frame_head, send_receipt_frame
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType
 from magnetar.protocol.framing import FrameDecoder, encode_command, encode_entry_header
+from magnetar.protocol.hot_frames import message_frame_head, send_receipt_frame
 from magnetar.protocol.schema import BaseCommand
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.suite import probe
+
 from magnetar.testing import BrokerProcess, free_port, wait_for_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -98,17 +100,14 @@ class Peer:
         """The command line it was started with (for the results file)."""
         return list(self.proc.args) if self.proc is not None else []  # type: ignore[arg-type]
 
+    def pid(self) -> int | None:
+        """The server process's id (the one whose CPU and memory are the server's), None when not running."""
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
     def rss_mb(self) -> float:
         """Resident memory of the server process, MB (0 when unknown)."""
-        if self.proc is None:
-            return 0.0
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return 0.0
+        pid = self.pid()
+        return (probe.rss_mb(pid) or 0.0) if pid is not None else 0.0
 
     def _spawn(self, cmd: list[str], env: dict[str, str] | None = None) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -216,17 +215,12 @@ class RabbitPeer(Peer):
         """The Debian package's version."""
         return _output(["dpkg-query", "-W", "-f", "${Version}", "rabbitmq-server"])
 
-    def rss_mb(self) -> float:
-        """The Erlang VM's resident memory (the server script's child)."""
-        pid_file = self.home / "rabbit.pid"
+    def pid(self) -> int | None:
+        """The Erlang VM's (the server script's child, which writes its id to the pid file)."""
         try:
-            pid = int(pid_file.read_text().strip())
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
+            return int((self.home / "rabbit.pid").read_text().strip())
         except (OSError, ValueError):
-            pass
-        return 0.0
+            return None
 
 
 class PulsarLitePeer(Peer):

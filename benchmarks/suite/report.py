@@ -13,6 +13,12 @@ MAGNETAR_OFFICIAL = "magnetar + official client"
 PULSAR_OFFICIAL = "Apache Pulsar + official client"
 PERCENTILES = [("p50", "50"), ("p95", "95"), ("p99", "99"), ("p99_9", "99.9"), ("p99_99", "99.99"), ("max", "max")]
 #: the throughput scenarios that the ratio table compares
+#: the broker figures of every measurement (probe.py), medians over the rounds
+BROKER_FIGURES = ["broker_cpu_s_per_million", "broker_rss_mb_peak", "broker_rss_mb_end"]
+PULSAR_LITE_OFFICIAL = "pulsar-lite + official client"
+PULSAR_LITE_MAGNETAR = "pulsar-lite + magnetar.client"
+#: the broker cost scenarios and issue 27's goal for magnetar's CPU against pulsar-lite's
+COST_GOALS = {"cost-100": 1.0, "cost-1024": 1.0, "cost-100-unbatched": 3.0}
 RATIO_KEYS = ["produce-100", "produce-1024", "consume-100", "consume-1024", "fanout", "topics-100", "catch-up", "sync"]
 
 
@@ -50,6 +56,9 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, 
             entry: dict[str, Any] = {"msg_per_s": _median([r["msg_per_s"] for r in ok]),
                                      "rounds_msg_per_s": [r.get("msg_per_s") for r in ok],
                                      "errors": [r["error"] for r in rounds if "error" in r]}
+            for name in BROKER_FIGURES:
+                entry[name] = _median([r[name] for r in ok if r.get(name) is not None])
+            entry["load_average"] = [r["load_average"] for r in rounds if "load_average" in r]
             lats = [r["latency_ms"] for r in ok if r.get("latency_ms", {}).get("count")]
             if lats:
                 entry["latency_ms"] = {name: _median([lat[name] for lat in lats]) for name, _ in PERCENTILES}
@@ -82,6 +91,45 @@ def ratios(summary: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]
     return rows
 
 
+def _figure(summary: dict[str, Any], key: str, label: str, name: str) -> float | None:
+    return ((summary.get(key) or {}).get(label) or {}).get(name)
+
+
+def cost_ratios(summary: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per cost scenario: the broker's CPU seconds per million messages (produced + received +
+    acknowledged) for magnetar, pulsar-lite and Apache Pulsar under one client, and magnetar's ratios."""
+    rows = []
+    for key, goal in COST_GOALS.items():
+        if key not in summary:
+            continue
+        cpu = {label: _figure(summary, key, label, "broker_cpu_s_per_million")
+               for label in (MAGNETAR_OFFICIAL, PULSAR_LITE_OFFICIAL, PULSAR_OFFICIAL, MAGNETAR, PULSAR_LITE_MAGNETAR)}
+        rows.append({"scenario": key, "goal_vs_pulsar_lite": goal, "cpu_s_per_million": cpu,
+                     "official_vs_pulsar_lite": _ratio(cpu[MAGNETAR_OFFICIAL], cpu[PULSAR_LITE_OFFICIAL]),
+                     "official_vs_pulsar": _ratio(cpu[MAGNETAR_OFFICIAL], cpu[PULSAR_OFFICIAL]),
+                     "magnetar_client_vs_pulsar_lite": _ratio(cpu[MAGNETAR], cpu[PULSAR_LITE_MAGNETAR])})
+    return rows
+
+
+def memory_rows(doc: dict[str, Any], summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per scenario: each Pulsar broker's peak and end resident memory (the highest over its clients),
+    and magnetar's peak against pulsar-lite's."""
+    peers = {"magnetar": "magnetar", "pulsar-lite": "pulsar-lite", "apache-pulsar": "Apache Pulsar"}
+    rows = []
+    for scenario in doc["scenarios"]:
+        key = scenario["key"]
+        row: dict[str, Any] = {"scenario": key}
+        for peer in peers:
+            labels = [s["label"] for s in doc["systems"] if s["peer"] == peer]
+            for name in ("broker_rss_mb_peak", "broker_rss_mb_end"):
+                values = [v for v in (_figure(summary, key, label, name) for label in labels) if v is not None]
+                row[f"{peer}:{name}"] = max(values) if values else None
+        row["magnetar_vs_pulsar_lite_peak"] = _ratio(row["magnetar:broker_rss_mb_peak"],
+                                                     row["pulsar-lite:broker_rss_mb_peak"])
+        rows.append(row)
+    return rows
+
+
 def _fmt(value: float | None, digits: int = 0) -> str:
     if value is None:
         return "–"
@@ -99,14 +147,45 @@ def _ratio_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _throughput_table(doc: dict[str, Any], summary: dict[str, Any], keys: list[str]) -> list[str]:
+def _cost_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| scenario | magnetar + official | pulsar-lite + official | Apache Pulsar + official | "
+             "magnetar / pulsar-lite (goal) | magnetar / Apache Pulsar (goal < 1) | magnetar + magnetar.client | "
+             "pulsar-lite + magnetar.client | ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cpu = r["cpu_s_per_million"]
+        lines.append(f"| {r['scenario']} | {_fmt(cpu[MAGNETAR_OFFICIAL], 2)} | {_fmt(cpu[PULSAR_LITE_OFFICIAL], 2)} | "
+                     f"{_fmt(cpu[PULSAR_OFFICIAL], 2)} | **{_fmt(r['official_vs_pulsar_lite'], 2)}x** "
+                     f"(≤ {r['goal_vs_pulsar_lite']:.0f}x) | **{_fmt(r['official_vs_pulsar'], 2)}x** | "
+                     f"{_fmt(cpu[MAGNETAR], 2)} | {_fmt(cpu[PULSAR_LITE_MAGNETAR], 2)} | "
+                     f"**{_fmt(r['magnetar_client_vs_pulsar_lite'], 2)}x** |")
+    return lines
+
+
+def _memory_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| scenario | magnetar peak / end | pulsar-lite peak / end | Apache Pulsar peak / end | "
+             "magnetar / pulsar-lite peak (goal < 2) |", "|---|---|---|---|---|"]
+    for r in rows:
+        cells = [f"{_fmt(r[f'{peer}:broker_rss_mb_peak'], 1)} / {_fmt(r[f'{peer}:broker_rss_mb_end'], 1)}"
+                 for peer in ("magnetar", "pulsar-lite", "apache-pulsar")]
+        lines.append(f"| {r['scenario']} | " + " | ".join(cells) + f" | **{_fmt(r['magnetar_vs_pulsar_lite_peak'], 2)}x** |")
+    return lines
+
+
+def load_range(summary: dict[str, Any]) -> tuple[float, float] | None:
+    """The lowest and highest 1-minute load average seen at the start or end of a measurement."""
+    values = [x for by in summary.values() for e in by.values() for pair in e.get("load_average", []) for x in pair]
+    return (min(values), max(values)) if values else None
+
+
+def _throughput_table(doc: dict[str, Any], summary: dict[str, Any], keys: list[str], figure: str = "msg_per_s",
+                      digits: int = 0) -> list[str]:
     lines = ["| system | durability | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
     for s in doc["systems"]:
         durability = doc["peers"].get(s["peer"], {}).get("durability", "")
         cells = []
         for key in keys:
             entry = summary.get(key, {}).get(s["label"], {})
-            cell = _fmt(entry.get("msg_per_s"))
+            cell = _fmt(entry.get(figure), digits)
             if entry.get("errors"):
                 cell += " (error)"
             cells.append(cell)
@@ -127,12 +206,29 @@ def _latency_table(doc: dict[str, Any], summary: dict[str, Any], key: str) -> li
     return lines
 
 
+def _cost_section(doc: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    rows = cost_ratios(summary)
+    load = load_range(summary)
+    out = ["## The broker's own cost", "",
+           "CPU seconds of the broker process (user + system, all threads, from /proc/PID/stat) per million "
+           "messages produced, received and acknowledged (lower is better). CPU seconds, not wall time: the "
+           "machine is shared, and a broker kept off the CPU by other work spends the same CPU seconds on the "
+           "same messages. " + (f"Load average (1 min) during the measurements: {load[0]:.1f} to {load[1]:.1f}."
+                                if load else ""), ""]
+    if rows:
+        out += _cost_table(rows) + [""]
+    out += ["Resident memory of the broker (MB, VmRSS sampled every 50 ms during each measurement: the peak, "
+            "and the value at its end; the highest over the clients run against that broker).", ""]
+    return out + _memory_table(memory_rows(doc, summary)) + [""]
+
+
 def markdown(doc: dict[str, Any], summary: dict[str, Any], ratio_rows: list[dict[str, Any]]) -> str:
     """The results file."""
     out = [f"# Peer suite results ({doc['mode']} run, {doc['date_utc']} UTC)", "",
            f"`{doc['command']}`: {doc['rounds']} round(s), {doc['duration_s']:.0f} s. {doc['note']}. "
-           "Figures are medians over the rounds; each measurement ran in its own process.", "",
-           "## The ratios that matter", "",
+           "Figures are medians over the rounds; each measurement ran in its own process.", ""]
+    out += _cost_section(doc, summary)
+    out += ["## The ratios that matter", "",
            "Throughput in msg/s (for `sync`: one-at-a-time durable sends per second). magnetar's own client "
            "against the best pair among the others, and both brokers with the official client.", ""]
     out += _ratio_table(ratio_rows)
@@ -154,6 +250,13 @@ def markdown(doc: dict[str, Any], summary: dict[str, Any], ratio_rows: list[dict
     out += ["", "## Throughput (msg/s)", ""]
     out += [f"- `{key}`: {titles[key]}" for key in throughput_keys] + [""]
     out += _throughput_table(doc, summary, throughput_keys)
+    measured = [s["key"] for s in doc["scenarios"] if s["kind"] in ("throughput", "cost")]
+    out += ["", "## The broker's CPU seconds per million messages of each scenario", "",
+            "A consume scenario's figure includes its fill (the messages were produced, then consumed and "
+            "acknowledged); a fan-out's is per delivery.", ""]
+    out += _throughput_table(doc, summary, measured, "broker_cpu_s_per_million", 2)
+    out += ["", "## The broker's peak resident memory in each scenario (MB)", ""]
+    out += _throughput_table(doc, summary, [s["key"] for s in doc["scenarios"]], "broker_rss_mb_peak", 1)
     for scenario in doc["scenarios"]:
         if scenario["kind"] == "latency":
             out += ["", f"## {scenario['title']} (ms)", ""] + _latency_table(doc, summary, scenario["key"])
@@ -222,7 +325,8 @@ def write(doc: dict[str, Any], output: Path) -> None:
     output.mkdir(parents=True, exist_ok=True)
     summary = summarise(doc["results"])
     ratio_rows = ratios(summary)
-    doc = {**doc, "summary": summary, "ratios": ratio_rows}
+    doc = {**doc, "summary": summary, "ratios": ratio_rows, "cost_ratios": cost_ratios(summary),
+           "memory": memory_rows(doc, summary)}
     (output / "suite.json").write_text(json.dumps(doc, indent=1) + "\n")
     text = markdown(doc, summary, ratio_rows)
     (output / "suite.md").write_text(text)

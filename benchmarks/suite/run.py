@@ -22,6 +22,7 @@ if __package__ in (None, ""):  # run as benchmarks/suite/run.py
 
 from benchmarks.suite import report
 from benchmarks.suite.peers import REPO_ROOT, Peer, client_versions, install_debian, log, make_peers
+from benchmarks.suite.probe import BrokerProbe
 from benchmarks.suite.scenarios import FULL, QUICK, SYSTEMS, Scenario, System, scenarios
 
 ALL_PEERS = ["magnetar", "pulsar", "pulsar-lite", "redis", "nats", "rabbitmq"]
@@ -97,19 +98,24 @@ def start_peers(peers: list[Peer]) -> tuple[list[Peer], dict[str, str]]:
     return started, notes
 
 
-def measure(system: System, address: str, scenario: Scenario, round_no: int, timeout: float) -> dict[str, Any]:
-    """One scenario against one system, in a worker process."""
+def measure(system: System, peer: Peer, scenario: Scenario, round_no: int, timeout: float) -> dict[str, Any]:
+    """One scenario against one system, in a worker process, with the broker's CPU seconds and resident
+    memory over the measurement (probe.py)."""
     topic = f"bench-{scenario.key}-{round_no}-{uuid.uuid4().hex[:8]}"
-    params = {"address": address, "topic": topic, **scenario.params}
+    params = {"address": peer.address, "topic": topic, **scenario.params}
     cmd = [sys.executable, "-m", "benchmarks.suite.worker", system.driver, scenario.function, json.dumps(params)]
+    broker = BrokerProbe(peer.pid()).start()
     try:
         proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
+        broker.stop(0)
         return {"error": f"timed out after {timeout:.0f} s"}
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
+        broker.stop(0)
         return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}"}
-    return json.loads(lines[-1])
+    result = json.loads(lines[-1])
+    return {**result, **broker.stop(result.get("messages", 0))}
 
 
 def run_rounds(systems: list[tuple[System, Peer]], plan: list[Scenario], rounds: int,
@@ -121,7 +127,9 @@ def run_rounds(systems: list[tuple[System, Peer]], plan: list[Scenario], rounds:
         for scenario in plan:
             shift = round_no % len(systems)
             for system, peer in systems[shift:] + systems[:shift]:
-                result = measure(system, peer.address, scenario, round_no, timeout)
+                if scenario.drivers and system.driver not in scenario.drivers:
+                    continue
+                result = measure(system, peer, scenario, round_no, timeout)
                 results[scenario.key].setdefault(system.label, []).append(result)
                 log(f"round {round_no + 1}/{rounds} {scenario.key:<12} {system.label:<36} {report.brief(result)}")
     return results
@@ -174,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                               "command": " ".join(peer.command())} for peer in started},
         "notes": notes,
         "systems": [{"label": s.label, "peer": s.peer, "client": s.client} for s, _ in systems],
-        "scenarios": [{"key": s.key, "title": s.title, "kind": s.kind, "params": s.params} for s in plan],
+        "scenarios": [{"key": s.key, "title": s.title, "kind": s.kind, "params": s.params, "drivers": s.drivers}
+                      for s in plan],
         "results": results,
     }
     report.write(document, args.output)

@@ -39,8 +39,11 @@ class Scenario:
     title: str
     function: str
     params: dict[str, Any] = field(default_factory=dict)
-    #: ``throughput`` (msg/s, higher is better) or ``latency`` (ms percentiles, lower is better)
+    #: ``throughput`` (msg/s, higher is better), ``latency`` (ms percentiles, lower is better) or ``cost``
+    #: (the broker's CPU seconds per million messages and its memory, lower is better)
     kind: str = "throughput"
+    #: the drivers that run it (empty: all)
+    drivers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,21 +59,42 @@ class Sizes:
     topics_count: int
     sync_count: int
     sync_duration_s: float
+    cost_count: int
+    cost_unbatched_count: int
     sizes: tuple[int, ...] = (100, 1024)
     rounds: int = 2
 
 
 FULL = Sizes(count=200_000, backlog=1_000_000, rate_duration_s=8, rates=(1000, 10_000, 50_000), e2e_rate=10_000,
-             fanout_count=100_000, topics_count=100_000, sync_count=20_000, sync_duration_s=8)
+             fanout_count=100_000, topics_count=100_000, sync_count=20_000, sync_duration_s=8,
+             cost_count=200_000, cost_unbatched_count=50_000)
 QUICK = Sizes(count=20_000, backlog=50_000, rate_duration_s=1.5, rates=(10_000,), e2e_rate=5000,
-              fanout_count=10_000, topics_count=10_000, sync_count=2000, sync_duration_s=1.5, sizes=(100,), rounds=1)
+              fanout_count=10_000, topics_count=10_000, sync_count=2000, sync_duration_s=1.5,
+              cost_count=20_000, cost_unbatched_count=5000, sizes=(100,), rounds=1)
+
+
+#: the drivers of Pulsar's protocol: the broker cost scenarios compare brokers under one client
+PULSAR_DRIVERS = ("official", "magnetar-client")
+
+
+def cost_scenarios(sizes: Sizes) -> list[Scenario]:
+    """The broker's CPU seconds per million messages, produced + received + acknowledged (issue 27):
+    100 B and 1 KiB batched (1,000 / 10 ms), 100 B unbatched."""
+    batched = {"batch": 1000, "batch_delay_ms": 10}
+    out = [Scenario(f"cost-{size}", f"broker cost, produce + consume + ack, {size} B batched", "cost",
+                    {"count": sizes.cost_count, "size": size, **batched}, kind="cost", drivers=PULSAR_DRIVERS)
+           for size in sizes.sizes]
+    out.append(Scenario("cost-100-unbatched", "broker cost, produce + consume + ack, 100 B unbatched", "cost",
+                        {"count": sizes.cost_unbatched_count, "size": 100, "batch": 1, "batch_delay_ms": 0},
+                        kind="cost", drivers=PULSAR_DRIVERS))
+    return out
 
 
 def scenarios(sizes: Sizes) -> list[Scenario]:
     """The scenarios of a run, in order."""
     batched = {"batch": 1000, "batch_delay_ms": 10}
     paced = {"batch": 1000, "batch_delay_ms": 1, "size": 100}
-    out: list[Scenario] = []
+    out = cost_scenarios(sizes)
     for size in sizes.sizes:
         out.append(Scenario(f"produce-{size}", f"max produce, {size} B", "produce",
                             {"count": sizes.count, "size": size, **batched}))

@@ -74,6 +74,23 @@ def consume(p: Params) -> dict[str, Any]:
     return result
 
 
+def cost(p: Params) -> dict[str, Any]:
+    """Fill (batched unless ``batch`` is 1), then receive + acknowledge it all: the whole life of a
+    message in the broker, whose CPU seconds the suite reads around this run; messages left on the
+    subscription afterwards (delivered twice, or acknowledgements lost) are reported, not refused."""
+    _hold_backlog(p, "bench")
+    fill = _fill(p) if p.batch > 1 else perf("produce", p, "-m", str(p.count), "-s", str(p.size), "-r", "0", "-db")
+    doc = perf("consume", p, "-m", str(p.count), "-sp", "Earliest", "-ss", "bench")
+    consumed = doc.get("consumed", {}).get("messages", 0)
+    if consumed < p.count:
+        raise RuntimeError(f"cost: {consumed} of {p.count} messages received")
+    left = perf("consume", p, "-t", "1", "-ss", "bench").get("consumed", {}).get("messages", 0)
+    seconds = fill.get("duration_s", 0.0) + doc.get("duration_s", 0.0)
+    return throughput(consumed, seconds, left_after=left, commands=[fill["cmd"], doc["cmd"]],
+                      produce_msg_per_s=fill.get("produced", {}).get("msg_per_s", 0.0),
+                      consume_msg_per_s=doc.get("consumed", {}).get("msg_per_s", 0.0))
+
+
 def _latency_result(doc: dict[str, Any], direction: str, kind: str, target: float) -> dict[str, Any]:
     result = _rate_of(doc, direction, target_rate=target)
     result["latency_ms"] = doc["latency_ms"][kind]

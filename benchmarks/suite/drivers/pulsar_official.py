@@ -30,7 +30,7 @@ def _client(p: Params) -> pulsar.Client:
 
 def _producer(client: pulsar.Client, topic: str, p: Params, batching: bool = True) -> pulsar.Producer:
     return client.create_producer(
-        topic, batching_enabled=batching, batching_max_messages=p.batch, batching_max_allowed_size_in_bytes=1 << 20,
+        topic, batching_enabled=batching, batching_max_messages=max(p.batch, 2), batching_max_allowed_size_in_bytes=1 << 20,
         batching_max_publish_delay_ms=int(p.batch_delay_ms), max_pending_messages=10_000, block_if_queue_full=True,
         send_timeout_millis=60_000)
 
@@ -54,8 +54,8 @@ class Acked:
             self.done.set()
 
 
-def _produce(client: pulsar.Client, topics: list[str], p: Params) -> tuple[int, float, int]:
-    producers = [_producer(client, topic, p) for topic in topics]
+def _produce(client: pulsar.Client, topics: list[str], p: Params, batching: bool = True) -> tuple[int, float, int]:
+    producers = [_producer(client, topic, p, batching) for topic in topics]
     data = payload(p.size)
     acked = Acked(p.count)
     started = time.perf_counter()
@@ -117,6 +117,28 @@ def consume(p: Params) -> dict[str, Any]:
         raise RuntimeError(f"consume: {received} of {p.count} messages received"
                            f"{', and more after that (delivered twice)' if over else ''}: benchmarks/README.md")
     return throughput(received, seconds)
+
+
+def cost(p: Params) -> dict[str, Any]:
+    """Produce ``count`` messages (batched unless ``batch`` is 1), then receive + acknowledge them all:
+    the whole life of a message in the broker, whose CPU seconds the suite reads around this run.
+    A broker that delivers messages twice is reported (``delivered_twice``), not refused: its
+    cost per delivered message is what is measured."""
+    client = _client(p)
+    try:
+        _subscribe(client, p.topic, "bench").close()
+        produced, produce_s, failures = _produce(client, [p.topic], p, batching=p.batch > 1)
+        consumer = _subscribe(client, p.topic, "bench")
+        started = time.perf_counter()
+        received = _drain(consumer, p.count)
+        consume_s = time.perf_counter() - started
+        over = _one_more(consumer)
+    finally:
+        client.close()
+    if received < p.count:
+        raise RuntimeError(f"cost: {received} of {p.count} messages received")
+    return throughput(received, produce_s + consume_s, failures=failures, delivered_twice=over,
+                      produce_msg_per_s=round(produced / produce_s, 1), consume_msg_per_s=round(received / consume_s, 1))
 
 
 def _paced_send(producer: pulsar.Producer, p: Params, make: Callable[[], bytes],

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from magnetar.broker.config import BrokerConfig, ConfigError
+from magnetar.broker.config import BrokerConfig, ConfigError, default_entry_cache_total_bytes
 from magnetar.testing import free_port
 
 
@@ -23,6 +24,17 @@ def test_defaults_are_documented_values() -> None:
     assert cfg.cursor_persist_delay_seconds == 1.0
     assert (cfg.segment_min_rollover_minutes, cfg.segment_max_rollover_minutes) == (10, 240)  # Pulsar's
     assert cfg.broker_service_url == "pulsar://127.0.0.1:6650"
+    assert cfg.entry_cache_eviction_seconds == 1.0  # Pulsar's managedLedgerCacheEvictionTimeThresholdMillis
+
+
+def test_entry_cache_budget_is_a_64th_of_memory_within_16_and_64_mib(monkeypatch: pytest.MonkeyPatch) -> None:
+    mib = 1024 * 1024
+    for physical, expected in ((512 * mib, 16 * mib), (2048 * mib, 32 * mib), (24 * 1024 * mib, 64 * mib)):
+        monkeypatch.setattr(os, "sysconf", lambda name, physical=physical: 4096 if name == "SC_PAGE_SIZE" else physical // 4096)
+        assert default_entry_cache_total_bytes() == expected
+    cfg = BrokerConfig.load({}, None, environ={"MAGNETAR_ENTRY_CACHE_TOTAL_BYTES": str(8 * mib),
+                                                "MAGNETAR_ENTRY_CACHE_EVICTION_SECONDS": "0"})
+    assert (cfg.entry_cache_total_bytes, cfg.entry_cache_eviction_seconds) == (8 * mib, 0.0)
 
 
 def test_flags_beat_file_beat_environment(tmp_path: Path) -> None:

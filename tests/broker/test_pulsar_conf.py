@@ -156,6 +156,8 @@ def test_the_real_file_from_the_official_client_when_available() -> None:
          {"segment_max_bytes": 2 * 1024 * 1024, "dispatch_batch_entries": 50}),
         ("managedLedgerMinLedgerRolloverTimeMinutes=0\nmanagedLedgerMaxLedgerRolloverTimeMinutes=60\n",
          {"segment_min_rollover_minutes": 0, "segment_max_rollover_minutes": 60}),
+        ("managedLedgerCacheSizeMB=32\nmanagedLedgerCacheEvictionTimeThresholdMillis=2500\n",
+         {"entry_cache_total_bytes": 32 * 1024 * 1024, "entry_cache_eviction_seconds": 2.5}),
     ],
 )
 def test_keys_map_to_magnetar_settings(text: str, expected: dict[str, object]) -> None:

@@ -39,6 +39,16 @@ SECURITY_FIELDS = frozenset(f.name for f in dataclasses.fields(SecuritySettings)
 FsyncPolicy = Literal["always", "never"]
 
 
+def default_entry_cache_total_bytes() -> int:
+    """The default budget of all entry caches: 1/64 of the machine's memory, at least 16 and at most
+    64 MiB (a small box keeps its memory; catch-up readers beyond the cache read the page cache)."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return 64 * MiB
+    return max(16 * MiB, min(64 * MiB, physical // 64))
+
+
 class ConfigError(ValueError):
     """A setting has an unknown name or a value of the wrong kind."""
 
@@ -77,8 +87,13 @@ class BrokerConfig:
     segment_min_rollover_minutes: float = 10.0
     #: recent entries kept in memory per topic for dispatch
     entry_cache_max_bytes: int = 16 * MiB
-    #: all topics' entry caches together (a topic over the shared budget evicts its own oldest)
-    entry_cache_total_bytes: int = 256 * MiB
+    #: all topics' entry caches together (a topic over the shared budget evicts its own oldest);
+    #: by default 1/64 of the machine's memory, between 16 and 64 MiB (docs/CONFIGURATION.md)
+    entry_cache_total_bytes: int = default_entry_cache_total_bytes()
+    #: an entry leaves the cache this long after it was appended (Pulsar's
+    #: managedLedgerCacheEvictionTimeThresholdMillis; 0: only the byte bounds evict): a reader further
+    #: behind reads from the segment files (the page cache), at some CPU per entry
+    entry_cache_eviction_seconds: float = 1.0
     #: entries a dispatcher reads at once
     dispatch_batch_entries: int = 100
     #: a consumer with this many unacked messages gets no more until it acks (0 = no limit)

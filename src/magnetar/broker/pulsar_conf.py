@@ -225,6 +225,7 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "isAllowAutoUpdateSchemaEnabled": ("allow_auto_update_schema", _bool),
     "isSchemaValidationEnforced": ("schema_validation_enforced", _bool),
     "managedLedgerCacheSizeMB": ("entry_cache_total_bytes", _mebibytes),
+    "managedLedgerCacheEvictionTimeThresholdMillis": ("entry_cache_eviction_seconds", _millis),
     "managedLedgerMaxSizePerLedgerMbytes": ("segment_max_bytes", _mebibytes),
     "managedLedgerMinLedgerRolloverTimeMinutes": ("segment_min_rollover_minutes", _non_negative),
     "managedLedgerMaxLedgerRolloverTimeMinutes": ("segment_max_rollover_minutes", _non_negative),

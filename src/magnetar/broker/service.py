@@ -136,6 +136,8 @@ class BrokerService(TopicDirectory):
         self.persistence.start()
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="lifecycle"))
+        if self.config.entry_cache_eviction_seconds > 0:
+            self._tasks.append(asyncio.create_task(self._cache_eviction_loop(), name="cache-eviction"))
         self.running = True
 
     @staticmethod
@@ -393,6 +395,14 @@ class BrokerService(TopicDirectory):
                     self.check_lifecycle(topic)
                 except Exception:
                     log.exception("lifecycle check of %s failed", topic.name)
+
+    async def _cache_eviction_loop(self) -> None:
+        """Entries leave the entry caches ``entry_cache_eviction_seconds`` after their append (checked
+        four times per that period)."""
+        max_age = self.config.entry_cache_eviction_seconds
+        while True:
+            await asyncio.sleep(max_age / 4)
+            self.cache_budget.age_out(time.monotonic(), max_age)
 
     # -- connections ---------------------------------------------------------------------
     async def _keepalive_loop(self) -> None:

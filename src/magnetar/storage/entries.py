@@ -3,7 +3,9 @@ byte budget of the tail caches."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
+from typing import Protocol
 
 
 class Entry:
@@ -37,13 +39,31 @@ class SegmentInfo:
     modified: float
 
 
+class AgingCache(Protocol):
+    """A cache whose entries leave by age (:class:`~magnetar.storage.tail_cache.TailCache`)."""
+
+    def age_out(self, now: float, max_age: float) -> None:
+        """Note what is cached at ``now``; drop what was cached ``max_age`` seconds ago or earlier."""
+
+
 class CacheBudget:
     """A byte budget shared by the tail caches of many ledgers.
 
     A ledger whose append would take the shared total over ``limit`` evicts its own oldest
     cached entries first, so the total stays near the limit however many ledgers are open.
+    :meth:`age_out` also drops, from every cache, the entries cached longer ago than a threshold
+    (Pulsar's managedLedgerCacheEvictionTimeThresholdMillis): a reader keeping up finds an entry
+    in memory, a reader behind reads it from its segment file.
     """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
+        #: the caches sharing the budget (a closed ledger's leaves with it)
+        self.caches: weakref.WeakSet[AgingCache] = weakref.WeakSet()
+
+    def age_out(self, now: float, max_age: float) -> None:
+        """Drop from every cache the entries cached ``max_age`` seconds before ``now`` or earlier
+        (called on the thread that uses the caches, a few times per ``max_age``)."""
+        for cache in list(self.caches):
+            cache.age_out(now, max_age)

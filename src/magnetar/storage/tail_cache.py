@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 from magnetar.storage.entries import CacheBudget
 
 
@@ -19,6 +21,10 @@ class TailCache:
         self.first = first
         #: data bytes cached
         self.bytes = 0
+        #: (time, last entry id cached then), oldest first: what :meth:`age_out` evicts by age
+        self.marks: deque[tuple[float, int]] = deque()
+        if budget is not None:
+            budget.caches.add(self)
 
     def put(self, entry_id: int, data: bytes, crc: int) -> None:
         """Add the entry appended after the last one cached (or skip it with a zero size)."""
@@ -34,6 +40,22 @@ class TailCache:
                 self.evict_oldest()
         else:
             while self.bytes > self.max_bytes and self.entries:
+                self.evict_oldest()
+
+    def age_out(self, now: float, max_age: float) -> None:
+        """Note the last entry cached at ``now``; drop the entries that were already cached
+        ``max_age`` seconds before ``now`` (so an entry stays between ``max_age`` and ``max_age``
+        plus the interval between calls)."""
+        entries = self.entries
+        marks = self.marks
+        if entries:
+            last = self.first + len(entries) - 1
+            if not marks or marks[-1][1] != last:
+                marks.append((now, last))
+        cutoff = now - max_age
+        while marks and marks[0][0] <= cutoff:
+            upto = marks.popleft()[1]
+            while self.first <= upto and self.first in entries:
                 self.evict_oldest()
 
     def evict_oldest(self) -> None:
@@ -60,6 +82,7 @@ class TailCache:
         """Drop everything (the ledger is closed)."""
         self._release(self.bytes)
         self.entries.clear()
+        self.marks.clear()
 
     def _release(self, size: int) -> None:
         self.bytes -= size

@@ -23,7 +23,7 @@ if __package__ in (None, ""):  # run as benchmarks/suite/run.py
 from benchmarks.suite import report
 from benchmarks.suite.peers import REPO_ROOT, Peer, client_versions, install_debian, log, make_peers
 from benchmarks.suite.probe import BrokerProbe
-from benchmarks.suite.scenarios import FULL, QUICK, SYSTEMS, Scenario, System, scenarios
+from benchmarks.suite.scenarios import FULL, PULSAR_DRIVERS, QUICK, SYSTEMS, Scenario, System, scenarios
 
 ALL_PEERS = ["magnetar", "pulsar", "pulsar-lite", "redis", "nats", "rabbitmq"]
 DEBIAN_OF = {"redis": ["redis-server"], "nats": ["nats-server"], "rabbitmq": ["rabbitmq-server"],
@@ -118,6 +118,18 @@ def measure(system: System, peer: Peer, scenario: Scenario, round_no: int, timeo
     return {**result, **broker.stop(result.get("messages", 0))}
 
 
+def warm_up(systems: list[tuple[System, Peer]], timeout: float) -> None:
+    """A small produce + consume + ack run against every Pulsar-protocol system before the rounds, not
+    recorded: what a broker loads on its first topic (magnetar imports its topic modules then; a JVM
+    compiles its hot paths) is start-up, not the cost per message the first scenario reports."""
+    warm = Scenario("warm-up", "warm-up", "cost", {"count": 2000, "size": 100, "batch": 1000, "batch_delay_ms": 10},
+                    kind="cost")
+    for system, peer in systems:
+        if system.driver in PULSAR_DRIVERS:
+            result = measure(system, peer, warm, 0, timeout)
+            log(f"warm-up {system.label:<36} {report.brief(result)}")
+
+
 def run_rounds(systems: list[tuple[System, Peer]], plan: list[Scenario], rounds: int,
                timeout: float) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Every scenario against every system, round after round; the order of the systems turns each
@@ -159,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         by_name = {peer.name: peer for peer in started}
         systems = [(system, by_name[system.peer]) for system in SYSTEMS if system.peer in by_name]
         fsync_before = fsync_rate(run_dir)
+        warm_up(systems, timeout)
         results = run_rounds(systems, plan, rounds, timeout)
         fsync_rates = [fsync_before, fsync_rate(run_dir)]
         for peer in started:

@@ -3,6 +3,7 @@ the same rates as one walk of every topic, forgetting topics that were unloaded.
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 import pytest
@@ -102,3 +103,26 @@ def test_a_topic_loaded_during_a_round_is_sampled_within_the_interval(clock: Clo
     assert topics[39].name in tracker._topics  # noqa: SLF001
     clock.now += 1.0
     assert tracker.producer_numbers(topics[39], topics[39].producers[1])["msgRateIn"] > 0
+
+
+def test_few_topics_are_sampled_in_one_walk_per_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    topics = [fake_topic(i) for i in range(3)]
+    service = SimpleNamespace(topics={t.name: t for t in topics}, _tasks=[])
+    tracker = StatsTracker(service)
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) > 3:
+            raise asyncio.CancelledError
+
+    monkeypatch.setattr(stats_tracker.asyncio, "sleep", sleep)
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(tracker._run())  # noqa: SLF001
+    assert sleeps == [stats_tracker.SAMPLE_INTERVAL] * 4  # not SLICES wake-ups per interval
+    assert set(tracker._topics) == {t.name for t in topics}  # noqa: SLF001 - every topic sampled each time
+    service.topics.update({f"t{i}": fake_topic(100 + i) for i in range(SLICES)})
+    sleeps.clear()
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(tracker._run())  # noqa: SLF001
+    assert sleeps == [stats_tracker.SAMPLE_INTERVAL / SLICES] * 4  # many topics: sliced as before

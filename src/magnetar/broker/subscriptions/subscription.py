@@ -274,6 +274,7 @@ class Subscription(SubscriptionBase):
         mark_delete_before = self.cursor.mark_delete
         consumer.last_acked_ms = int(time.time() * 1000)
         whole: list[int] = []
+        batch_index_acks = self.batch_index_ack_enabled
         for mid in message_ids:
             if mid.ledger_id != ledger_id:
                 continue
@@ -282,7 +283,10 @@ class Subscription(SubscriptionBase):
                 if not cumulative:
                     continue
                 entry_id = last  # a reader's close acks "everything" with entry id 2^64-1
-            ack_set = list(mid.ack_set) if self.batch_index_ack_enabled else None
+            if not cumulative and not (batch_index_acks and mid.ack_set):  # the usual id: a whole entry
+                whole.append(entry_id)
+                continue
+            ack_set = list(mid.ack_set) if batch_index_acks else None
             batch_size = (mid.batch_size or 64 * len(ack_set)) if ack_set else 0
             if cumulative:
                 self._ack_cumulative(entry_id, ack_set, batch_size)

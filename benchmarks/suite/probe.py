@@ -19,15 +19,21 @@ TICKS = os.sysconf("SC_CLK_TCK")
 SAMPLE_S = 0.05
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of process ``pid`` (all its threads), None once it is gone."""
+def cpu_times(pid: int) -> tuple[float, float] | None:
+    """User and system CPU seconds of process ``pid`` (all its threads), None once it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # the command name (field 2) may hold spaces: the fields after it start past its closing parenthesis
     fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    return int(fields[11]) / TICKS, int(fields[12]) / TICKS
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all its threads), None once it is gone."""
+    times = cpu_times(pid)
+    return None if times is None else times[0] + times[1]
 
 
 def rss_mb(pid: int) -> float | None:
@@ -47,7 +53,7 @@ class BrokerProbe:
     def __init__(self, pid: int | None) -> None:
         self.pid = pid
         self.peak_mb = 0.0
-        self._cpu_start: float | None = None
+        self._cpu_start: tuple[float, float] | None = None
         self._load_start = os.getloadavg()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="broker-probe", daemon=True)
@@ -64,7 +70,7 @@ class BrokerProbe:
         """Read the CPU time and start sampling memory."""
         self._load_start = os.getloadavg()
         if self.pid is not None:
-            self._cpu_start = cpu_seconds(self.pid)
+            self._cpu_start = cpu_times(self.pid)
             self._thread.start()
         return self
 
@@ -75,11 +81,14 @@ class BrokerProbe:
             return load
         self._stop.set()
         self._thread.join()
-        cpu_end, rss_end = cpu_seconds(self.pid), rss_mb(self.pid)
+        cpu_end, rss_end = cpu_times(self.pid), rss_mb(self.pid)
         if cpu_end is None or self._cpu_start is None or rss_end is None:
             return load
-        cpu = cpu_end - self._cpu_start
+        user, system = cpu_end[0] - self._cpu_start[0], cpu_end[1] - self._cpu_start[1]
+        cpu = user + system
         per_million = round(cpu * 1e6 / messages, 3) if messages else None
         return {"broker_cpu_s": round(cpu, 3), "broker_cpu_s_per_million": per_million,
+                "broker_cpu_user_s": round(user, 3), "broker_cpu_system_s": round(system, 3),
+                "broker_cpu_system_share": round(system / cpu, 2) if cpu else None,
                 "broker_rss_mb_peak": round(max(self.peak_mb, rss_end), 1), "broker_rss_mb_end": round(rss_end, 1),
                 **load}

@@ -14,7 +14,7 @@ PULSAR_OFFICIAL = "Apache Pulsar + official client"
 PERCENTILES = [("p50", "50"), ("p95", "95"), ("p99", "99"), ("p99_9", "99.9"), ("p99_99", "99.99"), ("max", "max")]
 #: the throughput scenarios that the ratio table compares
 #: the broker figures of every measurement (probe.py), medians over the rounds
-BROKER_FIGURES = ["broker_cpu_s_per_million", "broker_rss_mb_peak", "broker_rss_mb_end"]
+BROKER_FIGURES = ["broker_cpu_s_per_million", "broker_rss_mb_peak", "broker_rss_mb_end", "broker_cpu_system_share"]
 PULSAR_LITE_OFFICIAL = "pulsar-lite + official client"
 PULSAR_LITE_MAGNETAR = "pulsar-lite + magnetar.client"
 #: the broker cost scenarios and issue 27's goal for magnetar's CPU against pulsar-lite's
@@ -105,6 +105,7 @@ def cost_ratios(summary: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str,
         cpu = {label: _figure(summary, key, label, "broker_cpu_s_per_million")
                for label in (MAGNETAR_OFFICIAL, PULSAR_LITE_OFFICIAL, PULSAR_OFFICIAL, MAGNETAR, PULSAR_LITE_MAGNETAR)}
         rows.append({"scenario": key, "goal_vs_pulsar_lite": goal, "cpu_s_per_million": cpu,
+                     "magnetar_system_share": _figure(summary, key, MAGNETAR_OFFICIAL, "broker_cpu_system_share"),
                      "official_vs_pulsar_lite": _ratio(cpu[MAGNETAR_OFFICIAL], cpu[PULSAR_LITE_OFFICIAL]),
                      "official_vs_pulsar": _ratio(cpu[MAGNETAR_OFFICIAL], cpu[PULSAR_OFFICIAL]),
                      "magnetar_client_vs_pulsar_lite": _ratio(cpu[MAGNETAR], cpu[PULSAR_LITE_MAGNETAR])})
@@ -150,14 +151,15 @@ def _ratio_table(rows: list[dict[str, Any]]) -> list[str]:
 def _cost_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["| scenario | magnetar + official | pulsar-lite + official | Apache Pulsar + official | "
              "magnetar / pulsar-lite (goal) | magnetar / Apache Pulsar (goal < 1) | magnetar + magnetar.client | "
-             "pulsar-lite + magnetar.client | ratio |", "|---|---|---|---|---|---|---|---|---|"]
+             "pulsar-lite + magnetar.client | ratio | magnetar's system (kernel) share |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cpu = r["cpu_s_per_million"]
         lines.append(f"| {r['scenario']} | {_fmt(cpu[MAGNETAR_OFFICIAL], 2)} | {_fmt(cpu[PULSAR_LITE_OFFICIAL], 2)} | "
                      f"{_fmt(cpu[PULSAR_OFFICIAL], 2)} | **{_fmt(r['official_vs_pulsar_lite'], 2)}x** "
                      f"(≤ {r['goal_vs_pulsar_lite']:.0f}x) | **{_fmt(r['official_vs_pulsar'], 2)}x** | "
                      f"{_fmt(cpu[MAGNETAR], 2)} | {_fmt(cpu[PULSAR_LITE_MAGNETAR], 2)} | "
-                     f"**{_fmt(r['magnetar_client_vs_pulsar_lite'], 2)}x** |")
+                     f"**{_fmt(r['magnetar_client_vs_pulsar_lite'], 2)}x** | {_fmt(r['magnetar_system_share'], 2)} |")
     return lines
 
 

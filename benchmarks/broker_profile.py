@@ -62,6 +62,7 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         broker = BrokerProcess(Path(tmp) / "data", args=("--log-level", "WARNING")).start(timeout=60)
@@ -90,6 +91,8 @@ def main() -> int:
         text = (f"{args.driver} {args.scenario} {args.size} B {'unbatched' if args.unbatched else 'batched'} x "
                 f"{args.count}: broker CPU {cpu:.2f} s = {cpu * 1e6 / args.count:.2f} s per million\n{result}\n\n"
                 + summarise(raw, args.top))
+        if args.raw:
+            shutil.copy(raw, args.raw)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")

@@ -57,7 +57,9 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, 
                                      "rounds_msg_per_s": [r.get("msg_per_s") for r in ok],
                                      "errors": [r["error"] for r in rounds if "error" in r]}
             for name in BROKER_FIGURES:
-                entry[name] = _median([r[name] for r in ok if r.get(name) is not None])
+                # memory from every round (a refused one used it too), CPU only from those that counted
+                of = rounds if name.startswith("broker_rss") else ok
+                entry[name] = _median([r[name] for r in of if r.get(name) is not None])
             entry["load_average"] = [r["load_average"] for r in rounds if "load_average" in r]
             lats = [r["latency_ms"] for r in ok if r.get("latency_ms", {}).get("count")]
             if lats:

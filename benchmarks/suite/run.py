@@ -108,12 +108,11 @@ def measure(system: System, peer: Peer, scenario: Scenario, round_no: int, timeo
     try:
         proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        broker.stop(0)
-        return {"error": f"timed out after {timeout:.0f} s"}
+        return {"error": f"timed out after {timeout:.0f} s", **broker.stop(0)}
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
-        broker.stop(0)
-        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}"}
+        # a refused run (duplicates) still used the broker's memory: kept, its CPU is not per message
+        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}", **broker.stop(0)}
     result = json.loads(lines[-1])
     return {**result, **broker.stop(result.get("messages", 0))}
 

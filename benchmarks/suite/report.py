@@ -231,6 +231,9 @@ def markdown(doc: dict[str, Any], summary: dict[str, Any], ratio_rows: list[dict
     out = [f"# Peer suite results ({doc['mode']} run, {doc['date_utc']} UTC)", "",
            f"`{doc['command']}`: {doc['rounds']} round(s), {doc['duration_s']:.0f} s. {doc['note']}. "
            "Figures are medians over the rounds; each measurement ran in its own process.", ""]
+    if doc["machine"].get("servers_pinned_to_cpus"):
+        out += [f"Every server was pinned to CPU(s) {doc['machine']['servers_pinned_to_cpus']} (taskset, all threads): "
+                "an edge box; the clients were not.", ""]
     out += _cost_section(doc, summary)
     out += ["## The ratios that matter", "",
            "Throughput in msg/s (for `sync`: one-at-a-time durable sends per second). magnetar's own client "

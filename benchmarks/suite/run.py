@@ -43,6 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--work", type=Path, default=Path("/tmp/magnetar-bench"), help="data of the peers")
     parser.add_argument("--output", type=Path, default=RESULTS, help="where suite.md/.json/-*.png go")
     parser.add_argument("--timeout", type=float, default=0, help="seconds for one measurement (default 900/300)")
+    parser.add_argument("--pin-brokers", default="", metavar="CPUS",
+                        help="pin every server (all its threads) to these CPUs with taskset, e.g. 0: an edge box")
     return parser.parse_args(argv)
 
 
@@ -77,8 +79,18 @@ def fsync_rate(directory: Path, seconds: float = 2.0) -> float:
         path.unlink()
 
 
-def start_peers(peers: list[Peer]) -> tuple[list[Peer], dict[str, str]]:
-    """Start each peer; those that fail are left out with a note."""
+def pin(peer: Peer, cpus: str) -> str:
+    """Pin the server's process, every thread of it, to ``cpus`` (``taskset -a -p -c``; threads it
+    starts later inherit it); a note when it cannot."""
+    pid = peer.pid()
+    if pid is None:
+        return "not running"
+    proc = subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(pid)], capture_output=True, text=True, check=False)
+    return "" if proc.returncode == 0 else f"taskset failed: {proc.stderr.strip()[-200:]}"
+
+
+def start_peers(peers: list[Peer], pin_cpus: str = "") -> tuple[list[Peer], dict[str, str]]:
+    """Start each peer (pinned to ``pin_cpus`` when given); those that fail are left out with a note."""
     started, notes = [], {}
     for peer in peers:
         log(f"starting {peer.name}")
@@ -89,6 +101,9 @@ def start_peers(peers: list[Peer]) -> tuple[list[Peer], dict[str, str]]:
             log(f"{peer.name}: {notes[peer.name]}")
             peer.stop()
             continue
+        if pin_cpus:
+            failed = pin(peer, pin_cpus)
+            peer.info["pinned_to_cpus"] = pin_cpus if not failed else failed
         peer.info["version"] = peer.version()
         peer.info["startup_s"] = round(peer.startup_s, 3)
         started.append(peer)
@@ -165,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     started_at = time.time()
     started: list[Peer] = []
     try:
-        started, start_notes = start_peers(peers)
+        started, start_notes = start_peers(peers, args.pin_brokers)
         notes.update(start_notes)
         by_name = {peer.name: peer for peer in started}
         systems = [(system, by_name[system.peer]) for system in SYSTEMS if system.peer in by_name]
@@ -186,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         "mode": "quick" if args.quick else "full",
         "rounds": rounds,
         "command": "python -m benchmarks.suite " + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine": {**machine(), "fsync_per_s_before_and_after": fsync_rates},
+        "machine": {**machine(), "fsync_per_s_before_and_after": fsync_rates,
+                    "servers_pinned_to_cpus": args.pin_brokers or None},
         "note": "the machine is shared with other work (tests, a soak run): the systems run side by side, "
                 "in alternating rounds, and the ratios between them are what this file reports",
         "client_versions": client_versions(),

@@ -3,8 +3,10 @@ and the topic, subscription and compaction modules load only once a topic does."
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from magnetar.broker.service import BrokerService
@@ -81,3 +83,21 @@ asyncio.run(main())
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.splitlines() == ["started []", "loaded True"], out.stdout + out.stderr
+
+
+def test_entries_leave_the_cache_after_the_eviction_threshold(tmp_path: Path) -> None:
+    async def body(service: BrokerService) -> None:
+        topic = await service.load_topic(TopicName.parse("persistent://public/default/aging"))
+        assert isinstance(topic, PersistentTopic)
+        for i in range(5):
+            topic.ledger.append(b"entry-%d" % i)
+        cache = topic.ledger._cache  # noqa: SLF001 - what the aging task empties
+        assert sorted(cache.entries) == [0, 1, 2, 3, 4] and service.cache_budget.used == 35
+        started = time.monotonic()
+        while cache.entries and time.monotonic() - started < 5:  # the task ticks every 0.1 s
+            await asyncio.sleep(0.02)
+        assert cache.entries == {} and service.cache_budget.used == 0
+        assert time.monotonic() - started >= 0.15  # not before the threshold (0.2 s after the first tick)
+        assert [e.data for e in topic.ledger.read_range(0, 4)] == [b"entry-%d" % i for i in range(5)]  # from the files
+
+    run_service(tmp_path, body, entry_cache_eviction_seconds=0.2)

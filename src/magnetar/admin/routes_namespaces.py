@@ -27,6 +27,9 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     async def create_namespace(
         tenant: str, namespace: str, policies: Annotated[dict[str, Any] | None, Body()] = None
     ) -> Response:
+        if policies is not None and policies.get("replication_clusters") == []:
+            # pulsar-admin sends an empty list when no -c is given: Pulsar takes the local cluster
+            policies = {**policies, "replication_clusters": [admin.ctx.config.cluster_name]}
         namespaces.create_namespace(name(tenant, namespace), policies)
         return Response(status_code=204)
 

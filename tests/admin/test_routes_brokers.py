@@ -55,3 +55,48 @@ def test_a_namespace_created_without_clusters_replicates_to_the_local_cluster(ht
     assert http.put(f"/admin/v2/namespaces/{tenant}/ns", {"replication_clusters": []}).status == 204
     assert http.get(f"/admin/v2/namespaces/{tenant}/ns/replication").json() == ["standalone"]
     assert http.get(f"/admin/v2/namespaces/{tenant}").json() == [f"{tenant}/ns"]
+
+
+def test_namespace_wide_operations(http: Http, client_factory, broker: BrokerProcess) -> None:  # noqa: ANN001
+    tenant = f"tb-{uuid.uuid4().hex[:8]}"
+    ns = f"{tenant}/ns"
+    assert http.put(f"/admin/v2/tenants/{tenant}", {"allowedClusters": ["standalone"]}).status == 204
+    assert http.put(f"/admin/v2/namespaces/{ns}").status == 204
+    assert http.get(f"/admin/v2/namespaces/{ns}/bundles").json() == {
+        "boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1}
+    assert http.get(f"/lookup/v2/topic/persistent/{ns}/t/bundle").json() == "0x00000000_0xffffffff"
+    client = client_factory(broker.service_url)
+    for topic in ("a", "b"):
+        assert http.put(f"/admin/v2/persistent/{ns}/{topic}/subscription/s", {"ledgerId": -1, "entryId": -1}).status == 204
+        producer = client.create_producer(f"persistent://{ns}/{topic}")
+        for i in range(3):
+            producer.send(f"m{i}".encode())
+        producer.close()
+
+    def backlog(topic: str) -> int:
+        return http.get(f"/admin/v2/persistent/{ns}/{topic}/stats").json()["subscriptions"]["s"]["msgBacklog"]
+
+    assert (backlog("a"), backlog("b")) == (3, 3)
+    assert http.post(f"/admin/v2/namespaces/{ns}/clearBacklog/s").status == 204
+    assert (backlog("a"), backlog("b")) == (0, 0)
+    assert http.put(f"/admin/v2/namespaces/{ns}/unload").status == 204
+    r = http.put(f"/admin/v2/namespaces/{ns}/0x00000000_0x80000000/unload")
+    assert r.status == 404
+    assert http.post(f"/admin/v2/namespaces/{ns}/unsubscribe/s").status == 204
+    assert http.get(f"/admin/v2/persistent/{ns}/a/subscriptions").json() == []
+    assert http.get(f"/admin/v2/persistent/{ns}/b/subscriptions").json() == []
+    # pulsar-admin's set-compaction-threshold uses PUT
+    assert http.put(f"/admin/v2/namespaces/{ns}/compactionThreshold", 1000).status == 204
+    assert http.get(f"/admin/v2/namespaces/{ns}/compactionThreshold").json() == 1000
+
+
+def test_partitioned_terminate_terminates_every_partition(http: Http) -> None:
+    tenant = f"tb-{uuid.uuid4().hex[:8]}"
+    assert http.put(f"/admin/v2/tenants/{tenant}", {"allowedClusters": ["standalone"]}).status == 204
+    assert http.put(f"/admin/v2/namespaces/{tenant}/ns").status == 204
+    base = f"/admin/v2/persistent/{tenant}/ns/pt"
+    assert http.put(base + "/partitions", 2).status == 204
+    answer = http.post(base + "/terminate/partitions").json()
+    assert sorted(answer) == ["0", "1"]
+    r = http.post(f"/admin/v2/persistent/{tenant}/ns/pt-partition-0/terminate")
+    assert r.status == 200  # terminating again answers the same last message id

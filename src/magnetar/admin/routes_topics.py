@@ -288,6 +288,14 @@ def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
     async def terminate(tenant: str, namespace: str, topic: str) -> dict:
         return await topics.terminate(name(tenant, namespace, topic))
 
+    @r.post(T + "/terminate/partitions", dependencies=need.topic(TopicOperation.TERMINATE),
+            summary="Terminate every partition of a partitioned topic: their last message ids by partition")
+    async def terminate_partitions(tenant: str, namespace: str, topic: str) -> dict:
+        tn = name(tenant, namespace, topic)
+        admin.ctx.existing(tn)
+        partitions = admin.ctx.partitions(tn) if admin.ctx.partitions_of(tn) else []
+        return {str(index): await topics.terminate(p) for index, p in enumerate(partitions)}
+
     @r.put(T + "/unload", status_code=204, dependencies=need.topic(TopicOperation.UNLOAD),
            summary="Unload a topic (every partition of a partitioned one): its clients reconnect")
     async def unload(tenant: str, namespace: str, topic: str) -> Response:

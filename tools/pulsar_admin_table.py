@@ -373,7 +373,7 @@ def start_magnetar(work: Path):  # type: ignore[no-untyped-def]
     data = work / "magnetar-data"
     subprocess.run(["rm", "-rf", str(data)], check=True)
     env = {"PYTHONPATH": str(REPO_ROOT / "src"), "MAGNETAR_FSYNC": "never"}
-    return BrokerProcess(data, env=env).start()
+    return BrokerProcess(data, env=env).start(timeout=120)  # a loaded machine (a JVM broker starting) is slow
 
 
 def main(argv: list[str]) -> int:

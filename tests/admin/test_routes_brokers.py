@@ -100,3 +100,15 @@ def test_partitioned_terminate_terminates_every_partition(http: Http) -> None:
     assert sorted(answer) == ["0", "1"]
     r = http.post(f"/admin/v2/persistent/{tenant}/ns/pt-partition-0/terminate")
     assert r.status == 200  # terminating again answers the same last message id
+
+
+def test_topic_properties_are_set_read_and_removed(http: Http) -> None:
+    base = f"/admin/v2/persistent/public/default/props-{uuid.uuid4().hex[:8]}"
+    assert http.put(base, {"a": "1"}).status == 204  # created with properties, as pulsar-admin create -m
+    assert http.get(base + "/properties").json() == {"a": "1"}
+    assert http.put(base + "/properties", {"b": "2", "a": "3"}).status == 204
+    assert http.get(base + "/properties").json() == {"a": "3", "b": "2"}
+    assert http.request("DELETE", base + "/properties?key=a").status == 204
+    assert http.get(base + "/properties").json() == {"b": "2"}
+    missing = http.get("/admin/v2/persistent/public/default/no-such-topic-xyz/properties")
+    assert missing.status == 404

@@ -11,7 +11,7 @@ CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := help
-.PHONY: help standalone test lint bench clean reference go-client-suite python-client-suite dist scale-out-reference
+.PHONY: help standalone test lint bench clean reference go-client-suite python-client-suite dist scale-out-reference pulsar-admin-table
 
 ## list the targets (this text)
 help:
@@ -78,6 +78,11 @@ python-client-suite: $(TEST_STAMP)
 ## geo-replication magnetar <-> Apache Pulsar standalone (heavy, not in CI): results in docs/SCALE-OUT.md
 scale-out-reference: $(TEST_STAMP)
 	$(PY) tools/scale_out_reference.py
+
+## the real pulsar-admin (Maven Central) verb by verb on magnetar and on Apache Pulsar (the lib dir `make reference`
+## assembled; heavy, not in CI): table in docs/PULSAR-ADMIN.md
+pulsar-admin-table: $(TEST_STAMP)
+	PYTHONPATH=src $(PY) tools/pulsar_admin_table.py $(ADMIN_TABLE_ARGS)
 
 ## remove .venv, ./data and the build outputs
 clean:

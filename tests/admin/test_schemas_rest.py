@@ -57,7 +57,8 @@ def test_post_get_versions_compatibility_and_delete(rest: Http) -> None:
     refused = rest.post(base + "/schema", _payload(AVRO_BAD))
     assert refused.status == 409 and refused.reason
     assert rest.post(base + "/version", _payload(AVRO_V1)).json() == {"version": 0}
-    assert rest.delete(base + "/schema").status == 200
+    deleted = rest.delete(base + "/schema")
+    assert deleted.status == 200 and deleted.json() == {"version": 2}
     assert rest.get(base + "/schema").status == 404
     # a schema after delete starts a fresh compatibility chain
     assert rest.post(base + "/schema", _payload(AVRO_BAD)).status == 200

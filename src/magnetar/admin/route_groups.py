@@ -47,6 +47,7 @@ GROUP_PREFIXES: dict[str, tuple[str, ...]] = {
     "persistent": ("/admin/v2/persistent",),
     "non-persistent": ("/admin/v2/non-persistent",),
     "transactions": ("/admin/v3/transactions",),
+    "brokers": ("/admin/v2/brokers",),
     "console": ("/magnetar", "/topics", "/console"),
 }
 #: single paths a group answers beyond its prefixes
@@ -112,6 +113,12 @@ def _transactions(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
     return [routes_transactions.router(admin, access)]
 
 
+def _brokers(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
+    from magnetar.admin import routes_brokers
+
+    return [routes_brokers.router(admin, access)]
+
+
 def _console(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
     """The console's routes, then its pages (static files, the app shell, ``/``), as ``mount_console`` adds them."""
     # with the console's first request: 85-90 ms CPU
@@ -133,6 +140,7 @@ BUILDERS: dict[str, Callable[[BrokerAdmin, AccessGuard], list[APIRouter]]] = {
     "persistent": _topics("persistent"),
     "non-persistent": _topics("non-persistent"),
     "transactions": _transactions,
+    "brokers": _brokers,
     "console": _console,
 }
 

@@ -23,4 +23,13 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
         tn = admin.ctx.topic_name(domain, tenant, namespace, topic)
         return admin.topics.lookup(tn, request.url.port)
 
+    @r.get(
+        "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
+        dependencies=[access.topic(TopicOperation.LOOKUP)], summary="The namespace bundle a topic belongs to")
+    async def bundle(domain: str, tenant: str, namespace: str, topic: str) -> str:
+        if domain not in DOMAINS:
+            raise HttpError(412, f"Invalid topic domain {domain!r}")
+        admin.ctx.check_namespace(admin.ctx.namespace_name(tenant, namespace))
+        return "0x00000000_0xffffffff"  # magnetar never splits a namespace into bundles
+
     return r

@@ -5,6 +5,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Response
 
 from magnetar.admin.access import AccessGuard
+from magnetar.admin.errors import HttpError
 from magnetar.admin.routes_permissions import add_namespace_permission_routes
 from magnetar.admin.routes_policies import add_namespace_policy_routes
 from magnetar.broker.resources.admin import BrokerAdmin
@@ -27,6 +28,9 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     async def create_namespace(
         tenant: str, namespace: str, policies: Annotated[dict[str, Any] | None, Body()] = None
     ) -> Response:
+        if policies is not None and policies.get("replication_clusters") == []:
+            # pulsar-admin sends an empty list when no -c is given: Pulsar takes the local cluster
+            policies = {**policies, "replication_clusters": [admin.ctx.config.cluster_name]}
         namespaces.create_namespace(name(tenant, namespace), policies)
         return Response(status_code=204)
 
@@ -46,6 +50,60 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     async def namespace_topics(tenant: str, namespace: str, mode: str = "PERSISTENT") -> list[str]:
         return namespaces.namespace_topics(name(tenant, namespace), mode)
 
+    _add_namespace_operations(r, admin, access)
     add_namespace_policy_routes(r, admin, access)
     add_namespace_permission_routes(r, admin, access)
     return r
+
+
+#: a namespace's one bundle: magnetar never splits namespaces (Pulsar's full hash range)
+FULL_BUNDLE = "0x00000000_0xffffffff"
+
+
+def _add_namespace_operations(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) -> None:
+    """Namespace-wide operations: bundles, unload, clear backlog, unsubscribe (over every topic)."""
+    name = admin.ctx.namespace_name
+    topics, subscriptions = admin.topics, admin.subscriptions
+
+    def topics_of(ns: str) -> list:
+        return [admin.ctx.parse_topic(t) for t in admin.namespaces.namespace_topics(ns, "ALL")]
+
+    @r.get("/{tenant}/{namespace}/bundles", dependencies=[access.namespace(NamespaceOperation.GET_BUNDLE)],
+           summary="The namespace's bundles (one: the full hash range)")
+    async def bundles(tenant: str, namespace: str) -> dict:
+        admin.ctx.check_namespace(name(tenant, namespace))
+        return {"boundaries": FULL_BUNDLE.split("_"), "numBundles": 1}
+
+    async def unload_namespace(tenant: str, namespace: str, bundle: str = FULL_BUNDLE) -> Response:
+        if bundle != FULL_BUNDLE:
+            raise HttpError(404, f"Bundle {bundle} not found: the namespace has one bundle, {FULL_BUNDLE}")
+        for tn in topics_of(name(tenant, namespace)):
+            topics.unload(tn)
+        return Response(status_code=204)
+
+    for path in ("/{tenant}/{namespace}/unload", "/{tenant}/{namespace}/{bundle}/unload"):
+        r.add_api_route(path, unload_namespace, methods=["PUT"], status_code=204, dependencies=[access.super_user()],
+                        summary="Unload the namespace's topics (their clients reconnect)")
+
+    async def clear_backlog(tenant: str, namespace: str, sub: str | None = None) -> Response:
+        for tn in topics_of(name(tenant, namespace)):
+            if tn.persistent:
+                names = [sub] if sub is not None else await subscriptions.list_subscriptions(tn)
+                for each in names:
+                    if each in await subscriptions.list_subscriptions(tn):
+                        await subscriptions.skip_all(tn, each)
+        return Response(status_code=204)
+
+    for path in ("/{tenant}/{namespace}/clearBacklog", "/{tenant}/{namespace}/clearBacklog/{sub}"):
+        r.add_api_route(path, clear_backlog, methods=["POST"], status_code=204,
+                        dependencies=[access.namespace(NamespaceOperation.CLEAR_BACKLOG)],
+                        summary="Clear the backlog of every (or one) subscription on the namespace's topics")
+
+    @r.post("/{tenant}/{namespace}/unsubscribe/{sub}", status_code=204,
+            dependencies=[access.namespace(NamespaceOperation.UNSUBSCRIBE)],
+            summary="Delete a subscription from every topic of the namespace")
+    async def unsubscribe(tenant: str, namespace: str, sub: str) -> Response:
+        for tn in topics_of(name(tenant, namespace)):
+            if sub in await subscriptions.list_subscriptions(tn):
+                await subscriptions.delete_subscription(tn, sub)
+        return Response(status_code=204)

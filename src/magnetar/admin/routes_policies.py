@@ -78,6 +78,9 @@ def _add_namespace_policy(
     r.add_api_route(
         route, get_policy, methods=["GET"], dependencies=read, name=f"get_namespace_{path}", summary=f"Get {path}"
     )
+    if path == "compactionThreshold":  # pulsar-admin sets this one with PUT (Pulsar's route), the others with POST
+        r.add_api_route(route, set_policy, methods=["PUT"], status_code=204, dependencies=write,
+                        name=f"put_namespace_{path}", summary=f"Set {path} (PUT, as Pulsar)")
     r.add_api_route(
         route, set_policy, methods=["POST"], status_code=204, dependencies=write, name=f"set_namespace_{path}",
         summary=f"Set {path}",

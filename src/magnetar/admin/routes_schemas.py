@@ -83,7 +83,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
         version = registry.delete(_tn(tenant, namespace, topic), force=force)
         if version is None:
             raise HttpError(404, "Schema not found")
-        return {"version": {"version": version}}
+        return {"version": version}  # Pulsar's DeleteSchemaResponse: the version as a number
 
     @r.post(_BASE + "/compatibility", dependencies=read, summary="Test a schema against the topic's compatibility strategy")
     async def compatibility(tenant: str, namespace: str, topic: str, body: Any = _PAYLOAD) -> dict:

@@ -1,6 +1,7 @@
 """/admin/v2/persistent/... and /admin/v2/non-persistent/...: topics, partitions, subscriptions,
 statistics, messages and topic policies. One router per domain, the same routes in each."""
 
+import asyncio
 from collections.abc import Callable
 from typing import Annotated
 
@@ -73,6 +74,7 @@ def router(admin: BrokerAdmin, access: AccessGuard, domain: str) -> APIRouter:
     _add_cursor_routes(r, admin, name, need)
     _add_message_routes(r, admin, name, need)
     _add_lifecycle_routes(r, admin, name, need)
+    _add_property_routes(r, admin, name, need)
     add_topic_policy_routes(r, admin, access, domain)
     add_topic_permission_routes(r, admin, access, domain)
     return r
@@ -288,6 +290,14 @@ def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
     async def terminate(tenant: str, namespace: str, topic: str) -> dict:
         return await topics.terminate(name(tenant, namespace, topic))
 
+    @r.post(T + "/terminate/partitions", dependencies=need.topic(TopicOperation.TERMINATE),
+            summary="Terminate every partition of a partitioned topic: their last message ids by partition")
+    async def terminate_partitions(tenant: str, namespace: str, topic: str) -> dict:
+        tn = name(tenant, namespace, topic)
+        admin.ctx.existing(tn)
+        partitions = admin.ctx.partitions(tn) if admin.ctx.partitions_of(tn) else []
+        return {str(index): await topics.terminate(p) for index, p in enumerate(partitions)}
+
     @r.put(T + "/unload", status_code=204, dependencies=need.topic(TopicOperation.UNLOAD),
            summary="Unload a topic (every partition of a partitioned one): its clients reconnect")
     async def unload(tenant: str, namespace: str, topic: str) -> Response:
@@ -303,3 +313,41 @@ def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
     @r.get(T + "/compaction", dependencies=compact_access, summary="Compaction status")
     async def compaction_status(tenant: str, namespace: str, topic: str) -> dict:
         return topics.compaction_status(name(tenant, namespace, topic))
+
+
+def _add_property_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
+    """GET / PUT / DELETE a non-partitioned persistent topic's properties (pulsar-admin's get-, update-,
+    remove-properties)."""
+
+    def stored_name(tenant: str, namespace: str, topic: str) -> str:
+        tn = name(tenant, namespace, topic)
+        admin.ctx.persistent_only(tn, "Topic properties")
+        if admin.ctx.partitions_of(tn):
+            raise HttpError(412, "Properties of a partitioned topic are not supported by magnetar: set them on a partition")
+        admin.ctx.existing(tn)
+        return str(tn)
+
+    @r.get(T + "/properties", dependencies=need.topic(TopicOperation.GET_METADATA), summary="The topic's properties")
+    async def get_properties(tenant: str, namespace: str, topic: str) -> dict:
+        stored = stored_name(tenant, namespace, topic)
+        info = await asyncio.to_thread(admin.ctx.metadata.get_topic_info, stored)
+        return {} if info is None else info["properties"]
+
+    async def change_properties(stored: str, change: Callable[[dict], dict]) -> None:
+        def write() -> None:  # in a thread: a metadata write commits to disk
+            info = admin.ctx.metadata.get_topic_info(stored) or {"properties": {}}
+            admin.ctx.metadata.set_topic_properties(stored, change(dict(info["properties"])))
+
+        await asyncio.to_thread(write)
+
+    @r.put(T + "/properties", status_code=204, dependencies=need.topic(TopicOperation.UPDATE_METADATA),
+           summary="Add or replace some of the topic's properties")
+    async def update_properties(tenant: str, namespace: str, topic: str, body: Annotated[dict[str, str], Body()]) -> Response:
+        await change_properties(stored_name(tenant, namespace, topic), lambda props: {**props, **body})
+        return _no_content()
+
+    @r.delete(T + "/properties", status_code=204, dependencies=need.topic(TopicOperation.DELETE_METADATA),
+              summary="Remove one of the topic's properties")
+    async def remove_property(tenant: str, namespace: str, topic: str, key: str) -> Response:
+        await change_properties(stored_name(tenant, namespace, topic), lambda props: {k: v for k, v in props.items() if k != key})
+        return _no_content()

@@ -206,7 +206,7 @@ class TransactionService:
     async def _end(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
         await self._end_everywhere(meta, commit)
         if meta.txn in coordinator.txns:
-            await coordinator.finish_end(meta)
+            coordinator.finish_end(meta)
 
     async def _finish(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
         """End a transaction a previous run left unfinished, or one that timed out."""

@@ -13,12 +13,14 @@ before it answers; two of them carry nothing a crash could lose here):
   restart must know every partition holding the transaction's messages (to end it there), and a
   marker may only be written once COMMITTING is durable (else a crash would abort a transaction
   whose commit marker some partitions have).
-- NEW_TXN: its record is appended but not waited for. A restart aborts every transaction that was
-  open anyway; what must not be lost is that the id was handed out, and that is made durable ahead,
-  a block of ids at a time (a ``reserve`` record): ids are never given twice. The transaction's
-  next durable record makes it durable too (a log is synced in order).
-- COMMITTED / ABORTED: appended once every partition and subscription ended the transaction, not
-  waited for: a restart that does not find it ends the transaction again from COMMITTING /
+- NEW_TXN: its record is appended lazily (``append_lazily``: synced with the log's next record
+  that is waited for, no sync round of its own). A restart aborts every transaction that was open
+  anyway; what must not be lost is that the id was handed out, and that is made durable ahead, a
+  block of ids at a time (a ``reserve`` record): ids are never given twice. The transaction's next
+  durable record makes it durable too (a log is synced in order; if a failed sync lost it, the
+  replay takes the later records as the transaction's).
+- COMMITTED / ABORTED: appended lazily once every partition and subscription ended the
+  transaction: a restart that does not find it ends the transaction again from COMMITTING /
   ABORTING, which is idempotent (markers already there are kept).
 """
 
@@ -164,18 +166,9 @@ class TransactionCoordinator:
         self.created_count += 1
         self.append_count += 1
         self._since_checkpoint += 1
-        written = self.log.append({"op": "new", "txn": list(txn), "timeout_ms": timeout_ms, "opened_ms": now})
-        written.add_done_callback(lambda f: f.cancelled() or f.exception() is None or self._lost(txn, f.exception()))
+        self.log.append_lazily({"op": "new", "txn": list(txn), "timeout_ms": timeout_ms, "opened_ms": now})
         self._checkpoint_due()
         return txn
-
-    def _lost(self, txn: TxnId, error: BaseException | None) -> None:
-        """The record of a new transaction could not be written: it is forgotten (its next command
-        gets TransactionNotFound)."""
-        log.warning("transaction log %s: the record of %s was not written (%s)", self.log.name, txn_text(txn), error)
-        meta = self.txns.get(txn)
-        if meta is not None and meta.state == OPEN:
-            del self.txns[txn]
 
     async def _reserve(self) -> None:
         """Make the next block of ids durable (one reservation at a time; the others wait for it)."""
@@ -238,8 +231,7 @@ class TransactionCoordinator:
         final = COMMITTED if meta.state == COMMITTING else ABORTED
         self.append_count += 1
         self._since_checkpoint += 1
-        written = self.log.append({"op": "state", "txn": list(meta.txn), "state": final})
-        written.add_done_callback(self._final_written)
+        self.log.append_lazily({"op": "state", "txn": list(meta.txn), "state": final})
         self._checkpoint_due()
         meta.state = final
         self.txns.pop(meta.txn, None)
@@ -248,10 +240,6 @@ class TransactionCoordinator:
             self.committed_count += 1
         else:
             self.aborted_count += 1
-
-    def _final_written(self, written: asyncio.Future[int]) -> None:
-        if not written.cancelled() and written.exception() is not None:  # a restart ends it again
-            log.warning("transaction log %s: a final state was not written (%s)", self.log.name, written.exception())
 
     def expired(self, now_ms: int) -> list[TxnId]:
         """Open transactions past their timeout."""

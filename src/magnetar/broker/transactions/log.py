@@ -68,6 +68,18 @@ class TransactionLog:
         self._committer.appended(self)
         return future
 
+    def append_lazily(self, record: dict[str, Any]) -> None:
+        """Append one record nobody waits for: it is written and synced with the next record that
+        is waited for (a log is synced in order), or when the log closes; a crash before may lose
+        it, which the caller allows (coordinator.py says which records and why)."""
+        if self.ledger.fenced:
+            try:
+                self.ledger.recover()
+            except StorageError as exc:
+                log.warning("transaction log %s: a record was not written: %s", self.name, exc)
+                return
+        self.ledger.append(json.dumps(record, separators=(",", ":")).encode())
+
     def on_durable(self, last_durable_id: int) -> None:
         """Entries up to ``last_durable_id`` are durable: complete their appends."""
         waiting = self._waiting

@@ -36,11 +36,14 @@ PRODUCER_OPTIONS = {"batching_max_messages": 1000, "batching_max_publish_delay_m
 
 
 async def produce_plain(client: AsyncClient, topic: str, count: int) -> float:
-    """Seconds to send ``count`` messages and have every receipt."""
+    """Seconds to send ``count`` messages and have every receipt (as the transactional round: no
+    future kept but the last, whose receipt comes last)."""
     producer = await client.create_producer(topic, **PRODUCER_OPTIONS)
     started = time.perf_counter()
-    futures = [await producer.send_async(PAYLOAD) for _ in range(count)]
-    await asyncio.gather(*futures)
+    last = None
+    for _ in range(count):
+        last = await producer.send_async(PAYLOAD)
+    await last  # (receipts come in order: the last one means every one; no list of 200,000 futures)
     elapsed = time.perf_counter() - started
     await producer.close()
     return elapsed

@@ -47,6 +47,10 @@ class TransactionState(enum.Enum):
     TIME_OUT = "TIME_OUT"
 
 
+#: (read per message: an enum member looked up through its class costs more than a global)
+_OPEN = TransactionState.OPEN
+
+
 class TxnProducer(Protocol):
     """What a transaction uses of a producer (one partition's)."""
 
@@ -161,7 +165,7 @@ class AsyncTransaction:
         registered: the message may go into the producer's open batch of this transaction; None while
         it is not (the producer hands it to :meth:`queue_send`). Raises InvalidTxnStatus when the
         transaction is not open."""
-        if self._state is not TransactionState.OPEN and not self._draining:
+        if self._state is not _OPEN and not self._draining:
             self._check_open()
         if producer in self._producers:
             return self._id
@@ -177,7 +181,7 @@ class AsyncTransaction:
         at once when its partition is registered, else once ADD_PARTITION_TO_TXN is answered (the
         waiting messages are kept in send order, one list per partition). Raises InvalidTxnStatus when
         the transaction is not open."""
-        if not self._draining:
+        if self._state is not _OPEN and not self._draining:
             self._check_open()
         topic = producer.topic
         if topic in self._ready_topics:

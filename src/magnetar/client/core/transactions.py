@@ -8,8 +8,11 @@ timer moves an open transaction to TIME_OUT when its timeout passes (the coordin
 then). A send or acknowledgement that fails puts the transaction in ERROR: it can then only be
 aborted.
 
-Producers and consumers hand their work here (``queue_send``, ``acknowledge``): they only carry the
-transaction id on what they send, so that they know nothing of coordinators.
+Producers and consumers hand their work here: a producer asks :meth:`AsyncTransaction.ready_on`
+whether a message may go into its open batch of this transaction (its partition is registered),
+else hands it to ``queue_send``; it reports each SEND of the transaction (a batch, a message, a
+chunked message) through its ``txn_sinks``, so the accounting costs a SEND, not a message. They
+only carry the transaction id on what they send, so that they know nothing of coordinators.
 """
 
 from __future__ import annotations

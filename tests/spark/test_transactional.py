@@ -122,3 +122,46 @@ def test_plan_and_records(tmp_path: Path) -> None:
     records.write(3, "committed", [(0, 1), (0, 2)])
     assert records.read(3) == {"state": "committed", "txns": [[0, 1], [0, 2]]}
     assert sorted(os.listdir(tmp_path / "records")) == ["3.json"]
+
+
+def test_the_driver_aborts_the_transaction_of_an_attempt_whose_process_died(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    """A task records its transaction as open before it sends; one that dies (no commit message, no
+    abort of its own) holds the topic's later messages only until the driver commits the micro-batch,
+    which aborts it, not until its transaction times out (60 s here)."""
+    import types
+
+    import pulsar
+
+    from magnetar.spark.transactional import commit_micro_batch, open_transaction
+
+    sink = f"persistent://public/default/txn-dead-{uuid.uuid4().hex[:8]}"
+    _, settings, plan = plan_transactions(
+        {"transactional": True, "transaction_timeout_ms": 60_000}, ClientSettings(broker.service_url),
+        str(tmp_path / "ck"), streaming=True)
+    assert plan is not None
+    official = pulsar.Client(broker.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    dead_client, task_client = settings.make(), settings.make()
+    try:
+        observer = official.subscribe(sink, "observer", initial_position=pulsar.InitialPosition.Earliest)
+        dead = open_transaction(dead_client, plan, 7)
+        dead_client.create_producer(sink).send(b"dead", txn=dead)
+        dead_client.close()  # the process died: its transaction neither committed nor aborted
+        kept = open_transaction(task_client, plan, 7)
+        task_client.create_producer(sink).send(b"kept", txn=kept)
+        task_client.create_producer(sink).send(b"plain-after")
+        with pytest.raises(pulsar.Timeout):  # everything waits behind the dead attempt's transaction
+            observer.receive(timeout_millis=1000)
+        records = CommitRecords(plan.record_dir)
+        assert records.opened_txns(7) == sorted([dead.id(), kept.id()])
+        started = time.monotonic()
+        commit_micro_batch(settings, plan, 7, [types.SimpleNamespace(txn=kept.id())])
+        got = [observer.receive(timeout_millis=10_000).data() for _ in range(2)]
+        assert got == [b"kept", b"plain-after"] and time.monotonic() - started < 20
+        with pytest.raises(pulsar.Timeout):
+            observer.receive(timeout_millis=1000)
+        assert records.opened_txns(7) == [] and records.read(7) == {"state": "committed", "txns": [list(kept.id())]}
+    finally:
+        task_client.close()
+        official.close()

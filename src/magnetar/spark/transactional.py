@@ -3,9 +3,12 @@
 Spark's DataSource V2 commit protocol, with Pulsar transactions as the unit of visibility:
 
 - each task (attempt) opens a transaction, sends its rows in it and returns the transaction id in
-  its commit message, without committing; a task that fails aborts its transaction (a task whose
-  process dies leaves it to the coordinator's timeout), so a failed or retried attempt's rows are
-  never visible;
+  its commit message, without committing; a task that fails aborts its transaction, so a failed or
+  retried attempt's rows are never visible. A streaming task also records its transaction as open
+  (``<checkpointLocation>/pulsar-transactions/open/<batchId>/<most>-<least>``) before it sends: the
+  driver aborts the recorded ones no commit message names when it commits or aborts the
+  micro-batch, so a task whose process died holds the topic's later messages until then, not until
+  its transaction times out;
 - the driver commits every transaction of a job or micro-batch in ``commit()`` and aborts them in
   ``abort()``;
 - a micro-batch is committed once, even when a restarted query runs it again: the driver records in
@@ -77,9 +80,15 @@ def plan_transactions(
     return producer, settings, TxnPlan(int(timeout_ms), record_dir)
 
 
-def open_transaction(client: Any, plan: TxnPlan | None) -> Any:
-    """A task's transaction (a sync Transaction), or None without transactions."""
-    return None if plan is None else client.new_transaction(timeout_ms=plan.timeout_ms)
+def open_transaction(client: Any, plan: TxnPlan | None, batch_id: int | None = None) -> Any:
+    """A task's transaction (a sync Transaction), or None without transactions; recorded as open
+    for micro-batch ``batch_id`` of a streaming write (see the module's note)."""
+    if plan is None:
+        return None
+    txn = client.new_transaction(timeout_ms=plan.timeout_ms)
+    if plan.record_dir is not None and batch_id is not None:
+        CommitRecords(plan.record_dir).opened(batch_id, txn.id())
+    return txn
 
 
 async def register_partitions(txn: Any, partitions: list[str]) -> None:
@@ -135,6 +144,33 @@ class CommitRecords:
         except FileNotFoundError:
             return None
 
+    def opened(self, batch_id: int, txn: TxnId) -> None:
+        """(a task, before it sends) Record ``txn`` as a transaction of micro-batch ``batch_id``."""
+        directory = self.dir / "open" / str(batch_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{txn[0]}-{txn[1]}"
+        with open(path, "w") as f:
+            f.flush()
+            os.fsync(f.fileno())
+
+    def opened_txns(self, batch_id: int) -> list[TxnId]:
+        """The transactions tasks of micro-batch ``batch_id`` recorded as open."""
+        out = []
+        for path in sorted((self.dir / "open" / str(batch_id)).glob("*-*")):
+            most, _, least = path.name.partition("-")
+            if most.isdigit() and least.isdigit():
+                out.append((int(most), int(least)))
+        return out
+
+    def forget_opened(self, batch_id: int) -> None:
+        """Drop the open records of micro-batch ``batch_id`` (every one of them is ended)."""
+        directory = self.dir / "open" / str(batch_id)
+        for path in directory.glob("*"):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+
     def write(self, batch_id: int, state: str, txns: list[TxnId]) -> None:
         """Record ``batch_id`` durably (fsynced, renamed into place)."""
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -166,18 +202,44 @@ def commit_micro_batch(settings: ClientSettings, plan: TxnPlan, batch_id: int, m
     if record is not None and record["state"] == "committed":
         log.info("pulsar sink: micro-batch %d was committed before; its %d new transactions are aborted", batch_id, len(new))
         end_transactions(settings, new, commit=False)
+        abort_dead_attempts(settings, plan, batch_id, [tuple(t) for t in record["txns"]])
         return
     if record is not None:  # the driver died while committing it: finish what it recorded
         end_transactions(settings, [tuple(t) for t in record["txns"]], commit=True, known_only=True)
         end_transactions(settings, new, commit=False)
         records.write(batch_id, "committed", [tuple(t) for t in record["txns"]])
+        abort_dead_attempts(settings, plan, batch_id, [tuple(t) for t in record["txns"]])
         return
     records.write(batch_id, "committing", new)
     end_transactions(settings, new, commit=True)
     records.write(batch_id, "committed", new)
+    abort_dead_attempts(settings, plan, batch_id, new)
+
+
+def abort_micro_batch(settings: ClientSettings, plan: TxnPlan, batch_id: int, messages: list[Any]) -> None:
+    """(driver) Spark aborts micro-batch ``batch_id``: every transaction of its tasks is aborted, those
+    of the commit messages and those recorded as open."""
+    end_transactions(settings, txns_of(messages), commit=False)
+    abort_dead_attempts(settings, plan, batch_id, [])
+
+
+def abort_dead_attempts(settings: ClientSettings, plan: TxnPlan, batch_id: int, kept: list[TxnId]) -> None:
+    """(driver) Abort the transactions tasks of micro-batch ``batch_id`` recorded as open that are not
+    in ``kept`` (attempts that failed, or whose process died before any commit message), then drop
+    the records. Ones already ended (an attempt that aborted its own) are no error."""
+    if plan.record_dir is None:
+        return
+    records = CommitRecords(plan.record_dir)
+    keep = {tuple(t) for t in kept}
+    dead = [t for t in records.opened_txns(batch_id) if t not in keep]
+    if dead:
+        log.info("pulsar sink: micro-batch %d: aborting %d transactions of attempts that did not finish", batch_id, len(dead))
+        end_transactions(settings, dead, commit=False, known_only=True)
+    records.forget_opened(batch_id)
 
 
 __all__ = [
-    "DEFAULT_TIMEOUT_MS", "CommitRecords", "TxnPlan", "abort_quietly", "commit_micro_batch", "end_transactions",
+    "DEFAULT_TIMEOUT_MS", "CommitRecords", "TxnPlan", "abort_dead_attempts", "abort_micro_batch", "abort_quietly", "commit_micro_batch",
+    "end_transactions",
     "open_transaction", "plan_transactions", "register_partitions", "txns_of",
 ]

@@ -52,6 +52,7 @@ from magnetar.spark.schemas import (
 )
 from magnetar.spark.transactional import (
     TxnPlan,
+    abort_micro_batch,
     abort_quietly,
     commit_micro_batch,
     end_transactions,
@@ -311,7 +312,7 @@ class _TaskWriter:
         self.done = 0
         self._lock = threading.Lock()
         #: the task's transaction (plan.txn), its id on every send
-        self.txn = open_transaction(self.client, plan.txn)
+        self.txn = open_transaction(self.client, plan.txn, base // SEQUENCE_STRIDE if plan.streaming else None)
         self.txn_id = None if self.txn is None else self.txn.id()
 
     def run(self, coro: Any) -> Any:
@@ -594,5 +595,5 @@ class PulsarStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
         if self.plan.txn is not None:
-            end_transactions(self.plan.settings, txns_of(messages), commit=False)
+            abort_micro_batch(self.plan.settings, self.plan.txn, batchId, messages)
         log.warning("pulsar sink: micro-batch %d aborted; it is sent again when replayed", batchId)

@@ -95,7 +95,12 @@ def test_end_twice_and_send_after_end_are_refused(wire: WireClient) -> None:
     assert again.message == f"The transaction with this txdID `({txn[0]},{txn[1]})`not found "
     late = wire_txn.send(wire, 2, 1, b"late", txn)
     assert late.type == CommandType.SEND_ERROR
-    assert late.command.send_error.error == ServerError.TransactionNotFound
+    # as Pulsar's transaction buffer: NotAllowed, naming the highest sequence id of the send
+    assert (late.command.send_error.error, late.command.send_error.sequence_id) == (ServerError.NotAllowedError, 1)
+    assert late.command.send_error.message == (
+        f"Transaction [({txn[0]},{txn[1]})] has been ended. Please use a new transaction to send message.")
+    never = wire_txn.send(wire, 2, 2, b"never", (0, 999_999))
+    assert never.command.send_error.error == ServerError.NotAllowedError
     unknown = wire_txn.add_partition(wire, (0, 999_999), topic)
     assert unknown.error == ServerError.TransactionNotFound
     other_tc = wire_txn.add_partition(wire, (5, 1), topic)

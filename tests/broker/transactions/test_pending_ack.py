@@ -33,6 +33,18 @@ class FakeCursor:
         return False
 
 
+class FakeConsumer:
+    def __init__(self, in_flight: list[int]) -> None:
+        self.pending = {e: 1 for e in in_flight}
+
+    def restore(self, entry_id: int, messages: int) -> None:
+        self.pending[entry_id] = messages
+
+    def forget(self, entry_ids: list[int]) -> None:
+        for e in entry_ids:
+            self.pending.pop(e, None)
+
+
 class FakeSubscription:
     name = "sub"
 
@@ -40,6 +52,7 @@ class FakeSubscription:
         self.cursor = FakeCursor()
         self.redelivery: set[int] = set()
         self.dispatches = 0
+        self.consumers: list[FakeConsumer] = []
 
     def schedule_dispatch(self) -> None:
         self.dispatches += 1
@@ -110,3 +123,46 @@ def test_batch_indexes_of_one_transaction_add_up() -> None:
         pending.add(T1, False, [(9, [0b1111 & ~(1 << index)], 4)])
     pending.end(T1, commit=True)
     assert acked_indexes(sub.cursor.batches[9], 4) == {0, 1, 2, 3}
+
+
+def test_a_cumulative_acknowledgement_holds_every_entry_up_to_it_until_the_end() -> None:
+    sub = FakeSubscription()
+    sub.cursor.mark_delete = 1
+    sub.consumers = [FakeConsumer([3, 4, 5, 6, 7])]
+    sub.redelivery = {2}  # waiting to be sent again
+    pending = PendingAcks(sub, "t")
+    assert pending.add(T1, True, [(5, None, 0)]) == [2, 3, 4, 5]  # let go by the consumer and the redelivery queue
+    sub.consumers[0].forget([3, 4, 5])  # (what the subscription does with them)
+    sub.redelivery.clear()
+    assert [e for e in range(2, 8) if pending.holds(e)] == [2, 3, 4, 5]
+    error = _conflict(lambda: pending.add(T2, False, [(4, None, 0)]))
+    assert "Transaction:(0,2) try to ack message:4 in pending ack status" in error.message
+    assert pending.add(T2, False, [(6, None, 0)]) == [6]  # past the cumulative position: free
+    assert pending.add(T1, True, [(5, None, 0)]) == [3, 4, 5]  # (the same again: the same hold)
+    pending.end(T1, commit=False)
+    # as before the acknowledgement: 3..5 in flight to their consumer again, 2 waiting for redelivery
+    assert sub.redelivery == {2} and sorted(sub.consumers[0].pending) == [3, 4, 5, 6, 7]
+    assert not pending.holds(3) and sub.cursor.mark_delete == 1
+    sub.consumers = []  # the consumer left: what an abort releases waits for redelivery
+    assert pending.add((0, 3), True, [(4, None, 0)]) == [2]
+    pending.end((0, 3), commit=False)
+    assert sub.redelivery == {2, 3, 4}
+    assert pending.add((0, 4), True, [(4, None, 0)]) == [2, 3, 4]
+    sub.redelivery = {e for e in sub.redelivery if e > 4}
+    pending.end((0, 4), commit=True)
+    assert sub.cursor.mark_delete == 4 and not pending.holds(2)
+
+
+def test_a_cumulative_acknowledgement_ending_in_a_batch_holds_the_entries_before_it() -> None:
+    sub = FakeSubscription()
+    sub.consumers = [FakeConsumer([0, 1, 2])]
+    pending = PendingAcks(sub, "t")
+    partial = [0b1000]  # indexes 0..2 of a batch of 4
+    assert pending.add(T1, True, [(2, partial, 4)]) == [0, 1]
+    assert (pending.holds(1), pending.holds(2)) == (True, False)
+    record = pending.record(T1)
+    restored = PendingAcks(sub, "t")  # (as after a restart)
+    restored.restore(T1, record)
+    assert (restored.holds(1), restored.holds(2)) == (True, False)
+    restored.end(T1, commit=True)
+    assert sub.cursor.mark_delete == 1 and sub.cursor.batches == {2: partial}

@@ -60,13 +60,14 @@ class SendContext:
         self.completed(-1, -1)
 
     def failed(self, code: ServerError, message: str) -> None:
-        """Not stored: SEND_ERROR (unless the producer was closed meanwhile)."""
+        """Not stored: SEND_ERROR naming the send's highest sequence id, as Pulsar's (unless the
+        producer was closed meanwhile)."""
         session = self.session
         if self.pending_bytes:
             session.publish_done(self.pending_bytes)
         producer = self.producer
         if not producer.closed:
-            session.send_send_error(producer.producer_id, self.sequence_id, code, message)
+            session.send_send_error(producer.producer_id, max(self.sequence_id, self.highest_sequence_id), code, message)
 
 
 class ProducerCommands(DeferredCommands):

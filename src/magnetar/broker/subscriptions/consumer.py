@@ -187,5 +187,12 @@ class Consumer(Generic[SubscriptionT]):
         self.unacked_messages -= messages
         return True
 
+    def restore(self, entry_id: int, messages: int) -> None:
+        """Take back into the in-flight set an entry it had received (a transaction holding its
+        acknowledgement was aborted: as if that acknowledgement never came)."""
+        if entry_id not in self.pending:
+            self.pending[entry_id] = messages
+            self.unacked_messages += messages
+
     def __repr__(self) -> str:
         return f"Consumer({self.name!r} id={self.consumer_id} on {self.subscription.name})"

@@ -2,9 +2,26 @@
 
 A coordinator owns the transactions whose most significant bits are its id: it hands out the
 ids (the least significant bits count up), keeps each one's metadata (timeout, partitions produced
-to, subscriptions acknowledged on) and state, and writes every change to its durable log before it
-answers. States: OPEN -> COMMITTING -> COMMITTED and OPEN -> ABORTING -> ABORTED; an ended
-transaction is forgotten (a second END_TXN gets TransactionNotFound, as in Pulsar).
+to, subscriptions acknowledged on) and state, and writes every change to its durable log. States:
+OPEN -> COMMITTING -> COMMITTED and OPEN -> ABORTING -> ABORTED; an ended transaction is forgotten
+(a second END_TXN gets TransactionNotFound, as in Pulsar).
+
+What must be durable before an answer, and what need not (Pulsar writes every record to BookKeeper
+before it answers; two of them carry nothing a crash could lose here):
+
+- ADD_PARTITION_TO_TXN / ADD_SUBSCRIPTION_TO_TXN and COMMITTING / ABORTING: durable first. A
+  restart must know every partition holding the transaction's messages (to end it there), and a
+  marker may only be written once COMMITTING is durable (else a crash would abort a transaction
+  whose commit marker some partitions have).
+- NEW_TXN: its record is appended lazily (``append_lazily``: synced with the log's next record
+  that is waited for, no sync round of its own). A restart aborts every transaction that was open
+  anyway; what must not be lost is that the id was handed out, and that is made durable ahead, a
+  block of ids at a time (a ``reserve`` record): ids are never given twice. The transaction's next
+  durable record makes it durable too (a log is synced in order; if a failed sync lost it, the
+  replay takes the later records as the transaction's).
+- COMMITTED / ABORTED: appended lazily once every partition and subscription ended the
+  transaction: a restart that does not find it ends the transaction again from COMMITTING /
+  ABORTING, which is idempotent (markers already there are kept).
 """
 
 from __future__ import annotations
@@ -31,6 +48,8 @@ _ENDED_KEPT = 100_000
 #: records between two checkpoints of the log, and the ended transactions a checkpoint keeps
 _CHECKPOINT_EVERY = 10_000
 _CHECKPOINT_ENDED = 10_000
+#: transaction ids reserved by one durable record (NEW_TXN then answers without waiting for the disk)
+_RESERVE_BLOCK = 1000
 
 log = logging.getLogger("magnetar.broker.transactions.coordinator")
 
@@ -102,6 +121,9 @@ class TransactionCoordinator:
         self._checkpointing = False
         #: entry ids of records appended whose effect is not applied in memory yet
         self._unapplied: set[int] = set()
+        #: the highest id a durable ``reserve`` record covers (ids up to it may be handed out)
+        self.reserved = next_sequence - 1
+        self._reserving: asyncio.Future[None] | None = None
 
     def restore(self, replayed: dict[TxnId, dict[str, Any]]) -> None:
         """Take the transactions a replay of the log found (recovery)."""
@@ -133,15 +155,33 @@ class TransactionCoordinator:
         return meta.state if meta is not None else self.ended.get(txn)
 
     async def new_txn(self, timeout_ms: int) -> TxnId:
-        """Open a transaction; answers once its record is durable."""
+        """Open a transaction: its id is durably reserved first (a block at a time), its record is
+        appended and not waited for (see the module's note)."""
+        while self.next_sequence > self.reserved:
+            await self._reserve()
         txn = (self.tc_id, self.next_sequence)
         self.next_sequence += 1
         now = int(time.time() * 1000)
-        meta = TxnMeta(txn, timeout_ms, now)
-        await self._append({"op": "new", "txn": list(txn), "timeout_ms": timeout_ms, "opened_ms": now})
-        self.txns[txn] = meta
+        self.txns[txn] = TxnMeta(txn, timeout_ms, now)
         self.created_count += 1
+        self.append_count += 1
+        self._since_checkpoint += 1
+        self.log.append_lazily({"op": "new", "txn": list(txn), "timeout_ms": timeout_ms, "opened_ms": now})
+        self._checkpoint_due()
         return txn
+
+    async def _reserve(self) -> None:
+        """Make the next block of ids durable (one reservation at a time; the others wait for it)."""
+        if self._reserving is None:
+            upto = max(self.reserved, self.next_sequence - 1) + _RESERVE_BLOCK
+            self._reserving = asyncio.ensure_future(self._append({"op": "reserve", "upto": upto}))
+            self._reserving.add_done_callback(lambda f: self._reserved(f, upto))
+        await asyncio.shield(self._reserving)
+
+    def _reserved(self, done: asyncio.Future[None], upto: int) -> None:
+        self._reserving = None
+        if not done.cancelled() and done.exception() is None:
+            self.reserved = max(self.reserved, upto)
 
     def _open(self, txn: TxnId) -> TxnMeta:
         meta = self.get(txn)
@@ -185,11 +225,14 @@ class TransactionCoordinator:
             self.timeout_count += 1
         return meta
 
-    async def finish_end(self, meta: TxnMeta) -> None:
+    def finish_end(self, meta: TxnMeta) -> None:
         """COMMITTING -> COMMITTED / ABORTING -> ABORTED once every partition and subscription has
-        ended it; the transaction is forgotten."""
+        ended it (its record not waited for: see the module's note); the transaction is forgotten."""
         final = COMMITTED if meta.state == COMMITTING else ABORTED
-        await self._append({"op": "state", "txn": list(meta.txn), "state": final})
+        self.append_count += 1
+        self._since_checkpoint += 1
+        self.log.append_lazily({"op": "state", "txn": list(meta.txn), "state": final})
+        self._checkpoint_due()
         meta.state = final
         self.txns.pop(meta.txn, None)
         self._remember(meta.txn, final)
@@ -221,9 +264,7 @@ class TransactionCoordinator:
         finally:
             self._unapplied.discard(entry_id)
         self._since_checkpoint += 1
-        if self._since_checkpoint >= self.checkpoint_every and not self._checkpointing:
-            self._checkpointing = True
-            asyncio.get_running_loop().create_task(self.checkpoint())
+        self._checkpoint_due()
 
     async def checkpoint(self) -> None:
         """Write every transaction not yet ended (and the newest ended ones) as one record, then trim
@@ -233,7 +274,8 @@ class TransactionCoordinator:
         floor = min(self._unapplied, default=None)
         record = {
             "op": "checkpoint",
-            "next_sequence": self.next_sequence,
+            # (ids up to the reserved one may have been handed out: a restart goes on after them)
+            "next_sequence": max(self.next_sequence, self.reserved + 1),
             "txns": [meta_record(m) for m in self.txns.values()],
             "ended": [[t[0], t[1], state] for t, state in list(self.ended.items())[-_CHECKPOINT_ENDED:]],
         }
@@ -244,6 +286,11 @@ class TransactionCoordinator:
             log.warning("transaction log %s: checkpoint failed: %s", self.log.name, exc)
         finally:
             self._checkpointing = False
+
+    def _checkpoint_due(self) -> None:
+        if self._since_checkpoint >= self.checkpoint_every and not self._checkpointing:
+            self._checkpointing = True
+            asyncio.get_running_loop().create_task(self.checkpoint())
 
     def stats(self) -> dict[str, Any]:
         """Pulsar's TransactionCoordinatorStats."""

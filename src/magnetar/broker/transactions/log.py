@@ -3,9 +3,10 @@
 The log is a ledger of :mod:`magnetar.storage` like a topic's (Pulsar keeps it in
 ``__transaction_log_<tc>``): records are appended on the loop and made durable by the broker's
 group committer with everything else, so group commit, fencing and repair cover it. Each record is
-one JSON object: a transaction opened (``new``), partitions or subscriptions added, or a state
-change (``state``: COMMITTING, COMMITTED, ABORTING, ABORTED). Replaying the records in order
-rebuilds every transaction's metadata (:func:`replay`).
+one JSON object: a transaction opened (``new``), partitions or subscriptions added, a state
+change (``state``: COMMITTING, COMMITTED, ABORTING, ABORTED), a block of ids reserved
+(``reserve``), or a checkpoint. Replaying the records in order rebuilds every transaction's
+metadata (:func:`replay`).
 """
 
 from __future__ import annotations
@@ -67,6 +68,18 @@ class TransactionLog:
         self._committer.appended(self)
         return future
 
+    def append_lazily(self, record: dict[str, Any]) -> None:
+        """Append one record nobody waits for: it is written and synced with the next record that
+        is waited for (a log is synced in order), or when the log closes; a crash before may lose
+        it, which the caller allows (coordinator.py says which records and why)."""
+        if self.ledger.fenced:
+            try:
+                self.ledger.recover()
+            except StorageError as exc:
+                log.warning("transaction log %s: a record was not written: %s", self.name, exc)
+                return
+        self.ledger.append(json.dumps(record, separators=(",", ":")).encode())
+
     def on_durable(self, last_durable_id: int) -> None:
         """Entries up to ``last_durable_id`` are durable: complete their appends."""
         waiting = self._waiting
@@ -113,31 +126,42 @@ def replay(records: Iterable[dict[str, Any]]) -> tuple[dict[tuple[int, int], dic
 
     The last checkpoint gives the starting state; every other record still in the log (those before
     the checkpoint that a trim kept, and those after it) is applied onto it, idempotently: partitions
-    and subscriptions are sets, and a state never moves back.
+    and subscriptions are sets, and a state never moves back. The highest sequence counts the ids
+    ``reserve`` records made durable (NEW_TXN's own record is not waited for). A record after the
+    checkpoint of a transaction whose ``new`` record was lost (a failed sync) still counts: the
+    transaction is taken as opened then (a restart aborts it, or commits it from COMMITTING).
     """
     records = list(records)
     txns: dict[tuple[int, int], dict[str, Any]] = {}
     highest = -1
-    checkpoint = next((r for r in reversed(records) if r.get("op") == "checkpoint"), None)
-    if checkpoint is not None:
+    at = next((i for i in range(len(records) - 1, -1, -1) if records[i].get("op") == "checkpoint"), None)
+    if at is not None:
+        checkpoint = records[at]
         highest = int(checkpoint.get("next_sequence", 0)) - 1
         for meta in checkpoint.get("txns", []):
             txns[(int(meta["txn"][0]), int(meta["txn"][1]))] = {**meta, "partitions": list(meta["partitions"])}
         for most, least, state in checkpoint.get("ended", []):
             txns[(int(most), int(least))] = {"state": state, "partitions": [], "subscriptions": []}
-    for record in records:
+    for i, record in enumerate(records):
+        op = record.get("op")
+        if op == "reserve":
+            highest = max(highest, int(record.get("upto", -1)))
+            continue
         txn_field = record.get("txn")
-        if record.get("op") == "checkpoint" or not isinstance(txn_field, list) or len(txn_field) != 2:
+        if op == "checkpoint" or not isinstance(txn_field, list) or len(txn_field) != 2:
             continue
         txn = (int(txn_field[0]), int(txn_field[1]))
-        highest = max(highest, txn[1]) if record.get("op") == "new" else highest
-        _apply(txns, txn, record)
+        highest = max(highest, txn[1]) if op == "new" else highest
+        _apply(txns, txn, record, at is None or i > at)
     return txns, highest
 
 
-def _apply(txns: dict[tuple[int, int], dict[str, Any]], txn: tuple[int, int], record: dict[str, Any]) -> None:
+def _apply(txns: dict[tuple[int, int], dict[str, Any]], txn: tuple[int, int], record: dict[str, Any],
+           recent: bool) -> None:
     op = record.get("op")
     meta = txns.get(txn)
+    if meta is None and recent and op in ("partitions", "subscriptions", "state"):
+        meta = txns[txn] = {"state": "OPEN", "timeout_ms": 0, "opened_ms": 0, "partitions": [], "subscriptions": []}
     if op == "new":
         if meta is None:
             txns[txn] = {

@@ -2,8 +2,9 @@
 ``MLPendingAckStore``).
 
 An ACK inside a transaction does not touch the subscription's cursor: the message is held (not
-redelivered, not dispatched again) until the transaction ends; a commit turns it into a real
-acknowledgement, an abort releases it for redelivery. A second transaction acknowledging the same
+redelivered, not dispatched again) until the transaction ends; a cumulative one holds every entry
+up to its position; a commit turns it into a real acknowledgement, an abort releases it for
+redelivery. A second transaction acknowledging the same
 message (or the same batch index) gets TransactionConflict, as does one acknowledging a message the
 subscription already acknowledged. The held acknowledgements of each transaction are stored (the
 service writes :meth:`PendingAcks.record` before the ACK is answered) so a commit applies them after
@@ -42,12 +43,24 @@ class AckCursor(Protocol):
         ...
 
 
+class InFlight(Protocol):
+    """A consumer of the subscription, as pending acks see it."""
+
+    #: entries delivered to it and not acknowledged: entry id -> messages
+    pending: dict[int, int]
+
+    def restore(self, entry_id: int, messages: int) -> None:
+        """Take an entry back into the in-flight set."""
+        ...
+
+
 class AckedSubscription(Protocol):
     """What pending acks need of their subscription (a persistent subscription)."""
 
     name: str
     cursor: AckCursor
     redelivery: set[int]
+    consumers: list[InFlight]
 
     def schedule_dispatch(self) -> None:
         """Let the dispatcher try to make progress."""
@@ -64,16 +77,31 @@ class TxnAcks:
     batches: dict[int, tuple[list[int], int]] = field(default_factory=dict)
     #: a cumulative acknowledgement up to this entry
     cumulative: int | None = None
+    #: ... of which only some messages (the ack set as sent, batch size) when it is a batch
+    cumulative_batch: tuple[list[int], int] | None = None
+    #: entries the cumulative acknowledgement took from their consumer's in-flight set (given back
+    #: by an abort); not stored: after a restart its consumers are gone
+    taken: dict[int, tuple[InFlight, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The stored form."""
-        return {"entries": self.entries, "batches": {str(k): v for k, v in self.batches.items()}, "cumulative": self.cumulative}
+        return {"entries": self.entries, "batches": {str(k): v for k, v in self.batches.items()},
+                "cumulative": self.cumulative, "cumulative_batch": self.cumulative_batch}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TxnAcks:
         """Read the stored form back."""
         batches = {int(k): (list(v[0]), int(v[1])) for k, v in (data.get("batches") or {}).items()}
-        return cls(list(data.get("entries") or []), batches, data.get("cumulative"))
+        partial = data.get("cumulative_batch")
+        return cls(list(data.get("entries") or []), batches, data.get("cumulative"),
+                   (list(partial[0]), int(partial[1])) if partial else None)
+
+    def cumulative_bound(self) -> int | None:
+        """The last entry the cumulative acknowledgement covers whole (the one before a partly
+        acknowledged batch), or None."""
+        if self.cumulative is None:
+            return None
+        return self.cumulative - 1 if self.cumulative_batch else self.cumulative
 
 
 def acked_indexes(ack_set: list[int], batch_size: int) -> set[int]:
@@ -87,18 +115,25 @@ def acked_indexes(ack_set: list[int], batch_size: int) -> set[int]:
 
 
 class PendingAcks:
-    """The acknowledgements held by open transactions on one subscription."""
+    """The acknowledgements held by open transactions on one subscription.
+
+    An individual acknowledgement holds its entries; a cumulative one holds every entry up to its
+    position (one transaction at a time, as Pulsar's): held entries are neither dispatched nor
+    redelivered until the transaction ends."""
 
     def __init__(self, subscription: AckedSubscription, topic_name: str) -> None:
         self.subscription = subscription
         self.topic_name = topic_name
         self.by_txn: dict[TxnId, TxnAcks] = {}
-        #: whole entries held, and by which transaction
+        #: whole entries held by individual acknowledgements, and by which transaction
         self.held: dict[int, TxnId] = {}
+        #: the transaction holding a cumulative acknowledgement, and the last entry it holds whole
+        self.cumulative: tuple[TxnId, int] | None = None
 
     def holds(self, entry_id: int) -> bool:
         """Whether a transaction holds an acknowledgement of the whole entry (not to be dispatched)."""
-        return entry_id in self.held
+        cumulative = self.cumulative
+        return entry_id in self.held or (cumulative is not None and entry_id <= cumulative[1])
 
     def _conflict(self, txn: TxnId, what: str) -> BrokerError:
         return BrokerError(
@@ -110,21 +145,14 @@ class PendingAcks:
         """Hold the acknowledgements of one ACK (entry id, ack set or None, batch size); returns the
         whole entries now held. TransactionConflict, and nothing held, when another transaction holds
         one of them or the subscription already acknowledged it."""
-        cursor = self.subscription.cursor
-        mine = self.by_txn.get(txn)
         if cumulative:
-            position = max(a[0] for a in acks)
-            for other, held in self.by_txn.items():
-                if other != txn and (held.cumulative is not None or any(e <= position for e in held.entries)):
-                    raise self._conflict(txn, f"{position} in pending ack status")
-            if position <= cursor.mark_delete:
-                raise self._conflict(txn, f"{position} but it has been acknowledged")
-            acks_of = mine if mine is not None else self.by_txn.setdefault(txn, TxnAcks())
-            acks_of.cumulative = max(position, acks_of.cumulative or -1)
-            return []
+            entry_id, ack_set, batch_size = max(acks, key=lambda a: a[0])
+            return self._add_cumulative(txn, entry_id, ack_set if ack_set else None, batch_size)
+        cursor = self.subscription.cursor
+        other_cumulative = self.cumulative if self.cumulative is not None and self.cumulative[0] != txn else None
         for entry_id, ack_set, batch_size in acks:
             owner = self.held.get(entry_id)
-            if owner is not None and owner != txn:
+            if (owner is not None and owner != txn) or (other_cumulative is not None and entry_id <= other_cumulative[1]):
                 raise self._conflict(txn, f"{entry_id} in pending ack status")
             if cursor.is_acked(entry_id):
                 raise self._conflict(txn, f"{entry_id} but it has been acknowledged")
@@ -134,7 +162,7 @@ class PendingAcks:
                     batch = held.batches.get(entry_id)
                     if other != txn and batch is not None and indexes & acked_indexes(*batch):
                         raise self._conflict(txn, f"{entry_id} batch index in pending ack status")
-        acks_of = mine if mine is not None else self.by_txn.setdefault(txn, TxnAcks())
+        acks_of = self.by_txn.setdefault(txn, TxnAcks())
         whole = []
         for entry_id, ack_set, batch_size in acks:
             if ack_set:
@@ -148,6 +176,32 @@ class PendingAcks:
                 whole.append(entry_id)
         return whole
 
+    def _add_cumulative(self, txn: TxnId, position: int, ack_set: list[int] | None, batch_size: int) -> list[int]:
+        """A cumulative acknowledgement up to ``position`` (some messages of it when ``ack_set``):
+        every entry up to it not acknowledged yet is held; returns those delivered or waiting for
+        redelivery (their consumers and the redelivery queue let go of them)."""
+        sub = self.subscription
+        cursor = sub.cursor
+        for other, held in self.by_txn.items():
+            if other != txn and (held.cumulative is not None or any(e <= position for e in held.entries)):
+                raise self._conflict(txn, f"{position} in pending ack status")
+        if position <= cursor.mark_delete:
+            raise self._conflict(txn, f"{position} but it has been acknowledged")
+        acks_of = self.by_txn.setdefault(txn, TxnAcks())
+        if acks_of.cumulative is None or position >= acks_of.cumulative:
+            acks_of.cumulative = position
+            acks_of.cumulative_batch = (list(ack_set), batch_size) if ack_set else None
+        bound = acks_of.cumulative_bound()
+        assert bound is not None
+        self.cumulative = (txn, bound)
+        for consumer in sub.consumers:
+            for entry_id, messages in consumer.pending.items():
+                if entry_id <= bound and not cursor.is_acked(entry_id):
+                    acks_of.taken[entry_id] = (consumer, messages)
+        out = {e for e in sub.redelivery if e <= bound and not cursor.is_acked(e)}
+        out.update(e for e in acks_of.taken if e <= bound)
+        return sorted(out)
+
     def record(self, txn: TxnId) -> dict[str, Any] | None:
         """What to store for ``txn`` (None: nothing held)."""
         acks = self.by_txn.get(txn)
@@ -159,6 +213,9 @@ class PendingAcks:
         self.by_txn[txn] = acks
         for entry_id in acks.entries:
             self.held[entry_id] = txn
+        bound = acks.cumulative_bound()
+        if bound is not None:
+            self.cumulative = (txn, bound)
 
     def end(self, txn: TxnId, commit: bool) -> None:
         """The transaction ended: its acknowledgements become real (commit) or are released and
@@ -168,13 +225,34 @@ class PendingAcks:
             return
         for entry_id in acks.entries:
             self.held.pop(entry_id, None)
+        if self.cumulative is not None and self.cumulative[0] == txn:
+            self.cumulative = None
         sub = self.subscription
         cursor = sub.cursor
         if commit:
             apply_acks(sub, acks)
         else:
             sub.redelivery.update(e for e in acks.entries if not cursor.is_acked(e))
+            bound = acks.cumulative_bound()
+            if bound is not None:
+                self._release(acks, bound)
         sub.schedule_dispatch()
+
+    def _release(self, acks: TxnAcks, bound: int) -> None:
+        """An aborted cumulative acknowledgement: what it held is as if it had never come, each entry
+        in flight again to the consumer it was taken from (a client's redelivery request after the
+        abort sends it again, once), or waiting for redelivery when that consumer is gone."""
+        sub = self.subscription
+        cursor = sub.cursor
+        consumers = sub.consumers
+        for entry_id in range(cursor.mark_delete + 1, bound + 1):
+            if cursor.is_acked(entry_id) or entry_id in self.held:
+                continue
+            taken = acks.taken.get(entry_id)
+            if taken is not None and any(c is taken[0] for c in consumers):
+                taken[0].restore(entry_id, taken[1])
+            else:
+                sub.redelivery.add(entry_id)
 
     def stats(self) -> dict[str, Any]:
         """Pulsar's TransactionPendingAckStats."""
@@ -191,5 +269,9 @@ def apply_acks(sub: AckedSubscription, acks: TxnAcks) -> None:
         if cursor.ack_batch_indexes(entry_id, ack_set, batch_size):
             sub.redelivery.discard(entry_id)
     if acks.cumulative is not None:
-        cursor.ack_cumulative(acks.cumulative)
-        sub.redelivery.difference_update([e for e in sub.redelivery if e <= acks.cumulative])
+        if acks.cumulative_batch:
+            cursor.ack_cumulative(acks.cumulative - 1)
+            cursor.ack_batch_indexes(acks.cumulative, *acks.cumulative_batch)
+        else:
+            cursor.ack_cumulative(acks.cumulative)
+        sub.redelivery.difference_update([e for e in sub.redelivery if cursor.is_acked(e)])

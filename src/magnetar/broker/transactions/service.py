@@ -31,6 +31,7 @@ from magnetar.broker.transactions.coordinator import (
     ABORTED,
     COMMITTED,
     COMMITTING,
+    OPEN,
     TransactionCoordinator,
     TxnMeta,
     txn_text,
@@ -205,7 +206,7 @@ class TransactionService:
     async def _end(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
         await self._end_everywhere(meta, commit)
         if meta.txn in coordinator.txns:
-            await coordinator.finish_end(meta)
+            coordinator.finish_end(meta)
 
     async def _finish(self, coordinator: TransactionCoordinator, meta: TxnMeta, commit: bool) -> None:
         """End a transaction a previous run left unfinished, or one that timed out."""
@@ -335,13 +336,16 @@ class TransactionService:
         return sub.pending_acks
 
     def publish_check(self, topic: Any, txn: TxnId) -> None:
-        """Before a message of ``txn`` is appended to ``topic``: the transaction must be open."""
-        coordinator = self._of(txn)
-        meta = coordinator.txns.get(txn)
-        if meta is None:
-            raise BrokerError(ServerError.TransactionNotFound, f"The transaction with this txdID `{txn_text(txn)}`not found ")
-        if topic.txn_buffer is not None and (why := topic.txn_buffer.check_open(txn)) is not None:
-            raise BrokerError(ServerError.NotAllowedError, why)
+        """Before a message of ``txn`` is appended to ``topic``: the transaction must be open (at its
+        coordinator and on the topic), else NotAllowed as Pulsar's transaction buffer answers a
+        message of an ended transaction (the Java client fails that send, without a reconnection)."""
+        coordinator = self.coordinators.get(txn[0])
+        meta = coordinator.txns.get(txn) if coordinator is not None else None
+        if meta is None or meta.state != OPEN or (topic.txn_buffer is not None and topic.txn_buffer.check_open(txn)):
+            raise BrokerError(
+                ServerError.NotAllowedError,
+                f"Transaction [{txn_text(txn)}] has been ended. Please use a new transaction to send message.",
+            )
 
     async def acknowledge(
         self, topic: Any, sub: Any, txn: TxnId, cumulative: bool, acks: list[tuple[int, list[int] | None, int]]

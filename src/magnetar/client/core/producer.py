@@ -87,6 +87,9 @@ class AsyncProducer(HandlerState, SendCompletion):
         self._pending_messages = 0
         #: called with the number of messages settled (receipt or failure) by each send
         self.settled_hook: Callable[[int], None] | None = None
+        #: open transactions sending through this producer, by id: each SEND of one is reported to it
+        self.txn_sinks: dict[tuple[int, int], Any] = {}
+        self._refused: dict[int, PulsarError] = {}
         self._max_count = config.batching_max_messages
         self._max_bytes = config.batching_max_allowed_size_in_bytes
         self._key_based = config.batching_type == BatchingType.KeyBased
@@ -131,6 +134,7 @@ class AsyncProducer(HandlerState, SendCompletion):
         if first and self.config.initial_sequence_id is None and resp.last_sequence_id >= 0:
             self._sequence_id = resp.last_sequence_id + 1
             self.last_sequence_id_published = resp.last_sequence_id
+        self._refused.clear()  # (resent: refused again if they still are)
         for op in self._pending:
             conn.write_entry_frame(*op.frame)
 
@@ -204,8 +208,8 @@ class AsyncProducer(HandlerState, SendCompletion):
     ) -> None:
         """Queue a message without waiting; ``waiter`` is a future or a callable(error, id); the
         sequence id is the producer's next unless given; ``txn``: the transaction it belongs to
-        (an :class:`~magnetar.client.core.transactions.AsyncTransaction`, which queues it once its
-        partition is registered).
+        (an :class:`~magnetar.client.core.transactions.AsyncTransaction`: into the open batch of its
+        messages once its partition is registered, queued by the transaction until then).
 
         ``options``: properties, partition_key, ordering_key, event_timestamp, deliver_at,
         deliver_after, null_value, replication_clusters, disable_replication, raw (see
@@ -213,11 +217,14 @@ class AsyncProducer(HandlerState, SendCompletion):
         goes straight into the open batch here: this runs once per message, so it does only what
         that case needs.
         """
+        txn_id = None
         if txn is not None:
-            txn.queue_send(self, content, waiter, sequence_id, options)
-            return
+            txn_id = txn.ready_on(self)
+            if txn_id is None:  # its partition is not registered yet: the transaction queues it
+                txn.queue_send(self, content, waiter, sequence_id, options)
+                return
         batch = self._batch
-        if ((not options or _only_defaults(options)) and batch is not None and batch.count and batch.txn is None
+        if ((not options or _only_defaults(options)) and batch is not None and batch.count and batch.txn == txn_id
                 and content.__class__ is bytes and self._plain_open and not self._closed
                 and batch.payload_bytes + len(content) < self._max_bytes):
             if sequence_id is None:
@@ -239,6 +246,9 @@ class AsyncProducer(HandlerState, SendCompletion):
             batch.last_sequence_id = sequence_id
             if batch.count >= self._max_count:
                 self._flush_batch(batch)
+            return
+        if txn is not None:
+            txn.queue_send(self, content, waiter, sequence_id, options)
             return
         self._queue_message(content, waiter, sequence_id=sequence_id, **options)
 
@@ -451,6 +461,10 @@ class AsyncProducer(HandlerState, SendCompletion):
         self, meta: MessageMetadata, payload: bytes, count: int, first_seq: int, last_seq: int,
         callbacks: list[Any], single: bool = False, batched: bool = False,
     ) -> None:
+        if meta.HasField("txnid_most_bits"):
+            sink = self.txn_sinks.get((meta.txnid_most_bits, meta.txnid_least_bits))
+            if sink is not None:  # its transaction waits for this send before it ends
+                callbacks.append(sink.send_enqueued())
         codec = self.config.compression_type
         if codec != CompressionType.NONE:
             meta.compression = codec

@@ -27,13 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("magnetar.client.core.producer")
 
-#: refusals of a send in a transaction: that send fails (sending it again cannot help)
-_TXN_SEND_ERRORS = frozenset({
-    ServerError.TransactionNotFound, ServerError.InvalidTxnStatus, ServerError.TransactionCoordinatorNotFound,
-    ServerError.NotAllowedError,
-})
-
-
 class SendCompletion:
     """The completing side of a producer: receipts and send errors in, waiters completed."""
 
@@ -52,6 +45,10 @@ class SendCompletion:
     _batch: Batch | None
     _key_batches: dict[tuple[str | None, bytes | None], Batch]
     _batch_timer: asyncio.TimerHandle | None
+    txn_sinks: dict[tuple[int, int], Any]
+    #: sends the broker refused (NotAllowedError) behind sends still waiting for their receipt: by
+    #: highest sequence id, failed once they reach the head of the queue
+    _refused: dict[int, PulsarError]
 
     def _flush_batches(self) -> None: ...  # noqa: D102
 
@@ -95,6 +92,8 @@ class SendCompletion:
                 self.conn.close(ConnectError("out-of-order receipt"))
             return
         pending.popleft()
+        if self._refused:
+            self._fail_refused()
         mid = receipt.message_id
         ledger_id, entry_id = mid.ledger_id, mid.entry_id
         count = op.count
@@ -119,24 +118,43 @@ class SendCompletion:
         resolve_batch(callbacks, ledger_id, entry_id, partition, count, None)
 
     def on_send_error(self, error: Any) -> None:
-        """SEND_ERROR: a checksum error or a transaction's refusal fails that send; anything else
-        reconnects and resends."""
-        if error.error == ServerError.ChecksumError or error.error in _TXN_SEND_ERRORS:
+        """SEND_ERROR, as the Java client's ClientCnx: a checksum error fails that send; NotAllowedError
+        (a refusal: a send in a transaction that has ended, ...) fails the send whose highest sequence
+        id it names, when it is the oldest pending (Java's recoverNotAllowedError; here also once the
+        sends before it have their receipts, where Java drops the error and reconnects); anything
+        else reconnects and resends."""
+        code = error.error
+        if code == ServerError.ChecksumError:
             for i, op in enumerate(self._pending):
                 if op.sequence_id == error.sequence_id:
                     del self._pending[i]
-                    self._settled(op.count)
-                    exc = error_for(error.error, error.message)
-                    for cb in op.callbacks:
-                        resolve(cb, exc, None)
+                    self._fail_op(op, error_for(code, error.message))
                     return
             return
-        if error.error == ServerError.TopicTerminatedError:
+        if code == ServerError.NotAllowedError:
+            if any(max(op.sequence_id, op.highest_sequence_id) == error.sequence_id for op in self._pending):
+                self._refused[error.sequence_id] = error_for(code, error.message)
+                self._fail_refused()
+            return
+        if code == ServerError.TopicTerminatedError:
             self._fail_all(TopicTerminated(error.message))
             return
-        log.warning("producer %s on %s: send error %s (%s), reconnecting", self.name, self.topic, error.error, error.message)
+        log.warning("producer %s on %s: send error %s (%s), reconnecting", self.name, self.topic, code, error.message)
         if self.conn is not None:
             self.conn.close(ConnectError(error.message))
+
+    def _fail_refused(self) -> None:
+        """Fail the refused sends at the head of the queue."""
+        pending, refused = self._pending, self._refused
+        while pending and (exc := refused.pop(max(pending[0].sequence_id, pending[0].highest_sequence_id), None)):
+            self._fail_op(pending.popleft(), exc)
+        if not pending:
+            refused.clear()
+
+    def _fail_op(self, op: PendingSend, exc: PulsarError) -> None:
+        self._settled(op.count)
+        for cb in op.callbacks:
+            resolve(cb, exc, None)
 
     def _fail_all(self, exc: PulsarError) -> None:
         batches = [b for b in (self._batch, *self._key_batches.values()) if b is not None]
@@ -153,6 +171,9 @@ class SendCompletion:
         for batch in batches:  # messages not sent yet fail as well
             for cb in batch.callbacks:
                 resolve(cb, exc, None)
+            sink = self.txn_sinks.get(batch.txn) if batch.txn is not None else None
+            if sink is not None:
+                sink.send_failed(exc)
 
     async def _check_timeouts(self) -> None:
         interval = min(1.0, self.config.send_timeout_millis / 1000.0 / 2)
@@ -168,6 +189,6 @@ class SendCompletion:
                     f"producer {self.name} on {self.topic}: no receipt within {self.config.send_timeout_millis} ms"
                 )
                 for op in expired:
-                    self._settled(op.count)
-                    for cb in op.callbacks:
-                        resolve(cb, exc, None)
+                    self._fail_op(op, exc)
+                if self._refused:
+                    self._fail_refused()

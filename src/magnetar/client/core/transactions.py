@@ -8,14 +8,18 @@ timer moves an open transaction to TIME_OUT when its timeout passes (the coordin
 then). A send or acknowledgement that fails puts the transaction in ERROR: it can then only be
 aborted.
 
-Producers and consumers hand their work here (``queue_send``, ``acknowledge``): they only carry the
-transaction id on what they send, so that they know nothing of coordinators.
+Producers and consumers hand their work here: a producer asks :meth:`AsyncTransaction.ready_on`
+whether a message may go into its open batch of this transaction (its partition is registered),
+else hands it to ``queue_send``; it reports each SEND of the transaction (a batch, a message, a
+chunked message) through its ``txn_sinks``, so the accounting costs a SEND, not a message. They
+only carry the transaction id on what they send, so that they know nothing of coordinators.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -46,13 +50,22 @@ class TransactionState(enum.Enum):
     TIME_OUT = "TIME_OUT"
 
 
+#: (read per message: an enum member looked up through its class costs more than a global)
+_OPEN = TransactionState.OPEN
+
+
 class TxnProducer(Protocol):
     """What a transaction uses of a producer (one partition's)."""
 
     topic: str
     settled_hook: Callable[[int], None] | None
+    #: the transactions whose sends this producer reports (:meth:`AsyncTransaction.send_enqueued`)
+    txn_sinks: dict[TxnId, Any]
 
+    def send_nowait(self, content: Any, waiter: Any = None, sequence_id: int | None = None, txn: Any = None,
+                    **options: Any) -> None: ...  # noqa: D102
     def _queue_message(self, content: Any, waiter: Any = None, **options: Any) -> None: ...  # noqa: D102
+    def _flush_batches(self) -> None: ...  # noqa: D102
 
 
 class TxnConsumer(Protocol):
@@ -83,8 +96,14 @@ class AsyncTransaction:
         self._timer = loop.call_later(timeout_ms / 1000.0, self._timed_out)
         self._partitions: dict[str, asyncio.Future[None]] = {}
         self._subscriptions: dict[tuple[str, str], asyncio.Future[None]] = {}
-        #: sends per partition waiting for its registration (later sends queue behind them)
-        self._waiting: dict[str, int] = {}
+        #: partitions registered: their producers send this transaction's messages at once
+        self._ready_topics: set[str] = set()
+        #: producers on registered partitions; each reports this transaction's sends to it (txn_sinks)
+        self._producers: set[TxnProducer] = set()
+        #: sends waiting for their partition's registration, in send order (later sends queue behind)
+        self._queued: dict[str, list[tuple[TxnProducer, Any, Any, int | None, dict[str, Any]]]] = {}
+        #: the sends queued behind a registration are being handed to their producers
+        self._draining = False
         self._ops = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -144,40 +163,98 @@ class AsyncTransaction:
         self._check_open()
         await self._registered(self._partitions, topic, lambda: self._tc.add_partition(self._id, topic))
 
+    def ready_on(self, producer: TxnProducer) -> TxnId | None:
+        """(a producer's send, per message) This transaction's id when ``producer``'s partition is
+        registered: the message may go into the producer's open batch of this transaction; None while
+        it is not (the producer hands it to :meth:`queue_send`). Raises InvalidTxnStatus when the
+        transaction is not open."""
+        if self._state is not _OPEN and not self._draining:
+            self._check_open()
+        if producer in self._producers:
+            return self._id
+        if producer.topic in self._ready_topics:
+            self._producers.add(producer)
+            producer.txn_sinks[self._id] = self
+            return self._id
+        return None
+
     def queue_send(self, producer: TxnProducer, content: Any, waiter: Any, sequence_id: int | None,
                    options: dict[str, Any]) -> None:
-        """Queue a message of this transaction on ``producer`` (one partition's): at once when its
-        partition is registered, else once ADD_PARTITION_TO_TXN is answered (in send order).
-        Raises InvalidTxnStatus when the transaction is not open."""
-        self._check_open()
+        """Queue a message of this transaction that ``producer``'s open batch could not take as it is:
+        at once when its partition is registered, else once ADD_PARTITION_TO_TXN is answered (the
+        waiting messages are kept in send order, one list per partition). Raises InvalidTxnStatus when
+        the transaction is not open."""
+        if self._state is not _OPEN and not self._draining:
+            self._check_open()
         topic = producer.topic
-        registered = self._registered(self._partitions, topic, lambda: self._tc.add_partition(self._id, topic))
-        self._op_started()
+        if topic in self._ready_topics:
+            self._send_now(producer, content, waiter, sequence_id, options)
+            return
+        queued = self._queued.get(topic)
+        if queued is None:
+            queued = self._queued[topic] = []
+            self._op_started()
+            registered = self._registered(self._partitions, topic, lambda: self._tc.add_partition(self._id, topic))
+            registered.add_done_callback(functools.partial(self._partition_registered, topic))
+        queued.append((producer, content, waiter, sequence_id, options))
 
-        def settled(error: PulsarError | None, msg_id: MessageId | None) -> None:
-            self._op_ended(error)
-            resolve(waiter, error, msg_id)
+    def _send_now(self, producer: TxnProducer, content: Any, waiter: Any, sequence_id: int | None,
+                  options: dict[str, Any]) -> None:
+        if producer not in self._producers:
+            self._producers.add(producer)
+            producer.txn_sinks[self._id] = self
+        try:
+            producer._queue_message(content, waiter, sequence_id=sequence_id, txn=self._id, **options)
+        except Exception as exc:
+            self._send_failed(producer, waiter, exc)
 
-        def queue(_: object = None) -> None:
-            if self._waiting.get(topic):
-                self._waiting[topic] -= 1
-            error = registered.exception()
-            if error is None:
-                try:
-                    producer._queue_message(content, settled, sequence_id=sequence_id, txn=self._id, **options)
-                    return
-                except Exception as exc:
-                    error = exc if isinstance(exc, PulsarError) else PulsarError(f"cannot send: {exc!r}")
-            settled(error, None)  # type: ignore[arg-type]
-            hook = producer.settled_hook
-            if hook is not None:
-                hook(1)
-
-        if registered.done() and not self._waiting.get(topic):
-            queue()
+    def _partition_registered(self, topic: str, registered: asyncio.Future[None]) -> None:
+        """ADD_PARTITION_TO_TXN answered: the sends waiting for it go to their producers, in order
+        (or fail with its error)."""
+        waiting = self._queued.pop(topic, [])
+        error = PulsarError("registration cancelled") if registered.cancelled() else registered.exception()
+        if error is None:
+            self._ready_topics.add(topic)
+            self._draining = True
+            try:
+                for producer, content, waiter, sequence_id, options in waiting:
+                    try:
+                        producer.send_nowait(content, waiter, sequence_id, txn=self, **options)
+                    except Exception as exc:
+                        self._send_failed(producer, waiter, exc)
+            finally:
+                self._draining = False
         else:
-            self._waiting[topic] = self._waiting.get(topic, 0) + 1
-            registered.add_done_callback(queue)
+            for producer, _, waiter, _, _ in waiting:
+                self._send_failed(producer, waiter, error)
+        self._op_ended(None)
+
+    def _send_failed(self, producer: TxnProducer, waiter: Any, exc: BaseException) -> None:
+        """A send of this transaction failed before its producer took it: its waiter fails, the
+        transaction is in ERROR."""
+        error = exc if isinstance(exc, PulsarError) else PulsarError(f"cannot send: {exc!r}")
+        self.send_failed(error)
+        resolve(waiter, error, None)
+        hook = producer.settled_hook
+        if hook is not None:
+            hook(1)
+
+    def send_enqueued(self) -> Callable[[PulsarError | None, Any], None]:
+        """(the producer, per SEND of this transaction: a batch, a message or a chunked message) One more
+        operation in flight; returns what its settlement calls (with its error or None)."""
+        self._op_started()
+        return self._send_settled
+
+    def _send_settled(self, error: PulsarError | None, _: Any) -> None:
+        self._op_ended(error)
+
+    def send_failed(self, error: PulsarError) -> None:
+        """(the producer) Messages of this transaction failed before they were sent (their producer
+        was closed or fenced with them in its open batch): the transaction is in ERROR."""
+        if self._failure is None:
+            self._failure = error
+        if self._state is TransactionState.OPEN:
+            self._state = TransactionState.ERROR
 
     # -- acknowledgements ------------------------------------------------------------------------------
     def acknowledge(self, consumer: TxnConsumer, message: Message | MessageId, cumulative: bool) -> asyncio.Future[None]:
@@ -251,13 +328,27 @@ class AsyncTransaction:
 
     async def _end(self, commit: bool) -> None:
         self._timer.cancel()
-        await self._idle.wait()
+        await self._settle()
         try:
             await self._tc.end_txn(self._id, commit)
         except PulsarError:
             self._state = TransactionState.ERROR
             raise
+        finally:
+            for producer in self._producers:
+                producer.txn_sinks.pop(self._id, None)
         self._state = TransactionState.COMMITTED if commit else TransactionState.ABORTED
+
+    async def _settle(self) -> None:
+        """Send what the producers still batch of this transaction, and wait until every send and
+        acknowledgement of it is answered (sends waiting for a registration go into a batch when it
+        is answered: flushed on the next turn)."""
+        while True:
+            for producer in list(self._producers):
+                producer._flush_batches()
+            if not self._ops:
+                return
+            await self._idle.wait()
 
     def _redeliver_acknowledged(self) -> None:
         """After an abort: what the broker does not send again by itself comes back (batch entries

@@ -7,6 +7,8 @@ maybe a partition, and maybe a redelivery count) is a handful of varints. :func:
 writes exactly the bytes protobuf writes for that shape (tested against it); a delivery with an
 ack set (a partly acknowledged batch) goes through protobuf instead. A SEND_RECEIPT (one per stored
 entry, about 1.6 µs through protobuf) is written the same way by :func:`send_receipt_frame`.
+Side by side on one machine (benchmarks/wire_codec.py): 0.60x (MESSAGE head) and 0.68x
+(SEND_RECEIPT) of protobuf's time.
 """
 
 from __future__ import annotations

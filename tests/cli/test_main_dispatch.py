@@ -8,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 import pytest
+from typer.testing import CliRunner
 
 from magnetar.cli.main import SUBCOMMANDS, SUMMARIES, app, build_app
 from magnetar.cli.standalone import parse_flags, parser

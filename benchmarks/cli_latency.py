@@ -9,8 +9,10 @@ round runs, alternating so that all share the machine's load equally:
   tool can do for the same answer;
 - ``admin-tenants-list``: ``magnetar admin tenants list`` of this checkout;
 - ``version``: ``magnetar --version`` (no Typer);
-- every ``--compare NAME=PYTHONPATH``: ``magnetar admin tenants list`` with another source tree or
-  library set first on the path (e.g. ``before=/work/main/src`` or ``typer-0.28=/tmp/typer28:src``);
+- ``help``: ``magnetar --help`` (the root's help: every sub-command listed, none imported);
+- every ``--compare NAME=PYTHONPATH``: ``magnetar admin tenants list`` (and, as ``NAME-help``,
+  ``magnetar --help``) with another source tree or library set first on the path (e.g.
+  ``before=/work/main/src`` or ``typer-0.28=/tmp/typer28:src``);
 - ``pulsarctl`` / ``pulsar-admin`` ``tenants list`` when they are on the PATH.
 
 Each call's wall time and CPU time (user + system of the child) are recorded; on a machine shared
@@ -66,15 +68,18 @@ def commands(broker: BrokerProcess, compare: list[str]) -> dict[str, tuple[list[
     base["MAGNETAR_ADMIN_URL"] = broker.http_url
     here = {**base, "PYTHONPATH": str(ROOT / "src")}
     admin = [sys.executable, "-m", "magnetar.cli.main", "admin", "tenants", "list"]
+    root_help = [sys.executable, "-m", "magnetar.cli.main", "--help"]
     chosen = {
         "python-floor": ([sys.executable, "-c", "pass"], base),
         "http-floor": ([sys.executable, "-c", HTTP_FLOOR.format(port=broker.http_port)], base),
         "admin-tenants-list": (admin, here),
         "version": ([sys.executable, "-m", "magnetar.cli.main", "--version"], here),
+        "help": (root_help, here),
     }
     for item in compare:
         name, _, path = item.partition("=")
         chosen[name] = (admin, {**base, "PYTHONPATH": path})
+        chosen[f"{name}-help"] = (root_help, {**base, "PYTHONPATH": path})
     for tool in ("pulsarctl", "pulsar-admin"):
         found = shutil.which(tool)
         if found:

@@ -1,5 +1,6 @@
-"""The ``magnetar`` entry point loads only the sub-command it runs; a plain ``standalone`` command line
-skips Typer, anything else goes through it with the usual help and errors."""
+"""The ``magnetar`` entry point loads only the sub-command it runs; ``standalone`` has one flag parser
+(argparse, no Typer on a broker's start-up), which the whole Typer command hands its arguments to; the
+root's help lists every sub-command without importing any."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
-from magnetar.cli.main import SUBCOMMANDS, app, build_app
-from magnetar.cli.standalone import parse_flags
+from magnetar.cli.main import SUBCOMMANDS, SUMMARIES, app, build_app
+from magnetar.cli.standalone import parse_flags, parser
 
 PROBE = """
 import sys
@@ -20,7 +22,8 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-loaded = [m for m in ("typer", "pydantic", "fastapi", "magnetar.cli.admin", "magnetar.client") if m in sys.modules]
+loaded = [m for m in ("typer", "pydantic", "fastapi", "magnetar.cli.admin", "magnetar.client", "magnetar.broker",
+                      "magnetar.cli.perf", "magnetar.cli.tokens", "magnetar.cli.messaging") if m in sys.modules]
 print(code, ",".join(loaded))
 """
 
@@ -32,7 +35,7 @@ def probe(*args: str) -> tuple[str, str, str]:
     return code, loaded, proc.stderr
 
 
-def test_plain_standalone_flags_are_parsed_without_typer() -> None:
+def test_standalone_flags_are_parsed_by_one_parser() -> None:
     assert parse_flags([]) == {}
     assert parse_flags(["--port", "6651", "--http-port=0", "--data-dir", "d", "--fsync", "never"]) == {
         "port": 6651, "http_port": 0, "data_dir": Path("d"), "fsync": "never",
@@ -42,25 +45,49 @@ def test_plain_standalone_flags_are_parsed_without_typer() -> None:
     }
 
 
-def test_anything_unusual_is_left_to_typer() -> None:
-    for args in (["--help"], ["--port", "abc"], ["--port"], ["--bogus", "1"], ["extra"], ["--bind", ""],
-                 ["--data-dir", "--port"]):
-        assert parse_flags(args) is None, args
+@pytest.mark.parametrize("args", [["--port", "abc"], ["--port"], ["--bogus", "1"], ["extra"], ["--data-dir", "--port"],
+                                  ["--http"]])
+def test_a_bad_standalone_flag_is_a_usage_error(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_flags(args)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("magnetar standalone: error: ")
 
 
 def test_standalone_start_up_loads_no_cli_framework(tmp_path: Path) -> None:
     code, loaded, stderr = probe("standalone", "--config", str(tmp_path / "missing.toml"), "--data-dir", str(tmp_path))
     assert code == "1"
     assert "cannot read config file" in stderr
-    assert loaded == ""
+    assert loaded == "magnetar.broker"
 
 
-def test_standalone_errors_still_come_from_typer(tmp_path: Path) -> None:
+def test_standalone_errors_come_from_its_parser_without_typer(tmp_path: Path) -> None:
     code, loaded, stderr = probe("standalone", "--port", "abc", "--data-dir", str(tmp_path))
     assert code == "2"
-    assert "--port" in stderr
-    assert "typer" in loaded.split(",")
-    assert "magnetar.cli.admin" not in loaded.split(",")
+    assert stderr.splitlines()[-1] == "magnetar standalone: error: argument --port: invalid int value: 'abc'"
+    assert loaded == "magnetar.broker"
+
+
+def test_the_typer_command_hands_standalone_to_its_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    result = CliRunner().invoke(app, ["standalone", "--help"])
+    assert result.exit_code == 0
+    assert result.output == parser().format_help()
+    refused = CliRunner().invoke(app, ["standalone", "--port", "x"])
+    assert refused.exit_code == 2
+    assert "argument --port: invalid int value: 'x'" in refused.output
+
+
+def test_the_root_help_imports_no_sub_command_and_reads_as_the_whole_command() -> None:
+    code, loaded, _ = probe("--help")
+    assert (code, loaded) == ("0", "typer")
+    whole = CliRunner().invoke(app, ["--help"])
+    summaries = CliRunner().invoke(build_app(summaries_only=True), ["--help"])
+    assert whole.exit_code == summaries.exit_code == 0
+    assert summaries.output == whole.output
+    assert set(SUMMARIES) == set(SUBCOMMANDS)
+    typo = CliRunner().invoke(build_app(summaries_only=True), ["standalon"])
+    assert typo.exit_code == 2 and "No such command 'standalon'" in typo.output
 
 
 def test_a_sub_command_loads_only_itself() -> None:
@@ -93,21 +120,3 @@ def test_the_open_files_limit_is_raised_to_the_hard_limit() -> None:
         assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == expected
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-def test_the_fast_path_knows_exactly_the_options_of_the_typer_command() -> None:
-    import inspect
-
-    import typer.models
-
-    from magnetar.cli.standalone import OPTIONS
-    from magnetar.cli.standalone_command import standalone
-
-    declared = set()
-    for parameter in inspect.signature(standalone, eval_str=True).parameters.values():
-        for meta in getattr(parameter.annotation, "__metadata__", ()):
-            if isinstance(meta, typer.models.OptionInfo):
-                # typer.Option("--name", ...): the first argument is the name when it is a flag
-                names = (meta.default, *meta.param_decls)
-                declared.update(d for d in names if isinstance(d, str) and d.startswith("--"))
-    assert declared == set(OPTIONS)

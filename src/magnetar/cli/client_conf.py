@@ -186,7 +186,8 @@ class ClientConf:
         method = self.auth_method
         if method is None:
             return options
-        # the client package is imported only when credentials are used (the admin CLI's start-up)
+        # the client package is imported only when credentials are used, not at the admin CLI's start-up:
+        # 200-270 ms CPU (python -X importtime)
         from magnetar.client import AuthenticationBasic, AuthenticationTLS, AuthenticationToken
 
         if method == "token":

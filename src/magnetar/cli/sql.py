@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
+import magnetar.spark
 from magnetar.cli.client_conf import (
     AuthParamsOpt,
     AuthPluginOpt,
@@ -145,8 +146,6 @@ def sql(
         raise _fail("magnetar sql needs PySpark: pip install 'magnetar[spark]'") from None
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
-
-    import magnetar.spark
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     existing = SparkSession.getActiveSession()  # run in-process next to a session: leave it running

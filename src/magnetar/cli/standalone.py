@@ -1,15 +1,15 @@
 """``magnetar standalone``: a broker with its admin HTTP API until SIGTERM or Ctrl-C.
 
-This module runs the broker and imports no CLI framework: :func:`magnetar.cli.main.main` hands a
-plain ``magnetar standalone --option value ...`` command line straight to :func:`parse_flags` and
-:func:`start_standalone`, so Typer (and the pydantic it builds its parameters with) never loads on
-a broker's start-up. Anything else (``--help``, an unknown option, a value that is not a number)
-goes through the Typer command of :mod:`magnetar.cli.standalone_command`, which prints the usual help
-and errors and then calls :func:`start_standalone` as well.
+This module runs the broker and owns the command's one flag parser (:func:`parser`, the standard
+library's argparse: its help, its errors). :func:`magnetar.cli.main.main` hands ``magnetar standalone
+...`` straight to :func:`main`, so Typer (and the pydantic it builds its parameters with) never loads
+on a broker's start-up; the whole Typer command (:mod:`magnetar.cli.standalone_command`, for
+``magnetar --help`` and ``CliRunner``) passes its arguments on to the same parser.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import logging
@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from magnetar.admin.standalone import StandaloneServer
 from magnetar.broker.config import BrokerConfig, ConfigError
 from magnetar.broker.security.errors import SecurityConfigError
 from magnetar.storage.data_format import DataFormatError
@@ -25,24 +26,43 @@ from magnetar.storage.dir_lock import DataDirLockedError
 
 log = logging.getLogger("magnetar.broker")
 
-#: option -> (flag name of BrokerConfig.load, type); the options of the Typer command, same names
-OPTIONS: dict[str, tuple[str, type]] = {
-    "--data-dir": ("data_dir", Path),
-    "--port": ("port", int),
-    "--http-port": ("http_port", int),
-    "--bind": ("bind", str),
-    "--config": ("config", Path),
-    "--tls-port": ("broker_service_port_tls", int),
-    "--https-port": ("web_service_port_tls", int),
-    "--fsync": ("fsync", str),
-    "--log-level": ("log_level", str),
+#: option -> (setting of BrokerConfig.load, type, placeholder, help)
+OPTIONS: dict[str, tuple[str, type, str, str]] = {
+    "--data-dir": ("data_dir", Path, "<path>", "Where data is stored [default: ./data]"),
+    "--port": ("port", int, "<int>", "Binary protocol port [default: 6650]"),
+    "--http-port": ("http_port", int, "<int>", "HTTP port [default: 8080]"),
+    "--bind": ("bind", str, "<str>", "Address to bind [default: 127.0.0.1]"),
+    "--config": ("config", Path, "<path>", "Broker settings: TOML, or Pulsar's broker.conf / standalone.conf"),
+    "--tls-port": ("broker_service_port_tls", int, "<int>", "pulsar+ssl:// port (brokerServicePortTls)"),
+    "--https-port": ("web_service_port_tls", int, "<int>", "HTTPS port (webServicePortTls)"),
+    "--fsync": ("fsync", str, "<str>", "'always' (default) or 'never'"),
+    "--log-level": ("log_level", str, "<str>", "DEBUG, INFO, WARNING [default: INFO]"),
 }
+SUMMARY = "Run a standalone broker with local storage until SIGTERM or Ctrl-C."
+
+
+def parser() -> argparse.ArgumentParser:
+    """The flags of ``magnetar standalone``; each one given becomes a setting of :meth:`BrokerConfig.load`."""
+    flags = argparse.ArgumentParser(prog="magnetar standalone", description=SUMMARY, allow_abbrev=False,
+                                    argument_default=argparse.SUPPRESS, add_help=False)
+    for option, (name, kind, placeholder, text) in OPTIONS.items():
+        flags.add_argument(option, dest=name, type=kind, metavar=placeholder, help=text)
+    flags.add_argument("--help", action="help", help="Show this message and exit.")
+    return flags
+
+
+def parse_flags(args: list[str]) -> dict[str, object]:
+    """The settings the command line gives (SystemExit 2 with a usage error for a bad one, 0 after --help)."""
+    return vars(parser().parse_args(args))
+
+
+def main(args: list[str]) -> int:
+    """``magnetar standalone ARGS``: parse, run the broker until a signal; the exit status."""
+    return start_standalone(parse_flags(args))
 
 
 async def run_standalone(config: BrokerConfig) -> None:
     """Run a broker and its HTTP server until SIGTERM or SIGINT, then shut both down cleanly."""
-    from magnetar.admin.standalone import StandaloneServer
-
     started = time.perf_counter()
     if config.ignored_settings:
         log.info("ignoring settings magnetar does not implement: %s", ", ".join(config.ignored_settings))
@@ -80,27 +100,6 @@ async def run_standalone(config: BrokerConfig) -> None:
     log.info("shutting down")
     await server.stop()
     log.info("stopped")
-
-
-def parse_flags(args: list[str]) -> dict[str, object] | None:
-    """The flags of a plain ``--option value`` / ``--option=value`` command line, None for anything else."""
-    flags: dict[str, object] = {}
-    position = 0
-    while position < len(args):
-        option, has_value, value = args[position].partition("=")
-        if option not in OPTIONS:
-            return None
-        if not has_value:
-            position += 1
-            if position >= len(args):
-                return None
-            value = args[position]
-        name, kind = OPTIONS[option]
-        if not value or value.startswith("-") or (kind is int and not value.isdigit()):
-            return None
-        flags[name] = kind(value)
-        position += 1
-    return flags
 
 
 def raise_open_files_limit(cap: int = 1 << 20) -> int:

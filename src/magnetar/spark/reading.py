@@ -77,6 +77,7 @@ class ReadPlan:
 
 def ranges(topic: str, start: Position, end: Position, check_loss: bool, split_entries: int) -> list[PulsarPartition]:
     """The tasks reading ``[start, end)`` of a topic-partition: one per ``split_entries`` entries."""
+    # on the executors' read path: 0-6 ms CPU (the protocol package, python -X importtime)
     from magnetar.protocol.topic_name import TopicName
 
     index = TopicName.parse(topic).partition_index
@@ -128,6 +129,7 @@ class _Batcher:
 
     def build(self, entries: list[Any]) -> Any:
         """One record batch of the messages of these entries (:class:`magnetar.client.bulk.Entry`)."""
+        # the client, when a query runs, not when the module loads: 200-350 ms CPU (python -X importtime)
         from magnetar.client.bulk import MessageColumns
 
         pa = self.pa
@@ -200,6 +202,7 @@ class _Batcher:
 
 def read_range(plan: ReadPlan, part: PulsarPartition) -> Iterator[Any]:
     """The Arrow record batches of the messages in ``[part.start, part.end)``."""
+    # the client, when a query runs, not when the module loads: 200-350 ms CPU (python -X importtime)
     from magnetar.client import MessageId, Timeout
     from magnetar.client.bulk import open_entry_reader
     from magnetar.protocol.topic_name import TopicName

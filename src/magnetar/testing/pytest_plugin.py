@@ -132,15 +132,36 @@ def _uses_session_broker(item: pytest.Item) -> bool:
     return info.name2fixturedefs["pulsar_broker"][-1].func.__module__ == __name__
 
 
+def _launch_session_broker(config: pytest.Config) -> None:
+    """Start the session broker's process without waiting for it (the fixture waits, and reports an error)."""
+    try:
+        _kit(config).launch_session_broker()
+    except Exception:  # noqa: BLE001 - the fixture launches again and reports it as the tests' error
+        pass
+
+
+def _selected_as_collected(config: pytest.Config) -> bool:
+    """Whether every collected test runs: no --collect-only, and nothing that deselects tests afterwards."""
+    option = config.option
+    return not (option.collectonly or getattr(option, "keyword", "") or getattr(option, "markexpr", "")
+                or getattr(option, "deselect", None) or getattr(option, "lf", False))
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The first collected test that uses the session broker launches its process while collection goes on,
+    when every collected test will run (else :func:`pytest_collection_finish` does, once tests are selected)."""
+    config = item.config
+    if config.stash.get(_KIT, None) is None and _selected_as_collected(config) and _uses_session_broker(item):
+        _launch_session_broker(config)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """When a selected test uses the session broker, start its process now: it gets ready meanwhile."""
+    """When a selected test uses the session broker, start its process now (if collection has not): it gets
+    ready meanwhile."""
     if session.config.option.collectonly:
         return
     if any(_uses_session_broker(item) for item in session.items):
-        try:
-            _kit(session.config).launch_session_broker()
-        except Exception:  # noqa: BLE001 - the fixture launches again and reports it as the tests' error
-            pass
+        _launch_session_broker(session.config)
 
 
 @pytest.hookimpl(wrapper=True)

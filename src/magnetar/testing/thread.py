@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING
 
+from magnetar.admin.standalone import StandaloneServer
 from magnetar.broker.config import BrokerConfig
-
-if TYPE_CHECKING:
-    from magnetar.admin.standalone import StandaloneServer
 
 
 class BrokerThread:
@@ -34,8 +31,6 @@ class BrokerThread:
 
     def start(self) -> BrokerThread:
         """Start the loop thread and the broker on it; returns once the broker and its HTTP app serve."""
-        from magnetar.admin.standalone import StandaloneServer
-
         self._thread.start()
         self.server = StandaloneServer(self.config)
         asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(15)

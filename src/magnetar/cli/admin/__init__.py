@@ -6,19 +6,19 @@ with ``--json``. A refused request prints one line, ``error: <status> <phrase>: 
 exits with status 1.
 
 One module per resource; importing them registers their commands, in the order ``--help`` lists
-them (:data:`MODULES`). ``admin_app`` is the whole command (every module imported on first
-access); :func:`app_for` imports only the modules that register commands in one group, which is
-what a command line naming that group needs (the policy commands, generated from the broker's
-policy registry, are loaded only for ``namespaces`` and ``topics``).
+them (:data:`MODULES`). :func:`app_for` imports only the modules that register commands in one
+group, which is what a command line naming that group needs (the policy commands, generated from
+the broker's policy registry, are loaded only for ``namespaces`` and ``topics``); ``app_for(None)``
+is the whole command.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import typer
+import typer
+
+from magnetar.cli.admin.context import admin_app
 
 #: every module registering commands, in --help order
 MODULES = (
@@ -41,17 +41,7 @@ def app_for(group: str | None) -> typer.Typer:
     for name in MODULES:  # in --help order, whichever are needed
         if name in names:
             importlib.import_module(f"magnetar.cli.admin.{name}")
-    from magnetar.cli.admin.context import admin_app
-
     return admin_app
 
 
-def __getattr__(name: str) -> Any:
-    if name == "admin_app":
-        whole = app_for(None)
-        globals()["admin_app"] = whole
-        return whole
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["admin_app", "app_for"]
+__all__ = ["GROUP_MODULES", "MODULES", "app_for"]

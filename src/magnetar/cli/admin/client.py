@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,13 @@ DEFAULT_ADMIN_URL = "http://localhost:8080"
 _NO_BODY = object()
 _REDIRECTS = (301, 302, 303, 307, 308)
 _MAX_REDIRECTS = 5
+
+
+def _connect(address: tuple[str, int], timeout: float, source: tuple[str, int] | None = None) -> socket.socket:
+    """``socket.create_connection`` with an ASCII host name as bytes: Python 3.11's getaddrinfo encodes a
+    str host with the idna codec, whose import (stringprep, unicodedata) every admin call would pay."""
+    host, port = address
+    return socket.create_connection((host.encode() if host.isascii() else host, port), timeout, source)  # type: ignore[arg-type]
 
 
 class AdminCliError(Exception):
@@ -95,6 +103,7 @@ class AdminClient:
             )
         else:
             conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=self.timeout)
+        conn._create_connection = _connect  # type: ignore[attr-defined]
         try:
             conn.request(method, target or "/", body=data, headers=headers)
             resp = conn.getresponse()

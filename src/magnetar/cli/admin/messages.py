@@ -18,6 +18,7 @@ from magnetar.cli.admin.subscriptions import sub_path
 
 def _messages_of(reply: RawReply) -> list[dict[str, Any]]:
     """Split a peeked entry into its messages (a batch holds several)."""
+    # only for peeked messages, not for the other topic commands: 70-95 ms CPU (python -X importtime)
     from magnetar.protocol.batch import decode_batch
     from magnetar.protocol.framing import ProtocolError
 

@@ -18,12 +18,9 @@ import hashlib
 import logging
 import os
 import time
+from functools import cache
+from types import SimpleNamespace
 from typing import Any
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from magnetar.client.exceptions import CryptoError
 from magnetar.protocol.schema import EncryptionKeys, KeyValue, MessageMetadata
@@ -37,7 +34,19 @@ DATA_KEY_LIFETIME = 4 * 3600.0
 #: decrypted data keys a consumer remembers at most, each for DATA_KEY_LIFETIME
 _MAX_CACHED_KEYS = 1000
 
-_OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None)  # noqa: S303
+
+
+@cache
+def _cryptography() -> SimpleNamespace:
+    """cryptography's primitives, imported with the first encrypting producer or encrypted message: 90-100 ms
+    CPU (python -X importtime) that a client without encryption never pays."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    oaep = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None)  # noqa: S303
+    return SimpleNamespace(InvalidTag=InvalidTag, serialization=serialization, rsa=rsa, AESGCM=AESGCM, oaep=oaep)
 
 
 async def load_keys(reader: Any) -> None:
@@ -48,13 +57,14 @@ async def load_keys(reader: Any) -> None:
 
 
 def _encrypt_data_key(public_pem: bytes, data_key: bytes, key_name: str) -> bytes:
+    crypto = _cryptography()
     try:
-        public = serialization.load_pem_public_key(public_pem)
+        public = crypto.serialization.load_pem_public_key(public_pem)
     except ValueError as exc:
         raise CryptoError(f"cannot load the public key {key_name!r}: {exc}") from None
-    if not isinstance(public, rsa.RSAPublicKey):
+    if not isinstance(public, crypto.rsa.RSAPublicKey):
         raise CryptoError(f"the public key {key_name!r} is a {type(public).__name__}: only RSA keys are supported")
-    return public.encrypt(data_key, _OAEP)
+    return public.encrypt(data_key, crypto.oaep)
 
 
 def encryptor_for(config: Any) -> MessageEncryptor | None:
@@ -76,6 +86,7 @@ class MessageEncryptor:
         self.key_names = list(key_names)
         self.reader = reader
         self.clock = clock
+        self._aead = _cryptography().AESGCM
         self._data_key = b""
         self._made_at = 0.0
         self._keys: list[EncryptionKeys] = []
@@ -83,7 +94,7 @@ class MessageEncryptor:
 
     def new_data_key(self) -> None:
         """A fresh data key, encrypted with each key name's public key (raises CryptoError)."""
-        data_key = AESGCM.generate_key(bit_length=8 * DATA_KEY_BYTES)
+        data_key = self._aead.generate_key(bit_length=8 * DATA_KEY_BYTES)
         keys = []
         for name in self.key_names:
             try:
@@ -103,7 +114,7 @@ class MessageEncryptor:
         iv = os.urandom(IV_BYTES)
         meta.encryption_keys.extend(self._keys)
         meta.encryption_param = iv
-        return AESGCM(self._data_key).encrypt(iv, payload, None)
+        return self._aead(self._data_key).encrypt(iv, payload, None)
 
 
 class MessageDecryptor:
@@ -112,6 +123,7 @@ class MessageDecryptor:
     def __init__(self, reader: Any, clock: Any = time.monotonic) -> None:
         self.reader = reader
         self.clock = clock
+        self._crypto = _cryptography()
         #: MD5 of an encrypted data key -> (the data key, when it was decrypted)
         self._data_keys: dict[bytes, tuple[bytes, float]] = {}
 
@@ -125,8 +137,8 @@ class MessageDecryptor:
             if data_key is None:
                 continue
             try:
-                return AESGCM(data_key).decrypt(iv, payload, None)
-            except (InvalidTag, ValueError):
+                return self._crypto.AESGCM(data_key).decrypt(iv, payload, None)
+            except (self._crypto.InvalidTag, ValueError):
                 continue
         return None
 
@@ -140,15 +152,15 @@ class MessageDecryptor:
             return None
         try:
             info = self.reader.private_key(entry.key, {kv.key: kv.value for kv in entry.metadata})
-            private = serialization.load_pem_private_key(info.key, password=None)
+            private = self._crypto.serialization.load_pem_private_key(info.key, password=None)
         except (OSError, ValueError, TypeError) as exc:
             log.error("cannot load the private key %r: %s", entry.key, exc)
             return None
-        if not isinstance(private, rsa.RSAPrivateKey):
+        if not isinstance(private, self._crypto.rsa.RSAPrivateKey):
             log.error("the private key %r is not an RSA key", entry.key)
             return None
         try:
-            data_key = private.decrypt(entry.value, _OAEP)
+            data_key = private.decrypt(entry.value, self._crypto.oaep)
         except ValueError:
             return None
         if len(self._data_keys) >= _MAX_CACHED_KEYS:

@@ -112,3 +112,15 @@ def test_topic_properties_are_set_read_and_removed(http: Http) -> None:
     assert http.get(base + "/properties").json() == {"b": "2"}
     missing = http.get("/admin/v2/persistent/public/default/no-such-topic-xyz/properties")
     assert missing.status == 404
+
+
+def test_create_missed_partitions(http: Http) -> None:
+    base = f"/admin/v2/persistent/public/default/missed-{uuid.uuid4().hex[:8]}"
+    assert http.put(base + "/partitions", 3).status == 204
+    assert http.post(base + "/createMissedPartitions").status == 204
+    listed = http.get("/admin/v2/persistent/public/default").json()
+    name = base.rsplit("/", 1)[1]
+    assert sorted(t for t in listed if name in t) == [
+        f"persistent://public/default/{name}-partition-{i}" for i in range(3)]
+    missing = http.post("/admin/v2/persistent/public/default/not-partitioned-xyz/createMissedPartitions")
+    assert (missing.status, missing.reason) == (404, "Partitioned Topic not found")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, FastAPI
 from starlette.routing import BaseRoute
 
-from magnetar.admin import routes_lookup, routes_schemas, routes_transactions
+from magnetar.admin import routes_brokers, routes_lookup, routes_schemas, routes_transactions
 
 if TYPE_CHECKING:
     from magnetar.admin.access import AccessGuard
@@ -114,8 +114,6 @@ def _transactions(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
 
 
 def _brokers(admin: BrokerAdmin, access: AccessGuard) -> list[APIRouter]:
-    from magnetar.admin import routes_brokers
-
     return [routes_brokers.router(admin, access)]
 
 

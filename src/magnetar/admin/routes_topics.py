@@ -75,6 +75,7 @@ def router(admin: BrokerAdmin, access: AccessGuard, domain: str) -> APIRouter:
     _add_message_routes(r, admin, name, need)
     _add_lifecycle_routes(r, admin, name, need)
     _add_property_routes(r, admin, name, need)
+    _add_missed_partition_route(r, admin, name, need)
     add_topic_policy_routes(r, admin, access, domain)
     add_topic_permission_routes(r, admin, access, domain)
     return r
@@ -350,4 +351,20 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, nee
               summary="Remove one of the topic's properties")
     async def remove_property(tenant: str, namespace: str, topic: str, key: str) -> Response:
         await change_properties(stored_name(tenant, namespace, topic), lambda props: {k: v for k, v in props.items() if k != key})
+        return _no_content()
+
+
+def _add_missed_partition_route(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
+    """POST .../createMissedPartitions (pulsar-admin's create-missed-partitions): every partition of a
+    partitioned topic that has no topic yet is created."""
+
+    @r.post(T + "/createMissedPartitions", status_code=204, dependencies=need.namespace(NamespaceOperation.CREATE_TOPIC),
+            summary="Create the partitions of a partitioned topic that are missing")
+    async def create_missed_partitions(tenant: str, namespace: str, topic: str) -> Response:
+        tn = name(tenant, namespace, topic)
+        if not admin.ctx.partitions_of(tn):
+            raise HttpError(404, "Partitioned Topic not found")
+        for partition in admin.ctx.partitions(tn):
+            if not admin.ctx.topic_exists(partition):
+                await admin.topics.create_topic(partition)
         return _no_content()

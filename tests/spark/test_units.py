@@ -9,9 +9,10 @@ from pyspark.sql.types import ArrayType, LongType, MapType, StringType, StructFi
 
 from magnetar.client import MessageId
 from magnetar.protocol.enums import CompressionType, SchemaType
+from magnetar.protocol.message_id_bytes import message_id_bytes
 from magnetar.spark.options import PulsarOptionError, sink_options, source_options
 from magnetar.spark.positions import EARLIEST, Position, after, dump_offsets, load_offsets, parse
-from magnetar.spark.reading import message_id_bytes, ranges
+from magnetar.spark.reading import ranges
 from magnetar.spark.schemas import META_NAMES, ValueFormat, avro_to_spark, spark_to_avro
 from magnetar.spark.source import allocate
 

@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--count", type=int, default=20_000)
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the brokers and the cluster on the way out
     base = Path(tempfile.mkdtemp(prefix="magnetar-spark-cluster-"))
     rows: list[tuple[str, str, str]] = []
     version = "-"

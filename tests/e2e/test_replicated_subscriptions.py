@@ -16,8 +16,10 @@ import pytest
 from magnetar.testing import BrokerProcess
 
 from .helpers import new_client
-from .test_geo_replication import NS, register, start_cluster, stats, wait_until
+from .test_geo_replication import NS, register, stats, wait_until
 
+#: two broker processes on a loaded machine, snapshots every second
+pytestmark = pytest.mark.timeout(300)
 TOPIC = f"persistent://{NS}/orders"
 #: longer than a snapshot's round trip (taken every second)
 SNAPSHOT_WAIT_S = 4.0
@@ -26,7 +28,11 @@ SNAPSHOT_WAIT_S = 4.0
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[dict[str, BrokerProcess]]:
     """Clusters east and west, replicating geo/ns both ways with deduplication on."""
-    brokers = {name: start_cluster(tmp_path, name) for name in ("east", "west")}
+    brokers: dict[str, BrokerProcess] = {}
+    for name in ("east", "west"):
+        (tmp_path / name).mkdir()
+        brokers[name] = BrokerProcess(tmp_path / name / "data", args=("--fsync", "never"),
+                                      env={"MAGNETAR_CLUSTER_NAME": name}).start(timeout=90)
     try:
         register(brokers)
         yield brokers
@@ -46,7 +52,7 @@ def _stored(broker: BrokerProcess, count: int) -> None:
     wait_until(lambda: stats(broker, "orders")["msgInCounter"] >= count, what=f"{count} messages on {broker.http_url}")
 
 
-def _drain(url: str, seconds: float = 3.0) -> list[str]:
+def _drain(url: str, seconds: float = 2.0) -> list[str]:
     """Everything subscription ``orders`` delivers now (nothing acknowledged: it comes again next time)."""
     client = new_client(url)
     try:

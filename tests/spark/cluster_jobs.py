@@ -89,7 +89,7 @@ def _process_tree(_: Any) -> Any:
 def batch_read(spark: Any, opts: dict[str, str], topic: str, count: int) -> None:
     df = spark.read.format("pulsar").options(**opts, topic=topic).load()
     values = [bytes(r.value).decode() for r in df.select("value").collect()]
-    tasks = df.select("value").mapInArrow(_process_tree, "pid int, jvm string, rows long").collect()
+    tasks = df.select("value").mapInArrow(_process_tree, "pid long, jvm string, rows long").collect()
     jvms = sorted({t.jvm for t in tasks})
     in_executors = all(j.startswith("executor:") for j in jvms)
     ok = len(values) == count and set(values) == {f"v{i}" for i in range(count)} and in_executors

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections import deque
@@ -378,6 +379,10 @@ class PersistentTopic(Topic):
         buffer = self.txn_buffer
         while buffer is not None and last >= self.ledger.first_entry_id and buffer.hidden(last):
             last -= 1  # a marker or an aborted message is not a message anyone receives
+        markers = self.marker_filter
+        with contextlib.suppress(StorageError):
+            while markers is not None and last >= self.ledger.first_entry_id and markers.is_marker(self.ledger.read(last)):
+                last -= 1  # nor a replicated subscription's marker
         if last < self.ledger.first_entry_id:
             return self.ledger_id, -1, -1
         try:

@@ -21,7 +21,8 @@ from tests.broker.replication.rest import rest
 from tests.broker.security.conftest import Pki, pki  # noqa: F401 - the session's certificates
 from tests.e2e.security.conftest import SecureBroker, pulsar_conf
 
-from .test_geo_replication import NS, produce, stats, wait_until
+from .helpers import new_client
+from .test_geo_replication import NS, stats, wait_until
 
 #: two broker processes on a loaded machine, snapshots every second
 pytestmark = pytest.mark.timeout(300)
@@ -74,7 +75,12 @@ def test_replication_over_tls_with_the_clusters_trust_settings(east_and_west: tu
     assert rest(east.http_url, "PUT", "/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["east", "west"]})[0] == 204
     assert rest(east.http_url, "PUT", f"/admin/v2/namespaces/{NS}")[0] == 204
     assert rest(east.http_url, "POST", f"/admin/v2/namespaces/{NS}/replication", ["east", "west"])[0] == 204
-    produce(east.service_url, "tls", "t", 200)
+    client = new_client(east.service_url)
+    producer = client.create_producer(f"persistent://{NS}/tls", batching_enabled=False)
+    for i in range(200):
+        producer.send_async(f"t-{i}".encode(), None)
+    producer.flush()
+    client.close()
 
     def replication() -> dict[str, Any]:
         return stats(east, "tls")["replication"]["west"]

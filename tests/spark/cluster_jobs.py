@@ -43,6 +43,8 @@ def _session(master: str, src: str, executors: int) -> Any:
         "spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": str(executors),
         "spark.executorEnv.PYTHONPATH": src, "spark.sql.shuffle.partitions": "4",
         "spark.task.maxFailures": "4",
+        # Python workers start slowly on a loaded machine (Spark waits 15 s for them by default)
+        "spark.python.authenticate.socketTimeout": "300s", "spark.network.timeout": "600s",
     })
     deadline = time.monotonic() + 600
     while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < executors + 1:

@@ -90,7 +90,10 @@ def test_replication_over_tls_with_the_clusters_trust_settings(east_and_west: tu
     assert (replication()["replicationBacklog"], replication()["connected"]) == (200, False)
     # the right CA: the replicator connects over pulsar+ssl and drains the backlog
     assert rest(east.http_url, "POST", "/admin/v2/clusters/west", _west_data(west, west.pki.ca_cert))[0] == 204
-    wait_until(lambda: replication()["replicationBacklog"] == 0, timeout=60, what="the backlog drained over TLS")
+    try:
+        wait_until(lambda: replication()["replicationBacklog"] == 0, timeout=60, what="the backlog drained over TLS")
+    except AssertionError:
+        raise AssertionError(f"{replication()}\n{east.log()[-4000:]}") from None
     assert replication()["connected"] is True
     client = west.client(west.tls_url, authentication=pulsar.AuthenticationTLS(str(west.pki.client_cert),
                                                                                 str(west.pki.client_key)))

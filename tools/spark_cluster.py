@@ -36,12 +36,12 @@ BEGIN, END = "<!-- spark-cluster:begin -->", "<!-- spark-cluster:end -->"
 
 
 def run_checks(cluster: SparkStandaloneCluster, service_url: str, http_url: str, work: Path, count: int,
-               label: str) -> list[dict]:
+               label: str, checks: str | None = None) -> list[dict]:
     """The driver program against one broker; its JSON lines."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"}
     cmd = [sys.executable, "-m", "tests.spark.cluster_jobs", "--master", cluster.master_url, "--service-url",
            service_url, "--http-url", http_url, "--work", str(work / label), "--count", str(count),
-           "--more", str(count // 4)]
+           "--more", str(count // 4), *(["--checks", checks] if checks else [])]
     pulsar_reference.log(f"driver against {label}: {' '.join(cmd[3:])}")
     with open(work / f"driver-{label}.log", "wb") as err:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, timeout=3600, check=False)
@@ -61,14 +61,31 @@ def describe(result: dict) -> str:
     return f"{'ok' if result['ok'] else 'FAILED'} ({counts})"
 
 
+def _stored_rows(text: str) -> list[tuple[str, str, str]]:
+    """The rows of the table already in the document (a run with --checks replaces only its own)."""
+    if BEGIN not in text:
+        return []
+    rows = []
+    for line in text[text.index(BEGIN): text.index(END)].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) in (3, 4) and cells[0] not in ("broker", "---"):
+            rows.append((cells[0], cells[1], cells[2], cells[3] if len(cells) == 4 else "an earlier run"))
+    return rows  # type: ignore[return-value]
+
+
 def write_table(rows: list[tuple[str, str, str]], version: str, workers: int) -> None:
-    """The results table, between its markers in docs/SCALE-OUT.md."""
-    lines = [BEGIN, f"Run by `tools/spark_cluster.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
-             f"Spark standalone (pyspark's distribution: a master and {workers} workers of 1 core, executors of "
-             f"512 MB, driver in its own process), against magnetar and Apache Pulsar {version} standalone, one "
-             "machine.", "", "| broker | check | result |", "|---|---|---|",
-             *(f"| {broker} | {check} | {result} |" for broker, check, result in rows), END]
+    """The results table, between its markers in docs/SCALE-OUT.md: this run's rows, and the rows of
+    earlier runs for checks this one did not run (their run time in the last column)."""
     text = DOC.read_text()
+    now = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    fresh = {(b, c) for b, c, _ in rows}
+    merged = [(b, c, r, when) for b, c, r, when in _stored_rows(text) if (b, c) not in fresh]  # type: ignore[misc]
+    merged += [(b, c, r, now) for b, c, r in rows]
+    merged.sort(key=lambda row: (row[0] != "magnetar", row[0]))
+    lines = [BEGIN, "Run by `tools/spark_cluster.py`: Spark standalone (pyspark's distribution: a master and "
+             f"{workers} workers of 1 core, executors of 512 MB, driver in its own process), against magnetar and "
+             f"Apache Pulsar {version} standalone, one machine.", "", "| broker | check | result | run |",
+             "|---|---|---|---|", *(f"| {b} | {c} | {r} | {when} |" for b, c, r, when in merged), END]
     if BEGIN in text:
         text = text[: text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END):]
     else:
@@ -83,6 +100,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--no-pulsar", action="store_true", help="only magnetar")
     p.add_argument("--count", type=int, default=20_000)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--checks", help="comma-separated checks of tests/spark/cluster_jobs.py (default: all)")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the brokers and the cluster on the way out
     base = Path(tempfile.mkdtemp(prefix="magnetar-spark-cluster-"))
@@ -94,7 +112,8 @@ def main(argv: list[str]) -> int:
         (base / "magnetar").mkdir()
         broker = BrokerProcess(base / "magnetar" / "data", args=("--fsync", "never")).start()
         try:
-            for r in run_checks(cluster, broker.service_url, broker.http_url, base, args.count, "magnetar"):
+            for r in run_checks(cluster, broker.service_url, broker.http_url, base, args.count, "magnetar",
+                                args.checks):
                 rows.append(("magnetar", r["check"], describe(r)))
         finally:
             broker.stop()
@@ -107,7 +126,8 @@ def main(argv: list[str]) -> int:
             pulsar.start()
             version = pulsar.version()
             try:
-                for r in run_checks(cluster, pulsar.service_url, pulsar.http_url, base, args.count, "pulsar"):
+                for r in run_checks(cluster, pulsar.service_url, pulsar.http_url, base, args.count, "pulsar",
+                                args.checks):
                     rows.append((f"Apache Pulsar {version}", r["check"], describe(r)))
             finally:
                 pulsar.stop()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import sys
 import tempfile
@@ -25,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
+# the brokers started here (child processes) run this checkout's magnetar too
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
 
 import pulsar_reference  # noqa: E402
 from scale_out_reference import client, wait  # noqa: E402
@@ -150,13 +153,14 @@ def main(argv: list[str]) -> int:
     edge = BrokerProcess(base / "edge" / "data", env={"MAGNETAR_CLUSTER_NAME": "edge"}).start(timeout=90)
     rows: list[tuple[str, str]] = []
     expected = [f"m-{i}" for i in range(60, 100)]
+    run = time.strftime("%H%M%S")
     try:
         set_up(edge, core_url, core_http, args.pulsar_cluster)
         for label, acking, other, topic in (
             ("acknowledged on Pulsar, failover consumer on magnetar", (core_url, core_http),
-             (edge.service_url, edge.http_url), f"persistent://{NS}/from-core"),
+             (edge.service_url, edge.http_url), f"persistent://{NS}/from-core-{run}"),
             ("acknowledged on magnetar, failover consumer on Pulsar", (edge.service_url, edge.http_url),
-             (core_url, core_http), f"persistent://{NS}/from-edge"),
+             (core_url, core_http), f"persistent://{NS}/from-edge-{run}"),
         ):
             first, got = one_direction(acking, other, topic)
             verdict = "ok" if first == "ok" and got == expected else "FAILED"

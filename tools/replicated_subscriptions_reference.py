@@ -81,8 +81,14 @@ def one_direction(acking: tuple[str, str], other: tuple[str, str], topic: str) -
     """Produce 60 + 40 on the acknowledging side, acknowledge 60 there; what the other side delivers."""
     for url, _ in (other, acking):
         c = client(url)
-        c.subscribe(topic, "orders", initial_position=pulsar.InitialPosition.Earliest,
-                    replicate_subscription_state_enabled=True).close()
+        for attempt in range(3):  # a loaded Pulsar may time out the first lookup of a new topic
+            try:
+                c.subscribe(topic, "orders", initial_position=pulsar.InitialPosition.Earliest,
+                            replicate_subscription_state_enabled=True).close()
+                break
+            except pulsar.Timeout:
+                if attempt == 2:
+                    raise
         c.close()
     c = client(acking[0])
     try:

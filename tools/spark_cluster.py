@@ -60,6 +60,7 @@ def run_checks(cluster: SparkStandaloneCluster, service_url: str, http_url: str,
 def describe(result: dict) -> str:
     """One table cell: ok / FAILED and the counts."""
     counts = ", ".join(f"{k} {v}" for k, v in result.items() if k not in ("check", "ok"))
+    counts = " ".join(counts.split()).replace("|", "/")[:300]  # one table cell
     return f"{'ok' if result['ok'] else 'FAILED'} ({counts})"
 
 
@@ -80,8 +81,12 @@ def write_table(rows: list[tuple[str, str, str]], version: str, workers: int) ->
     earlier runs for checks this one did not run (their run time in the last column)."""
     text = DOC.read_text()
     now = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
-    fresh = {(b, c) for b, c, _ in rows}
-    merged = [(b, c, r, when) for b, c, r, when in _stored_rows(text) if (b, c) not in fresh]  # type: ignore[misc]
+    def key(broker: str, check: str) -> tuple[str, str]:
+        return broker, check.split(",")[0].split(" (")[0]  # "streaming read, restarted ..." = "streaming read"
+
+    fresh = {key(b, c) for b, c, _ in rows}
+    merged = [(b, c, r, when) for b, c, r, when in _stored_rows(text)  # type: ignore[misc]
+              if key(b, c) not in fresh]
     merged += [(b, c, r, now) for b, c, r in rows]
     merged.sort(key=lambda row: (row[0] != "magnetar", row[0]))
     lines = [BEGIN, "Run by `tools/spark_cluster.py`: Spark standalone (pyspark's distribution: a master and "

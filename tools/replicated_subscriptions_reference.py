@@ -152,7 +152,7 @@ def main(argv: list[str]) -> int:
         home = args.work / "rsubs-pulsar"
         shutil.rmtree(home, ignore_errors=True)
         standalone = pulsar_reference.PulsarStandalone(lib, home)
-        standalone.start()
+        standalone.start(timeout=600)  # a loaded machine
         core_url, core_http, version = standalone.service_url, standalone.http_url, standalone.version()
     base = Path(tempfile.mkdtemp(prefix="magnetar-rsubs-"))
     (base / "edge").mkdir()

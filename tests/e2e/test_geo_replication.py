@@ -24,6 +24,8 @@ from tests.broker.replication.rest import rest
 from .helpers import new_client
 
 NS = "geo/ns"
+#: two or three broker processes per test on a loaded machine
+pytestmark = pytest.mark.timeout(300)
 #: how long replication may take to deliver what was produced
 SETTLE_S = 30.0
 

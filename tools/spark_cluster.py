@@ -112,7 +112,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the brokers and the cluster on the way out
     base = Path(tempfile.mkdtemp(prefix="magnetar-spark-cluster-"))
     rows: list[tuple[str, str, str]] = []
-    version = "-"
+    jar = next((args.work / "lib").glob("pulsar-broker-[0-9]*.jar"), None)
+    version = jar.stem.removeprefix("pulsar-broker-") if jar is not None else "-"
     cluster = SparkStandaloneCluster(base / "spark", workers=args.workers).start()
     pulsar_reference.log(f"Spark standalone at {cluster.master_url}, {args.workers} workers")
     try:

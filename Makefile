@@ -11,7 +11,7 @@ CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := help
-.PHONY: help standalone test lint bench clean reference go-client-suite python-client-suite dist scale-out-reference pulsar-admin-table
+.PHONY: help standalone test lint bench clean reference go-client-suite python-client-suite dist scale-out-reference pulsar-admin-table spark-cluster-test replicated-subscriptions-reference
 
 ## list the targets (this text)
 help:
@@ -87,3 +87,12 @@ pulsar-admin-table: $(TEST_STAMP)
 ## remove .venv, ./data and the build outputs
 clean:
 	rm -rf $(VENV) data build dist *.egg-info
+
+## the Spark connector on a Spark standalone cluster (a master, 2 workers) against magnetar and Apache Pulsar
+## (heavy, not in CI): results in docs/SCALE-OUT.md
+spark-cluster-test: $(TEST_STAMP)
+	$(PY) tools/spark_cluster.py
+
+## replicated subscriptions magnetar <-> Apache Pulsar standalone, both ways (heavy, not in CI): results in docs/SCALE-OUT.md
+replicated-subscriptions-reference: $(TEST_STAMP)
+	$(PY) tools/replicated_subscriptions_reference.py

@@ -24,6 +24,8 @@ from tests.broker.replication.rest import rest
 from .helpers import new_client
 
 NS = "geo/ns"
+#: two or three broker processes per test on a loaded machine
+pytestmark = pytest.mark.timeout(300)
 #: how long replication may take to deliver what was produced
 SETTLE_S = 30.0
 
@@ -32,7 +34,7 @@ def start_cluster(base: Path, name: str, fsync: str = "never", **env_extra: str)
     """A broker process of cluster ``name`` (``fsync="always"`` where a crash must lose nothing acknowledged)."""
     env = {"MAGNETAR_CLUSTER_NAME": name, **env_extra}
     (base / name).mkdir(parents=True, exist_ok=True)
-    return BrokerProcess(base / name / "data", args=("--fsync", fsync), env=env).start()
+    return BrokerProcess(base / name / "data", args=("--fsync", fsync), env=env).start(timeout=90)  # a loaded machine
 
 
 def register(brokers: dict[str, BrokerProcess], dedup: bool = True, replicate: bool = True) -> None:
@@ -202,7 +204,7 @@ def test_remote_down_backlog_grows_then_drains(two: dict[str, BrokerProcess]) ->
     assert down["replicationBacklog"] > 0 and down["msgOutCounter"] == 50
     assert metric_values(east, "pulsar_replication_connected_count") == {"west": 0.0}
     assert metric_values(east, "pulsar_replication_backlog")["west"] > 0
-    west.start()
+    west.start(timeout=90)
     wait_until(lambda: stats(east, "outage")["replication"]["west"]["replicationBacklog"] == 0, what="backlog drained")
     got = read_all(west.service_url, "outage", 450)
     assert by_producer(got) == {"a": list(range(50)), "b": list(range(400))}
@@ -246,7 +248,7 @@ def test_kill_9_of_the_source_loses_nothing_and_stores_nothing_twice(durable_two
     wait_until(lambda: arrived() > 0, what="replication under way")
     east.kill()
     sent_before_kill = arrived()
-    east.start()
+    east.start(timeout=90)
     wait_until(lambda: stats(east, "crash")["replication"]["west"]["replicationBacklog"] == 0, what="backlog drained")
     assert len(read_all(east.service_url, "crash", total)) == total  # the source lost nothing it acknowledged
     got = read_all(west.service_url, "crash", total)

@@ -21,6 +21,12 @@ from magnetar.broker.replication.credentials import CredentialsError, client_cre
 from magnetar.broker.replication.names import cursor_name, is_replicator
 from magnetar.broker.replication.remote_admin import ensure_partitioned_topic
 from magnetar.broker.replication.replicator import RemoteCluster, Replicator
+from magnetar.broker.replication.subscriptions import (
+    MARKERS,
+    ReplicatedSubscriptions,
+    load_names,
+    store_names,
+)
 
 if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
@@ -71,6 +77,8 @@ class ReplicationManager:
         self._pending: set[str] = set()
         self._tasks: set[asyncio.Task] = set()
         self.running = True
+        #: topic name -> its replicated subscriptions (made with the first one, or the first marker)
+        self.controllers: dict[str, ReplicatedSubscriptions] = {}
 
     @property
     def local(self) -> str:
@@ -87,6 +95,8 @@ class ReplicationManager:
         if topic.persistent:
             self._ensure_cursors(topic)  # type: ignore[arg-type]
             self._schedule(topic.name)
+            if self.wanted(topic):
+                self._background(self._restore_replicated(topic), f"replicated subscriptions of {topic.name}")
 
     def policies_changed(self, namespace: str | None) -> None:
         """Replication policies or clusters may have changed: bring the replicators in line."""
@@ -101,6 +111,48 @@ class ReplicationManager:
         """A topic is being deleted or unloaded: stop its replicators (their cursors stay)."""
         for replicator in self.replicators.pop(name, {}).values():
             await replicator.stop()
+        controller = self.controllers.pop(name, None)
+        if controller is not None:
+            await controller.stop()
+
+    # -- replicated subscriptions ----------------------------------------------------------
+    def subscription_replicated(self, topic: Topic, name: str) -> None:
+        """A consumer subscribed with ``replicate_subscription_state``: the subscription's state is
+        carried to the other clusters from now on (and stays so after restarts)."""
+        if topic.persistent:
+            self._controller(topic).add(name)  # type: ignore[arg-type]
+
+    def _controller(self, topic: PersistentTopic) -> ReplicatedSubscriptions:
+        controller = self.controllers.get(topic.name)
+        if controller is None:
+            name = topic.name
+            controller = ReplicatedSubscriptions(topic, self.local, lambda: self.replicators_of(name),
+                                                 lambda names: self._store_names(name, names))
+            self.controllers[name] = controller
+            topic.marker_filter = MARKERS
+            controller.start()
+        return controller
+
+    def _on_marker(self, topic: PersistentTopic, source: str, entry_id: int, marker_type: int, payload: bytes) -> None:
+        if not topic.closed:
+            self._controller(topic).on_marker(source, entry_id, marker_type, payload)
+
+    async def _restore_replicated(self, topic: PersistentTopic) -> None:
+        topic.marker_filter = MARKERS
+        names = await asyncio.to_thread(load_names, self.metadata, topic.name)
+        if names and not topic.closed:
+            controller = self._controller(topic)
+            for name in names:
+                if name in topic.subscriptions:
+                    controller.add(name, persist=False)
+
+    def _store_names(self, topic: str, names: list[str]) -> None:
+        self._background(asyncio.to_thread(store_names, self.metadata, topic, names), f"store {topic}")
+
+    def _background(self, work: Any, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def stop(self) -> None:
         """Stop every replicator (at broker shutdown)."""
@@ -108,16 +160,14 @@ class ReplicationManager:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for name in list(self.replicators):
+        for name in list(self.replicators) + list(self.controllers):
             await self.topic_closing(name)
 
     def _schedule(self, name: str) -> None:
         if not self.running or name in self._pending:
             return
         self._pending.add(name)
-        task = asyncio.get_running_loop().create_task(self._reconcile(name), name=f"replication of {name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._background(self._reconcile(name), f"replication of {name}")
 
     # -- reconciliation --------------------------------------------------------------------
     def wanted(self, topic: Topic) -> list[str]:
@@ -158,7 +208,9 @@ class ReplicationManager:
                 current.pop(remote_name, None)
                 continue
             await self._prepare_remote_topic(topic, remote)
-            replicator = Replicator(topic, self.local, remote, self._cursor(topic, remote_name), self._schemas)
+            replicator = Replicator(topic, self.local, remote, self._cursor(topic, remote_name), self._schemas,
+                                    lambda *marker, t=topic: self._on_marker(t, *marker))  # type: ignore[misc]
+            topic.marker_filter = MARKERS
             topic.subscriptions[replicator.subscription.name] = replicator.subscription
             current[remote_name] = replicator
             replicator.start()

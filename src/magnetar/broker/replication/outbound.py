@@ -170,8 +170,9 @@ class RemoteConnection(FramedProtocol):
         finally:
             self._requests.pop(request_id, None)
 
-    async def lookup(self, topic: str) -> tuple[LookupType, str, bool]:
-        """(answer type, broker URL, authoritative) of a LOOKUP."""
+    async def lookup(self, topic: str, tls: bool = False) -> tuple[LookupType, str, bool]:
+        """(answer type, broker URL, authoritative) of a LOOKUP; with ``tls``, the broker's TLS URL
+        when it has one (as Pulsar's clients choose: a TLS client never follows a plain URL)."""
         request_id = self.next_id()
         cmd = BaseCommand(type=CommandType.LOOKUP)
         cmd.lookup_topic.topic = topic
@@ -179,8 +180,10 @@ class RemoteConnection(FramedProtocol):
         answer = (await self.request(cmd, request_id)).lookup_topic_response
         if answer.response == LookupType.Failed:
             raise RemoteError(f"lookup of {topic} failed: {answer.message}", answer.error)
-        url = answer.broker_service_url_tls if answer.broker_service_url_tls and not answer.broker_service_url \
-            else answer.broker_service_url
+        if tls or not answer.broker_service_url:
+            url = answer.broker_service_url_tls or answer.broker_service_url
+        else:
+            url = answer.broker_service_url
         return LookupType(answer.response), url, answer.authoritative
 
     async def get_or_create_schema(self, topic: str, schema: Schema) -> bytes:
@@ -221,7 +224,7 @@ async def connect_for_topic(url: str, topic: str, credentials: ClientCredentials
     conn = await connect(url, credentials, tls)
     for _ in range(5):
         try:
-            kind, broker_url, _ = await conn.lookup(topic)
+            kind, broker_url, _ = await conn.lookup(topic, url.startswith("pulsar+ssl://"))
         except BaseException:
             conn.abort()
             raise

@@ -21,6 +21,7 @@ import logging
 import struct
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from magnetar.broker.replication.outbound import (
 )
 from magnetar.broker.schemas.registry import type_to_wire
 from magnetar.broker.subscriptions.subscription import Subscription
+from magnetar.protocol.enums import MarkerType
 from magnetar.protocol.framing import ProtocolError, split_entry
 from magnetar.protocol.schema import MessageMetadata, Schema
 
@@ -54,6 +56,9 @@ BACKOFF_MAX = 30.0
 #: rates are measured over this many seconds
 RATE_WINDOW = 10.0
 _U32 = struct.Struct(">I")
+_TXN_MARKERS = frozenset({MarkerType.TXN_COMMITTING, MarkerType.TXN_COMMIT, MarkerType.TXN_ABORT})
+#: ``(source cluster, entry id, marker type, payload)``
+MarkerHandler = Callable[[str, int, int, bytes], None]
 
 
 @dataclass(frozen=True)
@@ -95,8 +100,10 @@ class Replicator:
     """Replicates one topic to one remote cluster."""
 
     def __init__(self, topic: PersistentTopic, local: str, remote: RemoteCluster, cursor: ManagedCursor,
-                 schemas: Any) -> None:
+                 schemas: Any, on_marker: MarkerHandler | None = None) -> None:
         self.topic = topic
+        #: ``on_marker(source, entry id, marker type, payload)``: a marker that came from this remote
+        self._on_marker = on_marker
         self.local = local
         self.remote = remote
         self.subscription = ReplicatorCursor(topic, cursor.name, cursor, self)
@@ -225,6 +232,9 @@ class Replicator:
             log.warning("replicator %s -> %s: entry %d unreadable, skipped", self.topic.name, self.remote.name, entry_id)
             cursor.ack(entry_id)
             return
+        if meta.HasField("marker_type") and meta.replicated_from == self.remote.name \
+                and self._on_marker is not None:
+            self._on_marker(self.remote.name, entry_id, meta.marker_type, bytes(payload))
         if not self.should_replicate(meta):
             cursor.ack(entry_id)
             return
@@ -245,8 +255,9 @@ class Replicator:
 
     def should_replicate(self, meta: MessageMetadata) -> bool:
         """Whether an entry goes to this remote: not when it arrived by replication (no loops), nor
-        when its ``replicate_to`` list leaves the remote out (``["__local__"]``: replication disabled)."""
-        if meta.replicated_from:
+        when its ``replicate_to`` list leaves the remote out (``["__local__"]``: replication disabled), nor
+        transaction markers (the remote has its own transactions)."""
+        if meta.replicated_from or meta.marker_type in _TXN_MARKERS:
             return False
         targets = list(meta.replicate_to)
         return not targets or self.remote.name in targets

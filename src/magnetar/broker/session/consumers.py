@@ -120,6 +120,8 @@ class ConsumerCommands(DeferredCommands):
                 topic.remove_subscription(sub.name)
             raise
         self.consumers[req.consumer_id] = consumer
+        if req.replicate_subscription_state and req.durable and topic.persistent:
+            self.service.replication.subscription_replicated(topic, sub.name)
         self.send_success(req.request_id)
 
     def _on_flow(self, command: BaseCommand, frame: Frame) -> None:

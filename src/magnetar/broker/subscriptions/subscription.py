@@ -56,6 +56,14 @@ class SubscribedTopic(BaseSubscribedTopic, Protocol):
         ...
 
 
+class EntryFilter(Protocol):
+    """Tells which entries no consumer receives: a replicated topic's markers (replication/subscriptions.py)."""
+
+    def is_marker(self, entry: Entry) -> bool:
+        """Whether ``entry`` is a marker."""
+        ...
+
+
 class Subscription(SubscriptionBase):
     """A persistent topic's subscription: its cursor, acknowledgements, redelivery and dispatch.
 
@@ -181,7 +189,7 @@ class Subscription(SubscriptionBase):
         """
         view = self._compacted_view()
         entries = self.cursor.read_entries(count, self.topic.last_readable_id, view)
-        if self.pending_acks is None and getattr(self.topic, "txn_buffer", None) is None:
+        if self._delivers_all():
             return entries
         while entries:
             visible = self._txn_visible(entries)
@@ -193,20 +201,27 @@ class Subscription(SubscriptionBase):
     def read_entry_list(self, entry_ids: list[int]) -> list[Entry]:
         """The given entries (for redelivery), from the compacted view where it applies."""
         entries = self.cursor.read_ids(entry_ids, self._compacted_view())
-        if self.pending_acks is None and getattr(self.topic, "txn_buffer", None) is None:
+        if self._delivers_all():
             return entries
         return self._txn_visible(entries)
+
+    def _delivers_all(self) -> bool:
+        """Whether every entry read goes to consumers (no transactions, no markers to hide)."""
+        topic = self.topic
+        return self.pending_acks is None and getattr(topic, "txn_buffer", None) is None \
+            and getattr(topic, "marker_filter", None) is None
 
     def _txn_visible(self, entries: list[Entry]) -> list[Entry]:
         """What transactions let this subscription deliver of ``entries``: markers and aborted messages
         never (they count as acknowledged, as Pulsar's dispatcher acks them), messages a transaction's
         acknowledgement holds not until it ends."""
         buffer = getattr(self.topic, "txn_buffer", None)
+        markers: EntryFilter | None = getattr(self.topic, "marker_filter", None)
         pending = self.pending_acks
         out = []
         for entry in entries:
             entry_id = entry.entry_id
-            if buffer is not None and buffer.hidden(entry_id):
+            if (buffer is not None and buffer.hidden(entry_id)) or (markers is not None and markers.is_marker(entry)):
                 self.cursor.ack(entry_id)
             elif pending is None or not pending.holds(entry_id):
                 out.append(entry)

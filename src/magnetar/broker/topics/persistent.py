@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections import deque
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.subscriptions.subscription import Subscription
+from magnetar.broker.subscriptions.subscription import EntryFilter, Subscription
 from magnetar.broker.topics import lifecycle
 from magnetar.broker.topics.base import Topic
 from magnetar.broker.topics.no_space import NoSpaceGuard
@@ -56,11 +57,13 @@ def _is_partial_chunk(entry: bytes) -> bool:
 
 
 def _original_producer(entry: bytes) -> str | None:
-    """The producer name in an entry's metadata (None when unreadable)."""
+    """The producer name in an entry's metadata (None when unreadable; "" for a marker, which is
+    never deduplicated: every marker has sequence id 0)."""
     try:
-        return parse_entry_metadata(entry).producer_name
+        meta = parse_entry_metadata(entry)
     except ProtocolError:
         return None
+    return "" if meta.HasField("marker_type") else meta.producer_name
 
 
 class CursorListener(Protocol):
@@ -106,6 +109,8 @@ class PersistentTopic(Topic):
     compaction_pin: int | None = None
     #: the transactions of this topic (transactions/buffer.py), once one sent a message here
     txn_buffer: TransactionBuffer | None = None
+    #: the markers hidden from consumers, on a replicated topic (set by broker/replication)
+    marker_filter: EntryFilter | None = None
 
     def __init__(
         self,
@@ -178,9 +183,10 @@ class PersistentTopic(Topic):
         name = producer.name
         if producer.remote_cluster is not None:
             # a replicated entry: deduplicated by its original producer, as Pulsar's MessageDeduplication
-            name = _original_producer(entry) or name
+            original = _original_producer(entry)
+            name = name if original is None else original
         last = self.last_sequence_ids.get(name, -1)
-        if self.dedup_enabled and sequence <= last:
+        if self.dedup_enabled and sequence <= last and name:
             gate = self.ledger.last_entry_id
             if not self._receipts and gate <= self.durable_id:
                 context.duplicate()
@@ -373,6 +379,10 @@ class PersistentTopic(Topic):
         buffer = self.txn_buffer
         while buffer is not None and last >= self.ledger.first_entry_id and buffer.hidden(last):
             last -= 1  # a marker or an aborted message is not a message anyone receives
+        markers = self.marker_filter
+        with contextlib.suppress(StorageError):
+            while markers is not None and last >= self.ledger.first_entry_id and markers.is_marker(self.ledger.read(last)):
+                last -= 1  # nor a replicated subscription's marker
         if last < self.ledger.first_entry_id:
             return self.ledger_id, -1, -1
         try:

@@ -44,10 +44,12 @@ def test_a_duplicate_gets_the_receipt_with_message_id_minus_one() -> None:
     assert session.sent == [("receipt", 4, 7, 9, -1, -1)] and session.released == []
 
 
-def test_failed_sends_a_send_error() -> None:
+def test_failed_sends_a_send_error_naming_the_highest_sequence_id() -> None:
+    # Pulsar's MessagePublishContext answers max(sequence id, highest sequence id): the Java
+    # client matches a SEND_ERROR to its pending send by the highest one
     session, producer = FakeSession(), FakeProducer()
     context(session, producer, pending=10).failed(ServerError.PersistenceError, "disk")
-    assert session.sent == [("error", 4, 7, ServerError.PersistenceError)] and session.released == [10]
+    assert session.sent == [("error", 4, 9, ServerError.PersistenceError)] and session.released == [10]
 
 
 def test_a_closed_producer_gets_nothing_but_its_bytes_are_released() -> None:

@@ -38,6 +38,7 @@ from magnetar.storage.dir_lock import DataDirLock
 from magnetar.storage.ledger import CacheBudget
 from magnetar.storage.managed_cursor import ManagedCursor
 from magnetar.storage.metadata import MetadataStore
+from magnetar.storage.read_thread import ReadThread
 from magnetar.storage.repair import metadata_problem, repair_data_dir
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ class BrokerService(TopicDirectory):
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
         self.committer = GroupCommitter(loop, fsync=self.config.fsync == "always")
+        #: reads segment files for dispatch off the loop (storage/read_thread.py)
+        self.read_thread = ReadThread(loop.call_soon_threadsafe)
         self.persistence.start()
         self._tasks.append(asyncio.create_task(self._keepalive_loop(), name="keepalive"))
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="lifecycle"))
@@ -187,6 +190,7 @@ class BrokerService(TopicDirectory):
         self.committer.close()
         self.persistence.close()
         self.topic_loader.shutdown()
+        self.read_thread.shutdown()
         self._reap_executor.shutdown(wait=True)
         self._dir_lock.release()
 

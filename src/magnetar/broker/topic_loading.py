@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from magnetar.storage.ledger import CacheBudget
     from magnetar.storage.managed_cursor import ManagedCursor
     from magnetar.storage.metadata import MetadataStore
+    from magnetar.storage.read_thread import ReadThread
 
 log = logging.getLogger("magnetar.broker")
 
@@ -53,6 +54,8 @@ class LoadingBroker(Protocol):
     cache_budget: CacheBudget
     committer: GroupCommitter
     persistence: CursorPersistence
+    #: reads segment files for dispatch off the loop
+    read_thread: ReadThread
     producer_name_prefix: str
 
     @property
@@ -236,6 +239,7 @@ class TopicLoader:
             cache_budget=broker.cache_budget,
             label=name,
             reaper=broker.reap,
+            reads=broker.read_thread,
         )
         try:
             transactions = getattr(broker, "transactions", None)

@@ -9,9 +9,10 @@ looks again at what was written meanwhile.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_right
 
 from magnetar.storage.entries import Entry
-from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError
+from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError, Segment
 from magnetar.storage.segment_chain import SegmentChain
 from magnetar.storage.tail_cache import TailCache
 from magnetar.storage.write_queue import WriteQueue
@@ -90,6 +91,45 @@ class EntryReader:
                 if budget is not None:
                     budget -= len(data)
             if entry_id <= chunk_last:
+                break
+        return out
+
+    def read_files(self, first: int, last: int, max_bytes: int | None) -> list[Entry]:
+        """(any thread) Entries ``first..last``, as far as they are written, from their segment files,
+        as :meth:`read_range` (with ``max_bytes``, at least one). The chain is read holding its lock;
+        each file through a duplicate of its descriptor, so that a trim or close meanwhile cannot hand
+        the number to another file. EntryNotFoundError when ``first`` was trimmed."""
+        chain = self._chain
+        with chain.lock:
+            last = min(last, chain.written)
+            bases = chain.bases
+            if first < bases[0]:
+                raise EntryNotFoundError(f"ledger {self._ledger_id}: entry {first} was trimmed")
+            plan: list[tuple[Segment, int, int]] = []
+            index = bisect_right(bases, first) - 1
+            entry_id = first
+            while entry_id <= last:
+                chunk_last = last if index + 1 >= len(bases) else min(last, bases[index + 1] - 1)
+                plan.append((chain.segments[index], entry_id, chunk_last))
+                entry_id = chunk_last + 1
+                index += 1
+        out: list[Entry] = []
+        budget = max_bytes
+        for segment, lo, hi in plan:
+            fd = segment.dup_for_read()
+            try:
+                chunk = segment.read_many(lo, hi, budget, at_least_one=not out, fd=fd)
+            except EntryNotFoundError as exc:
+                raise self.lost(lo, hi) from exc
+            finally:
+                segment.close_dup(fd)
+            entry_id = lo
+            for data, crc in chunk:
+                out.append(Entry(entry_id, data, crc))
+                entry_id += 1
+                if budget is not None:
+                    budget -= len(data)
+            if entry_id <= hi:
                 break
         return out
 

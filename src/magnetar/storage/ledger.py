@@ -16,6 +16,7 @@ from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo
 from magnetar.storage.entry_reader import EntryReader
 from magnetar.storage.files import FileLayer, default_file_layer
 from magnetar.storage.health import storage_health
+from magnetar.storage.read_thread import ReadThread
 from magnetar.storage.segment import (
     MAX_RECORD_BYTES,
     RECORD_OVERHEAD,
@@ -112,10 +113,12 @@ class ManagedLedger:
         files: FileLayer | None = None,
         reaper: Reaper | None = None,
         write_behind: bool = True,
+        reads: ReadThread | None = None,
     ) -> None:
         """Wrap opened segments (the last one writable); use :meth:`ManagedLedger.open`."""
         self._files = files if files is not None else default_file_layer()
         self._reaper: Reaper = reaper if reaper is not None else _run_at_once
+        self._reads = reads
         #: the failed sync that fenced the ledger (None: appends are accepted)
         self._fenced: BaseException | None = None
         self._directory = directory
@@ -149,6 +152,7 @@ class ManagedLedger:
         label: str | None = None,
         reaper: Reaper | None = None,
         write_behind: bool = True,
+        reads: ReadThread | None = None,
     ) -> ManagedLedger:
         """Open (creating if needed) the ledger stored in ``directory``.
 
@@ -158,7 +162,8 @@ class ManagedLedger:
         written next to the segments once, so that ``magnetar repair`` can rebuild lost metadata.
         ``reaper`` deletes the files of trimmed segments and of the deleted ledger, and runs the final
         sync and close of :meth:`close`, off this thread; an open waits for such a close of the same
-        directory. ``write_behind=False``: :meth:`append` writes at once (not only queues).
+        directory. ``write_behind=False``: :meth:`append` writes at once (not only queues). ``reads``
+        runs :meth:`read_later`'s file reads off this thread (None: :meth:`read_later` declines).
 
         The active segment rolls over when the next entry would take it past ``segment_max_bytes``, or
         at a :meth:`roll_if_due` once full or ``max_rollover_seconds`` old (0: no age limit), but never
@@ -173,7 +178,9 @@ class ManagedLedger:
         wait_for_pending_close(directory)  # what a closing ledger appended counts as durable once synced
         # a new directory is synced by the first sync (the commit thread's), as after a roll-over
         segments, unsynced = open_ledger_segments(directory, files, label, sync_directory=False)
-        ledger = cls(directory, ledger_id, segments, rollover, cache_max_bytes, cache_budget, files, reaper, write_behind)
+        ledger = cls(
+            directory, ledger_id, segments, rollover, cache_max_bytes, cache_budget, files, reaper, write_behind, reads
+        )
         ledger._chain.dir_dirty = unsynced
         return ledger
 
@@ -443,6 +450,28 @@ class ManagedLedger:
             return []
         self._check_range(first, last)
         return self._reader.read_range(first, last, max_bytes)
+
+    def in_memory(self, first: int) -> bool:
+        """Whether a read from ``first`` on is served from memory (the tail cache or the write queue),
+        without a file read; also True when the ledger has no read thread (nothing else to do)."""
+        return first >= self._cache.first or first > self._chain.written or self._reads is None
+
+    def read_later(
+        self, first: int, last: int, max_bytes: int | None, done: Callable[[list[Entry] | BaseException], None]
+    ) -> bool:
+        """Read entries ``first..last`` from the segment files on the read thread (as :meth:`read_range`,
+        but only those already written to the files: maybe fewer); ``done`` gets the list, or the
+        error (EntryNotFoundError: trimmed meanwhile; CorruptEntryError; StorageError: closed), on
+        this thread. False (nothing started) when the ledger has no read thread or is closed."""
+        if self._reads is None or self._closed:
+            return False
+        return self._reads.submit(partial(self._read_files, first, last, max_bytes), done)
+
+    def _read_files(self, first: int, last: int, max_bytes: int | None) -> list[Entry]:
+        """(read thread) :meth:`EntryReader.read_files` of an open ledger."""
+        if self._closed:
+            raise StorageError(f"ledger {self._ledger_id} is closed")
+        return self._reader.read_files(first, last, max_bytes)
 
     def read_intact(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` like :meth:`read_range`, leaving out the ones damaged on disk (for

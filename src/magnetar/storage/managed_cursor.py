@@ -23,6 +23,7 @@ from magnetar.storage.health import storage_health
 from magnetar.storage.ledger import Entry
 from magnetar.storage.metadata import MetadataStore
 from magnetar.storage.rangeset import RangeSet
+from magnetar.storage.read_ahead import DetachedSource, ReadAhead
 from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError
 
 log = logging.getLogger("magnetar.storage.cursor")
@@ -78,7 +79,7 @@ class ManagedCursor:
     :meth:`rewind_to` (entries read but not dispatched), :meth:`seek` and :meth:`skip_acknowledged`.
     """
 
-    __slots__ = ("topic", "name", "_source", "_state", "_read_position", "_store", "_dirty")
+    __slots__ = ("topic", "name", "_source", "_state", "_read_position", "_store", "_dirty", "_reads")
 
     def __init__(
         self,
@@ -97,6 +98,17 @@ class ManagedCursor:
         self._read_position = self._state.first_unacked()
         self._store = store
         self._dirty = False
+        #: reads of entries no longer in memory, off the loop (None: every read on the spot)
+        self._reads: ReadAhead | None = None
+
+    def read_off_loop(self, on_read: Callable[[], None]) -> None:
+        """Read entries that are no longer in memory on the ledger's read thread: :meth:`read_entries`
+        answers [] meanwhile and ``on_read`` runs on the loop once they are in (a source that cannot
+        read off the loop, or has no read thread, is still read on the spot)."""
+        source = self._source
+        if hasattr(source, "read_later") and hasattr(source, "in_memory"):
+            detached: DetachedSource = source  # type: ignore[assignment]
+            self._reads = ReadAhead(detached, on_read)
 
     # -- identity and persistence ------------------------------------------------------------
     @property
@@ -245,6 +257,8 @@ class ManagedCursor:
         """Reset: acknowledge exactly the entries below ``entry_id`` and read from it next."""
         self._state.reset(entry_id - 1)
         self._read_position = entry_id
+        if self._reads is not None:
+            self._reads.clear()
         self._changed()
 
     # -- reading -----------------------------------------------------------------------------
@@ -258,7 +272,8 @@ class ManagedCursor:
         position moves past them.
 
         With a ``compacted`` view, entries at or below its horizon come from the view (their ids
-        have gaps), then from the ledger.
+        have gaps), then from the ledger. After :meth:`read_off_loop`, entries no longer in memory
+        come from the read thread: [] until they are in.
         """
         position = self._read_position
         if compacted is not None and position <= compacted.horizon:
@@ -272,6 +287,13 @@ class ManagedCursor:
             last = min(last_readable, first + count - 1)
             if first > last:
                 return []
+            reads = self._reads
+            if reads is not None:
+                ahead = reads.read(first, last, last_readable)
+                if ahead is not None:
+                    if ahead:
+                        self._read_position = ahead[-1].entry_id + 1
+                    return ahead
             try:
                 entries = self._source.read_range(first, last)
             except CorruptEntryError:

@@ -11,6 +11,7 @@ import mmap
 import os
 import shutil
 import struct
+import threading
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
@@ -158,6 +159,9 @@ class Segment:
         self._end = end
         self._file_size = file_size
         self._closed = False
+        # Opening the file, indexing it and closing it, which a read on the ledger's read thread
+        # (:meth:`dup_for_read`) may race with the owner's thread or the reaper's close.
+        self._io_lock = threading.RLock()
 
     @classmethod
     def open(cls, path: Path | str, base_entry_id: int, *, writable: bool, files: FileLayer | None = None) -> Segment:
@@ -341,13 +345,26 @@ class Segment:
         data, crc, _ = self._decode(buf, 0, entry_id)
         return data, crc
 
+    def dup_for_read(self) -> int:
+        """A duplicate of the file's descriptor, the file opened and indexed first if it was not, for
+        :meth:`read_many` on another thread: a close or trim of the segment meanwhile cannot hand the
+        number to another file. The caller closes it. StorageError when the segment is closed."""
+        with self._io_lock:
+            self._index()
+            return self._files.dup(self._open_fd())
+
+    def close_dup(self, fd: int) -> None:
+        """Close a descriptor :meth:`dup_for_read` returned."""
+        self._files.close(fd)
+
     def read_many(
-        self, first: int, last: int, max_bytes: int | None = None, *, at_least_one: bool = True
+        self, first: int, last: int, max_bytes: int | None = None, *, at_least_one: bool = True, fd: int | None = None
     ) -> list[tuple[bytes, int]]:
         """Return ``(data, crc)`` for entries ``first..last`` (inclusive) with one pread.
 
         With ``max_bytes``, only the longest prefix whose data sizes sum to at most
-        ``max_bytes`` is returned, but at least one entry when ``at_least_one``.
+        ``max_bytes`` is returned, but at least one entry when ``at_least_one``. ``fd``: read through
+        this descriptor (from :meth:`dup_for_read`) instead of the segment's own.
         """
         if last < first:
             return []
@@ -368,7 +385,7 @@ class Segment:
             if j < i:
                 return []
         start = offsets[i]
-        buf = self._files.pread(self._open_fd(), self._record_end(j) - start, start)
+        buf = self._files.pread(self._open_fd() if fd is None else fd, self._record_end(j) - start, start)
         out: list[tuple[bytes, int]] = []
         pos = 0
         for k in range(i, j + 1):
@@ -378,11 +395,12 @@ class Segment:
 
     def close(self) -> None:
         """Close the file descriptor; the object is unusable afterwards."""
-        self._closed = True
-        self._writable = False
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            self._files.close(fd)
+        with self._io_lock:
+            self._closed = True
+            self._writable = False
+            if self._fd is not None:
+                fd, self._fd = self._fd, None
+                self._files.close(fd)
 
     def delete(self) -> None:
         """Close and remove the segment file."""
@@ -394,17 +412,25 @@ class Segment:
         return f"Segment({self._path.name!r}, base={self._base}, {state})"
 
     def _open_fd(self) -> int:
-        if self._closed:
-            raise StorageError(f"segment {self._path} is closed")
-        if self._fd is None:
-            self._fd = self._files.open(self._path, os.O_RDONLY)
-        return self._fd
+        fd = self._fd
+        if fd is not None and not self._closed:
+            return fd
+        with self._io_lock:
+            if self._closed:
+                raise StorageError(f"segment {self._path} is closed")
+            if self._fd is None:
+                self._fd = self._files.open(self._path, os.O_RDONLY)
+            return self._fd
 
     def _index(self) -> array:
-        if self._offsets is None:
-            self._load_index()
-            assert self._offsets is not None
-        return self._offsets
+        offsets = self._offsets
+        if offsets is None:
+            with self._io_lock:
+                if self._offsets is None:
+                    self._load_index()
+                offsets = self._offsets
+                assert offsets is not None
+        return offsets
 
     def _load_index(self) -> None:
         fd = self._open_fd()

@@ -79,6 +79,8 @@ class Subscription(SubscriptionBase):
         super().__init__(topic, name, sub_type=sub_type)
         self.topic: SubscribedTopic = topic
         self.cursor = cursor
+        # entries no longer in memory are read off the loop; the dispatcher runs again once they are in
+        cursor.read_off_loop(self.schedule_dispatch)
         self.redelivery: set[int] = set()
         self.redelivery_counts: dict[int, int] = {}
         #: entries waiting for their deliver_at_time (Shared and Key_Shared only)

@@ -1,0 +1,141 @@
+"""A cursor's reads of entries that are no longer in memory, done off the event loop.
+
+Pulsar's dispatcher reads through ``ManagedCursor.asyncReadEntries``: entries in the cache come at
+once, the others from BookKeeper later, and the dispatcher runs again when they arrive. Here a
+:class:`ReadAhead` does the same for one :class:`~magnetar.storage.managed_cursor.ManagedCursor`:
+a read at the tail of the ledger never comes here (the cursor reads it from memory on the spot); a
+read behind it starts a read of up to ``READ_AHEAD_ENTRIES`` entries on the ledger's read thread,
+answers "nothing yet" (an empty list, as when nothing is readable), and calls ``on_read`` on the
+loop when the entries are in. They are kept here, and the reads that follow take them from here, on
+the spot; the next read is started when half of them were taken, so a subscription catching up
+finds its entries waiting.
+
+Stored entries never change, so what is kept stays right whatever the cursor does meanwhile (a
+seek, a rewind, acknowledgements: the dispatcher checks acknowledgements per entry; a trim: the
+cursor never asks below the first stored entry). A read that fails (a segment trimmed or closed
+meanwhile, damage) is done once more on the loop, the way it was before (skipping damage).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from magnetar.storage.entries import Entry
+
+log = logging.getLogger("magnetar.storage.cursor")
+
+#: entries one read on the read thread fetches at most ...
+READ_AHEAD_ENTRIES = 500
+#: ... and bytes (at least one entry)
+READ_AHEAD_BYTES = 4 * 1024 * 1024
+
+
+class DetachedSource(Protocol):
+    """What a read-ahead reads: a :class:`~magnetar.storage.ledger.ManagedLedger`."""
+
+    def in_memory(self, first: int) -> bool:
+        """Whether a read from ``first`` on is served from memory (no file read)."""
+        ...
+
+    def read_later(
+        self, first: int, last: int, max_bytes: int | None, done: Callable[[list[Entry] | BaseException], None]
+    ) -> bool:
+        """Read ``first..last`` on the read thread, ``done`` on this one; False when it cannot."""
+        ...
+
+
+class _Read:
+    """One read under way (its identity tells a current read from a stale one)."""
+
+    __slots__ = ("first",)
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+
+
+class ReadAhead:
+    """The entries a cursor read off the loop and has not consumed yet, and the read under way."""
+
+    __slots__ = ("_source", "on_read", "_kept", "_reading", "_sync_at")
+
+    def __init__(self, source: DetachedSource, on_read: Callable[[], None]) -> None:
+        """Read ``source`` off the loop; ``on_read`` runs on the loop when a read is in (the cursor's
+        owner reads again then)."""
+        self._source = source
+        self.on_read = on_read
+        #: entries with consecutive ids, read and not yet left behind by the cursor
+        self._kept: list[Entry] = []
+        self._reading: _Read | None = None
+        #: a read from here failed off the loop: the cursor reads it on the loop once
+        self._sync_at = -1
+
+    @property
+    def reading(self) -> bool:
+        """Whether a read is under way."""
+        return self._reading is not None
+
+    def read(self, first: int, last: int, last_readable: int) -> list[Entry] | None:
+        """Entries ``first..last`` if kept (maybe fewer); [] when they are being read (``on_read``
+        follows); None when the caller must read them itself: in memory, or after a failed read."""
+        kept = self._kept
+        if kept:
+            base, end = kept[0].entry_id, kept[-1].entry_id
+            if base <= first <= end:
+                start = first - base
+                if start >= READ_AHEAD_ENTRIES:  # what the cursor left behind long ago goes
+                    kept = self._kept = kept[start:]
+                    start = 0
+                out = kept[start : start + last - first + 1]
+                if end - out[-1].entry_id < READ_AHEAD_ENTRIES // 2:
+                    self._prefetch(end + 1, last_readable)
+                return out
+            self._kept = []
+        if self._sync_at == first:
+            self._sync_at = -1
+            return None
+        if self._source.in_memory(first):
+            return None
+        reading = self._reading
+        if reading is not None and reading.first == first:
+            return []
+        if not self._start(first, last_readable):
+            return None
+        return []
+
+    def _prefetch(self, first: int, last_readable: int) -> None:
+        """Read on from ``first`` (the entry after the kept ones) unless a read is under way or it is
+        in memory by now."""
+        if self._reading is None and first <= last_readable and not self._source.in_memory(first):
+            self._start(first, last_readable)
+
+    def _start(self, first: int, last_readable: int) -> bool:
+        read = _Read(first)
+        last = min(last_readable, first + READ_AHEAD_ENTRIES - 1)
+        if not self._source.read_later(first, last, READ_AHEAD_BYTES, lambda result: self._done(read, result)):
+            return False
+        self._reading = read
+        return True
+
+    def _done(self, read: _Read, result: list[Entry] | BaseException) -> None:
+        """(loop) A read is in: keep its entries (after the kept ones they follow), wake the owner."""
+        if self._reading is not read:
+            return  # dropped meanwhile (a seek)
+        self._reading = None
+        if isinstance(result, BaseException) or not result:
+            log.debug("read from %d off the loop gave %r; reading it on the loop", read.first, result)
+            self._sync_at = read.first
+        else:
+            kept = self._kept
+            if kept and kept[-1].entry_id + 1 == result[0].entry_id:
+                self._kept = kept + result
+            else:
+                self._kept = result
+        self.on_read()
+
+    def clear(self) -> None:
+        """Drop what is kept and the read under way (its result will be ignored)."""
+        self._kept = []
+        self._reading = None
+        self._sync_at = -1

@@ -1,0 +1,184 @@
+"""A cursor's reads of entries no longer in memory go to the ledger's read thread (Pulsar's
+asyncReadEntries): [] until they are in, then the same entries, in the same order, as a read on the
+spot; at the tail nothing leaves the loop; seeks, trims and closes meanwhile change nothing served."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from magnetar.storage import segment as segment_module
+from magnetar.storage.ledger import ManagedLedger
+from magnetar.storage.managed_cursor import ManagedCursor
+from magnetar.storage.read_ahead import READ_AHEAD_ENTRIES
+from magnetar.storage.read_thread import ReadThread
+
+
+class Harness:
+    """A ledger with a read thread posting back to a running loop, and a cursor reading it off the loop."""
+
+    def __init__(self, tmp_path: Path, loop: asyncio.AbstractEventLoop, count: int, **options: object) -> None:
+        self.reads = ReadThread(loop.call_soon_threadsafe)
+        self.ledger = ManagedLedger.open(tmp_path / "ledger", 1, reads=self.reads, **options)  # type: ignore[arg-type]
+        for i in range(count):
+            self.ledger.append(b"entry-%06d" % i)
+        self.ledger.sync()
+        self.wakes = asyncio.Event()
+        self.woken = 0
+        self.cursor = ManagedCursor(self.ledger, "persistent://t/n/x", "sub")
+        self.cursor.read_off_loop(self._woken)
+
+    def _woken(self) -> None:
+        self.woken += 1
+        self.wakes.set()
+
+    async def read_all(self, count: int, batch: int) -> list[int]:
+        """Read ``count`` entries ``batch`` at a time, waiting for the read thread when told to."""
+        got: list[int] = []
+        while len(got) < count:
+            self.wakes.clear()
+            entries = self.cursor.read_entries(batch, self.ledger.last_entry_id)
+            if not entries:
+                await asyncio.wait_for(self.wakes.wait(), 10)
+                continue
+            assert [e.data for e in entries] == [b"entry-%06d" % e.entry_id for e in entries]
+            got.extend(e.entry_id for e in entries)
+        return got
+
+    def close(self) -> None:
+        self.ledger.close()
+        self.reads.shutdown()
+
+
+def _run(body: Callable[[asyncio.AbstractEventLoop], object]) -> None:
+    async def main() -> None:
+        await body(asyncio.get_running_loop())  # type: ignore[misc]
+
+    asyncio.run(main())
+
+
+def test_a_backlog_comes_from_the_read_thread_in_order_and_complete(tmp_path: Path) -> None:
+    loop_thread: list[int] = []
+    readers: list[int] = []
+    original = segment_module.Segment.read_many
+
+    def recording(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        readers.append(threading.get_ident())
+        return original(self, *args, **kwargs)
+
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        loop_thread.append(threading.get_ident())
+        h = Harness(tmp_path, loop, 1500, cache_max_bytes=0, segment_max_bytes=16 * 1024)
+        try:
+            assert h.cursor.read_entries(100, h.ledger.last_entry_id) == []  # under way
+            got = await h.read_all(1500 - 0, 100)
+            assert got == list(range(1500))
+            # read ahead: a few reads of READ_AHEAD_ENTRIES, not one per dispatch batch of 100
+            assert h.woken <= 1500 // (READ_AHEAD_ENTRIES // 2) + 2
+        finally:
+            h.close()
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(segment_module.Segment, "read_many", recording)
+        _run(body)
+    assert readers and loop_thread[0] not in readers  # no file read on the loop
+
+
+def test_at_the_tail_entries_come_on_the_spot_without_the_read_thread(tmp_path: Path) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        h = Harness(tmp_path, loop, 50)  # all in the tail cache
+        try:
+            entries = h.cursor.read_entries(100, h.ledger.last_entry_id)
+            assert [e.entry_id for e in entries] == list(range(50))
+            h.ledger.append(b"entry-%06d" % 50)
+            assert [e.entry_id for e in h.cursor.read_entries(100, h.ledger.last_entry_id)] == [50]
+            assert h.woken == 0
+        finally:
+            h.close()
+
+    _run(body)
+
+
+def test_a_rewind_within_what_was_read_is_served_again_from_memory(tmp_path: Path) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        h = Harness(tmp_path, loop, 300, cache_max_bytes=0)
+        try:
+            first = await h.read_all(100, 100)
+            assert first == list(range(100))
+            h.cursor.rewind_to(40)  # 40..99 read but not dispatched
+            woken = h.woken
+            again = h.cursor.read_entries(100, h.ledger.last_entry_id)
+            assert [e.entry_id for e in again] == list(range(40, 140))
+            assert h.woken == woken
+        finally:
+            h.close()
+
+    _run(body)
+
+
+def test_a_seek_while_a_read_is_under_way_reads_from_the_new_position(tmp_path: Path) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        h = Harness(tmp_path, loop, 2000, cache_max_bytes=0)
+        try:
+            assert h.cursor.read_entries(10, h.ledger.last_entry_id) == []
+            h.cursor.seek(1500)
+            got = await h.read_all(500, 100)
+            assert got == list(range(1500, 2000))
+            assert h.cursor.mark_delete == 1499
+        finally:
+            h.close()
+
+    _run(body)
+
+
+def test_a_trim_while_a_read_is_under_way_resumes_at_the_first_stored_entry(tmp_path: Path) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        h = Harness(tmp_path, loop, 600, cache_max_bytes=0, segment_max_bytes=2048)
+        try:
+            assert h.cursor.read_entries(10, h.ledger.last_entry_id) == []
+            h.ledger.trim_before(300)
+            first = h.ledger.first_entry_id
+            assert 0 < first <= 300
+            got = await h.read_all(600 - first, 100)
+            assert got == list(range(first, 600))
+        finally:
+            h.close()
+
+    _run(body)
+
+
+def test_a_read_finishing_after_its_ledger_closed_is_harmless(tmp_path: Path) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        h = Harness(tmp_path, loop, 600, cache_max_bytes=0)
+        assert h.cursor.read_entries(10, h.ledger.last_entry_id) == []
+        h.ledger.close()
+        await asyncio.wait_for(h.wakes.wait(), 10)  # whatever it read, the owner is told
+        h.reads.shutdown()
+        with pytest.raises(Exception, match="closed"):
+            # kept entries, if any, are served; otherwise the read on the spot says the ledger is closed
+            while h.cursor.read_entries(10, h.ledger.last_entry_id):
+                pass
+
+    _run(body)
+
+
+def test_a_damaged_entry_read_off_the_loop_is_skipped_as_on_the_spot(tmp_path: Path) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        h = Harness(tmp_path, loop, 20, cache_max_bytes=0)
+        try:
+            path = h.ledger.directory / sorted(p.name for p in h.ledger.directory.glob("*.log"))[0]
+            raw = bytearray(path.read_bytes())
+            needle = raw.find(b"entry-000005")
+            raw[needle] ^= 0xFF
+            path.write_bytes(bytes(raw))
+            got = await h.read_all(19, 100)
+            assert got == [i for i in range(20) if i != 5]
+            assert h.cursor.is_acked(5)  # skipped and acknowledged, as a read on the spot does
+        finally:
+            h.close()
+
+    _run(body)

@@ -24,6 +24,7 @@ from magnetar import __version__
 from magnetar.admin import metrics
 from magnetar.admin.access import AccessGuard
 from magnetar.admin.chart_history import chart_history_for
+from magnetar.admin.durability import DurableResponses
 from magnetar.admin.errors import install_error_handlers
 from magnetar.admin.route_groups import LazyRoutesApp, RouteGroups
 from magnetar.admin.security import AuthenticationMiddleware
@@ -75,6 +76,7 @@ def create_core_app(service: BrokerService) -> tuple[FastAPI, RouteGroups]:
     access = AccessGuard(service)
     app.state.access = access
     app.add_middleware(AuthenticationMiddleware, service=service, authenticate_metrics=lambda: _authenticate_metrics(service))
+    app.add_middleware(DurableResponses, service=service)
     registry = metrics.build_registry(admin, access)
 
     @app.get("/admin/v2/brokers/health", response_class=PlainTextResponse, tags=["brokers"], dependencies=[access.open()])

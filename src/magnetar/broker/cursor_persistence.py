@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from magnetar.broker.config import BrokerConfig
 from magnetar.storage.health import storage_health
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from magnetar.broker.topics.base import Topic
 
 log = logging.getLogger("magnetar.broker")
+
+T = TypeVar("T")
 
 
 def _dedup_key(topic: str) -> str:
@@ -74,6 +76,10 @@ class CursorPersistence:
         if self._flush_task is not None:
             self._flush_task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    def run(self, job: Callable[[], T]) -> Awaitable[T]:
+        """Run ``job`` on the metadata thread (after the writes queued there); await the result."""
+        return asyncio.wrap_future(self._executor.submit(job))
 
     def close(self) -> None:
         """Let the writer thread finish and end it (after the final flush)."""

@@ -25,6 +25,7 @@ from magnetar.broker.commit import GroupCommitter
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.cursor_persistence import CursorPersistence
 from magnetar.broker.errors import BrokerError
+from magnetar.broker.metadata_sync import MetadataSync
 from magnetar.broker.schemas.topics import TopicSchemas
 from magnetar.broker.security.authentication import AuthenticationService
 from magnetar.broker.security.authorization import AuthorizationService
@@ -131,6 +132,8 @@ class BrokerService(TopicDirectory):
         else:
             self.metadata.ensure_defaults(self.config.cluster_name)
         self.persistence = CursorPersistence(self.config, self.metadata, self.topics, self.maybe_trim)
+        #: the fsync of admin calls' metadata writes, on the metadata thread (metadata_sync.py)
+        self.metadata_sync = MetadataSync(self.metadata, self.persistence.run)
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
         self.committer = GroupCommitter(loop, fsync=self.config.fsync == "always")
@@ -182,6 +185,7 @@ class BrokerService(TopicDirectory):
                 for sub in topic.subscriptions.values():
                     sub.cursor.mark_dirty()
         await self.persistence.flush()
+        await self.metadata_sync.close()
         for topic in list(self.topics.values()):
             topic.close()
         self.topics.clear()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,25 @@ DB_FILE_NAME = "metadata.db"
 #: key/value prefixes whose rows the store also holds in memory: the broker reads them per topic
 #: on its loop (a topic's policies at each PRODUCER, its compacted-view pointer at each load)
 MEMORY_KV_PREFIXES = ("topic-policies/", "compacted/")
+
+#: a write-ahead log this large is checkpointed by :meth:`MetadataStore.sync_wal` (SQLite's default
+#: autocheckpoint size, 1,000 pages of 4 KiB)
+CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
+
+#: set (by :func:`deferring_sync`) where a write's caller waits for :meth:`MetadataStore.sync_wal` itself
+_DEFER_SYNC: ContextVar[bool] = ContextVar("magnetar_metadata_defer_sync", default=False)
+
+
+@contextmanager
+def deferring_sync() -> Iterator[None]:
+    """Within: the store's writes commit without their fsync (see :meth:`MetadataStore.sync_wal`);
+    the caller answers nobody before the sync that follows made them durable."""
+    token = _DEFER_SYNC.set(True)
+    try:
+        yield
+    finally:
+        _DEFER_SYNC.reset(token)
+
 
 SCHEMA_VERSION = 1
 _SCHEMA_V1 = """
@@ -153,6 +174,11 @@ class MetadataStore:
             self._conn.close()
             raise
         self._local = threading.local()
+        #: writes committed under :func:`deferring_sync` (their fsync left to :meth:`sync_wal`)
+        self.deferred_commits = 0
+        #: called (on the writing thread) after such a commit, when set: someone must run sync_wal;
+        #: unset, writes commit with their fsync wherever they are made
+        self.on_deferred_commit: Callable[[], None] | None = None
         #: every thread's read connection (closed with the store)
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
@@ -475,7 +501,11 @@ class MetadataStore:
     def _tx(self, then: Callable[[], object] | None = None) -> Iterator[sqlite3.Connection]:
         """Run the body in one write transaction while holding the lock; ``then`` after it committed,
         still under the lock (what changes the in-memory rows, so they follow the database)."""
+        deferred = self.on_deferred_commit if _DEFER_SYNC.get() else None
         with self._lock:
+            if deferred is not None:  # no fsync at COMMIT, no checkpoint (it syncs): sync_wal does both
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.execute("PRAGMA wal_autocheckpoint=0")
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -490,8 +520,39 @@ class MetadataStore:
                     except sqlite3.Error:
                         pass
                 raise
+            finally:
+                if deferred is not None:
+                    self._conn.execute("PRAGMA synchronous=FULL")
+                    self._conn.execute("PRAGMA wal_autocheckpoint=1000")
+            if deferred is not None:
+                self.deferred_commits += 1
             if then is not None:
                 then()
+        if deferred is not None:
+            deferred()
+
+    def sync_wal(self) -> int:
+        """Make every write committed so far durable (the metadata thread's job, off the loop): an
+        fsync of the write-ahead log, which is what ``synchronous=FULL`` adds to a commit in WAL mode,
+        then a checkpoint once the log is large. Returns :attr:`deferred_commits` as it was before the
+        fsync (those are durable now); OSError when the fsync fails (nothing is known durable)."""
+        with self._lock:
+            target = self.deferred_commits
+        wal = f"{self._path}-wal"
+        try:
+            fd = os.open(wal, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                size = os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            storage_health.write_failed(f"metadata sync of {wal}", exc, metadata=True)
+            raise
+        if size > CHECKPOINT_WAL_BYTES:
+            with self._lock:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        return target
 
     def _reader(self) -> sqlite3.Connection:
         """This thread's read connection (opened on its first read)."""

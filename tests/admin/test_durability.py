@@ -1,0 +1,83 @@
+"""An admin write commits its metadata on the loop without the fsync, which runs on the metadata
+thread; the HTTP answer waits for it (never acknowledged before durable)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from magnetar.broker.config import BrokerConfig
+from magnetar.storage.metadata import MetadataStore
+from magnetar.testing import BrokerThread
+from magnetar.testing.admin import Admin, AdminError
+from magnetar.testing.ports import free_port
+
+
+def test_a_namespace_is_answered_after_its_sync_which_runs_off_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port(), fsync="never")
+    release = threading.Event()
+    syncing = threading.Event()
+    sync_threads: list[str] = []
+    original = MetadataStore.sync_wal
+
+    def held_sync(self: MetadataStore) -> int:
+        sync_threads.append(threading.current_thread().name)
+        syncing.set()
+        release.wait(10)
+        return original(self)
+
+    monkeypatch.setattr(MetadataStore, "sync_wal", held_sync)
+    with BrokerThread(config) as broker:
+        admin = Admin(f"http://127.0.0.1:{config.http_port}")
+        answered = threading.Event()
+        errors: list[BaseException] = []
+
+        def create() -> None:
+            try:
+                Admin(f"http://127.0.0.1:{config.http_port}").create_namespace("public/held")
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+            answered.set()
+
+        metadata = broker.server.service.metadata
+        before = metadata.deferred_commits
+        caller = threading.Thread(target=create)
+        caller.start()
+        assert syncing.wait(10)
+        # committed (readable: the loop is free and serves reads meanwhile), not yet answered
+        assert "public/held" in admin.namespaces("public")
+        assert not answered.wait(0.3)
+        assert metadata.deferred_commits == before + 1
+        release.set()
+        caller.join(10)
+        assert answered.is_set() and not errors
+        assert sync_threads and all(name.startswith("magnetar-meta") for name in sync_threads)
+        # a refused write is answered as before (nothing committed, nothing to wait for)
+        with pytest.raises(AdminError) as refused:
+            admin.create_namespace("public/held")
+        assert refused.value.status == 409
+        admin.delete_namespace("public/held")
+        assert "public/held" not in admin.namespaces("public")
+    with MetadataStore(config.data_dir / "metadata.db") as reopened:
+        assert reopened.get_namespace("public/held") is None
+
+
+def test_a_failed_sync_answers_500_and_the_next_writes_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port(), fsync="never")
+
+    def failing_sync(self: MetadataStore) -> int:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(MetadataStore, "sync_wal", failing_sync)
+    with BrokerThread(config) as broker:
+        admin = Admin(f"http://127.0.0.1:{config.http_port}")
+        for name in ("public/a", "public/b"):
+            with pytest.raises(AdminError) as failed:
+                admin.create_namespace(name)
+            assert failed.value.status == 500
+            assert "not made durable" in failed.value.reason
+        assert broker.server.service.metadata_sync is not None

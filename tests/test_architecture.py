@@ -225,3 +225,91 @@ def test_function_local_imports_give_their_measured_reason() -> None:
     unexplained = [f"{path}:{line} {target}" for path, line, target, comment in function_local_imports()
                    if not _MEASURED.search(comment)]
     assert unexplained == [], "function-local imports without a measured reason: " + "; ".join(unexplained)
+
+
+#: inside magnetar.broker, modules the packages above them use, which import none of those packages
+#: (TYPE_CHECKING and function-local imports included): (module or package, packages it must not import)
+BROKER_FOUNDATIONS = [
+    ("magnetar.broker.policies", ("magnetar.broker.resources", "magnetar.broker.topics", "magnetar.broker.session")),
+    ("magnetar.broker.config", ("magnetar.broker.schemas", "magnetar.broker.policies", "magnetar.broker.resources")),
+    ("magnetar.broker.errors", ("magnetar.broker.resources", "magnetar.broker.policies")),
+]
+
+
+def test_broker_foundations_import_nothing_above_them() -> None:
+    """The policies raise the admin's refusals without importing the admin resources; the configuration
+    parses schema strategies without importing the schema registry (both from modules below them)."""
+    edges = _import_edges()
+    wrong = []
+    for below, above in BROKER_FOUNDATIONS:
+        for module, targets in edges.items():
+            if module == below or module.startswith(below + "."):
+                wrong += [f"{module} -> {t}" for t in targets if t.startswith(above)]
+    assert wrong == [], "upward imports inside the broker: " + "; ".join(sorted(wrong))
+
+
+def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Path) -> None:
+    """A probe of the rule "the event loop never waits on the disk": a subscription catching up on
+    entries out of the cache (none is kept) and an admin write, against a broker thread, while every
+    Segment.read_many and every COMMIT of the metadata store's write connection records its thread.
+    No segment read runs on the loop; every commit made on the loop leaves its fsync to the metadata
+    thread (synchronous=NORMAL there, FULL again afterwards)."""
+    import threading
+
+    from magnetar.broker.config import BrokerConfig
+    from magnetar.client import Client
+    from magnetar.storage.segment import Segment
+    from magnetar.testing import BrokerThread
+    from magnetar.testing.admin import Admin
+    from magnetar.testing.ports import free_port
+
+    reads: list[int] = []
+    original = Segment.read_many
+
+    def recording(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        reads.append(threading.get_ident())
+        return original(self, *args, **kwargs)
+
+    config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port(), fsync="never",
+                          entry_cache_max_bytes=0)
+    topic = "persistent://public/default/catch-up"
+    Segment.read_many = recording  # type: ignore[method-assign]
+    try:
+        with BrokerThread(config) as broker:
+            loop_thread = broker._thread.ident
+            statements: list[tuple[int | None, str]] = []
+            conn = broker.server.service.metadata._conn
+
+            def trace(sql: str) -> None:
+                if sql.startswith(("COMMIT", "PRAGMA synchronous")):
+                    statements.append((threading.get_ident(), sql))
+
+            broker.call(conn.set_trace_callback, trace)
+            client = Client(broker.service_url)
+            try:
+                client.subscribe(topic, "behind").close()
+                producer = client.create_producer(topic, batching_enabled=False)
+                for i in range(300):
+                    producer.send(b"%03d" % i)
+                consumer = client.subscribe(topic, "behind")
+                got = []
+                for _ in range(300):
+                    msg = consumer.receive(10_000)
+                    got.append(int(msg.data()))
+                    consumer.acknowledge(msg)
+                assert got == list(range(300))
+            finally:
+                client.close()
+            admin = Admin(f"http://127.0.0.1:{config.http_port}")
+            admin.create_namespace("public/probe")
+            admin.delete_namespace("public/probe")
+            broker.call(conn.set_trace_callback, None)
+    finally:
+        Segment.read_many = original  # type: ignore[method-assign]
+    assert reads, "the catch-up read no segment: the probe saw nothing"
+    assert loop_thread not in reads, "a segment was read on the event loop"
+    on_loop = [sql for thread, sql in statements if thread == loop_thread]
+    commits = [i for i, sql in enumerate(on_loop) if sql.startswith("COMMIT")]
+    assert len(commits) >= 2  # the namespace's creation and deletion
+    for i in commits:
+        assert i > 0 and on_loop[i - 1] == "PRAGMA synchronous=NORMAL"

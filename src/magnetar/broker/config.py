@@ -27,7 +27,7 @@ from magnetar.broker.pulsar_conf import (
     looks_like_pulsar_conf,
     parse_properties,
 )
-from magnetar.broker.schemas.compatibility import parse_strategy
+from magnetar.broker.schema_strategy import parse_strategy
 from magnetar.broker.security.errors import SecurityConfigError
 from magnetar.broker.security.settings import PULSAR_SECURITY_KEYS, SecuritySettings
 from magnetar.protocol.framing import FRAME_HEADROOM

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from magnetar.broker.resources.errors import BadRequestError, OutOfRangeError, PreconditionFailedError
+from magnetar.broker.errors import BadRequestError, OutOfRangeError, PreconditionFailedError
 
 #: the largest value of a Java ``Integer`` / ``Long`` policy field
 INT32_MAX = (1 << 31) - 1

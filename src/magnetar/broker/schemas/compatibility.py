@@ -16,13 +16,13 @@ The rules follow Pulsar's broker:
 
 from __future__ import annotations
 
-import enum
 import json
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from magnetar.broker.schema_strategy import Strategy, parse_strategy
 from magnetar.protocol import avro
 
 __all__ = [
@@ -40,46 +40,9 @@ __all__ = [
 ]
 
 
-class Strategy(enum.StrEnum):
-    """Pulsar's SchemaCompatibilityStrategy (UNDEFINED means: use the next level's setting)."""
-
-    UNDEFINED = "UNDEFINED"
-    ALWAYS_INCOMPATIBLE = "ALWAYS_INCOMPATIBLE"
-    ALWAYS_COMPATIBLE = "ALWAYS_COMPATIBLE"
-    BACKWARD = "BACKWARD"
-    FORWARD = "FORWARD"
-    FULL = "FULL"
-    BACKWARD_TRANSITIVE = "BACKWARD_TRANSITIVE"
-    FORWARD_TRANSITIVE = "FORWARD_TRANSITIVE"
-    FULL_TRANSITIVE = "FULL_TRANSITIVE"
-
-
 TRANSITIVE = frozenset({Strategy.BACKWARD_TRANSITIVE, Strategy.FORWARD_TRANSITIVE, Strategy.FULL_TRANSITIVE})
 _NEW_READS_OLD = frozenset({Strategy.BACKWARD, Strategy.BACKWARD_TRANSITIVE, Strategy.FULL, Strategy.FULL_TRANSITIVE})
 _OLD_READS_NEW = frozenset({Strategy.FORWARD, Strategy.FORWARD_TRANSITIVE, Strategy.FULL, Strategy.FULL_TRANSITIVE})
-
-#: Pulsar's older namespace policy ``schema_auto_update_compatibility_strategy``
-_AUTO_UPDATE_NAMES = {
-    "AUTOUPDATEDISABLED": Strategy.ALWAYS_INCOMPATIBLE,
-    "ALWAYSCOMPATIBLE": Strategy.ALWAYS_COMPATIBLE,
-    "BACKWARDTRANSITIVE": Strategy.BACKWARD_TRANSITIVE,
-    "FORWARDTRANSITIVE": Strategy.FORWARD_TRANSITIVE,
-    "FULLTRANSITIVE": Strategy.FULL_TRANSITIVE,
-}
-
-
-def parse_strategy(value: Any) -> Strategy | None:
-    """A strategy from its name (any case; Pulsar's AutoUpdate names too); None for UNDEFINED,
-    missing or unknown values."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    name = value.strip().upper()
-    try:
-        strategy: Strategy | None = Strategy(name)
-    except ValueError:
-        strategy = _AUTO_UPDATE_NAMES.get(name.replace("_", ""))
-    return None if strategy == Strategy.UNDEFINED else strategy
-
 
 class IncompatibleSchemaError(Exception):
     """A schema refused by the compatibility check (ServerError IncompatibleSchema on the wire)."""

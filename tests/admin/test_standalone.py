@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import magnetar.admin.standalone as standalone_module
-from magnetar.admin.standalone import HOLD_HTTP_BUILD_ENV, StandaloneServer
+from magnetar.admin.standalone import StandaloneServer
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.security import SecuritySettings
 from magnetar.broker.security.tokens import generate_secret_key
@@ -31,6 +31,9 @@ from magnetar.protocol.enums import CommandType
 from magnetar.protocol.framing import decode_frame_body, encode_command
 from magnetar.protocol.schema import BaseCommand
 from magnetar.testing import BrokerProcess, free_port, wait_for_port
+
+#: runs ``magnetar standalone`` with its HTTP app's build held until a file exists
+HELD_HTTP_BUILD = Path(__file__).with_name("held_http_build.py")
 
 
 def connect_command(token: bytes | None = None) -> bytes:
@@ -277,8 +280,9 @@ def test_sigterm_while_the_http_app_is_built_stops_the_broker_cleanly(tmp_path: 
     broker = BrokerProcess(tmp_path / "data", args=("--fsync", "never", "--log-level", "INFO"))
     log_path = tmp_path / "broker.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(broker.command(), stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, HOLD_HTTP_BUILD_ENV: str(gate)})
+        # the same command line through a script that holds the HTTP app's build until the gate exists
+        command = [sys.executable, str(HELD_HTTP_BUILD), str(gate), *broker.command()[3:]]
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
         try:
             wait_for_port(broker.port, 30)
             answer = first_answer(broker.port, connect_command())

@@ -15,9 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import os
 import socket
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -38,18 +36,9 @@ log = logging.getLogger("magnetar.admin")
 #: seconds from start to the statistics sampling's start (rates are over 10 s windows)
 SAMPLING_DELAY = 1.0
 
-#: tests only: a file path; the HTTP app's build waits (at most 60 s) until that file exists, so that a
-#: test can signal a broker whose binary port answers while its HTTP app is still being built
-HOLD_HTTP_BUILD_ENV = "MAGNETAR_TEST_HOLD_HTTP_BUILD"
-
-
 def build_http_app(service: BrokerService) -> ASGIApp:
     """Import the HTTP stack and build the app of ``service`` (its route groups come on first use); runs in a
     worker thread, off the loop."""
-    gate = os.environ.get(HOLD_HTTP_BUILD_ENV)
-    deadline = time.monotonic() + 60
-    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
-        time.sleep(0.01)
     # the HTTP stack, imported in this worker thread, never on the loop or at start-up: FastAPI and the
     # app 650-750 ms CPU, uvicorn and the server 80-90 ms (python -X importtime)
     from magnetar.admin import http_server  # noqa: F401 - uvicorn loads here too, not on the loop

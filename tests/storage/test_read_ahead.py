@@ -182,3 +182,43 @@ def test_a_damaged_entry_read_off_the_loop_is_skipped_as_on_the_spot(tmp_path: P
             h.close()
 
     _run(body)
+
+
+def test_redeliveries_not_in_memory_come_from_the_read_thread(tmp_path: Path) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        h = Harness(tmp_path, loop, 100, cache_max_bytes=0)
+        try:
+            h.wakes.clear()
+            assert h.cursor.read_ids([3, 50, 7]) is None  # being read
+            assert h.cursor.read_ids([3]) is None  # still: one read by id at a time
+            await asyncio.wait_for(h.wakes.wait(), 10)
+            got = h.cursor.read_ids([3, 50, 7])
+            assert got is not None and [(e.entry_id, e.data) for e in got] == [
+                (3, b"entry-000003"), (50, b"entry-000050"), (7, b"entry-000007")]
+            assert h.cursor.read_position == 0  # a redelivery does not move it
+        finally:
+            h.close()
+
+    _run(body)
+
+
+def test_redeliveries_trimmed_or_damaged_meanwhile_are_left_out_as_on_the_spot(tmp_path: Path) -> None:
+    async def body(loop: asyncio.AbstractEventLoop) -> None:
+        h = Harness(tmp_path, loop, 600, cache_max_bytes=0, segment_max_bytes=2048)
+        try:
+            path = h.ledger.directory / sorted(p.name for p in h.ledger.directory.glob("*.log"))[-2]
+            raw = bytearray(path.read_bytes())
+            damaged = int(bytes(raw[raw.find(b"entry-") + 6 : raw.find(b"entry-") + 12]))
+            raw[raw.find(b"entry-") + 7] ^= 0xFF
+            path.write_bytes(bytes(raw))
+            h.wakes.clear()
+            assert h.cursor.read_ids([1, damaged, 599]) is None
+            h.ledger.trim_before(300)  # entry 1 goes
+            await asyncio.wait_for(h.wakes.wait(), 10)
+            got = h.cursor.read_ids([1, damaged, 599])
+            assert got is not None and [e.entry_id for e in got] == [599]
+            assert h.cursor.is_acked(damaged)
+        finally:
+            h.close()
+
+    _run(body)

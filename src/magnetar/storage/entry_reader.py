@@ -133,6 +133,18 @@ class EntryReader:
                 break
         return out
 
+    def read_ids_from_files(self, entry_ids: list[int]) -> tuple[list[Entry], list[int]]:
+        """(any thread) The given entries from their segment files, one at a time (:meth:`read_files`):
+        (the entries read, the ids that could not be: trimmed or damaged)."""
+        entries: list[Entry] = []
+        failed: list[int] = []
+        for entry_id in entry_ids:
+            try:
+                entries += self.read_files(entry_id, entry_id, None)
+            except (EntryNotFoundError, CorruptEntryError):
+                failed.append(entry_id)
+        return entries, failed
+
     def read_intact(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last``, leaving out the ones damaged on disk (for rebuilding state from the
         log: one damaged entry must not stop a topic from loading)."""

@@ -467,6 +467,16 @@ class ManagedLedger:
             return False
         return self._reads.submit(partial(self._read_files, first, last, max_bytes), done)
 
+    def read_ids_later(
+        self, entry_ids: list[int], done: Callable[[tuple[list[Entry], list[int]] | BaseException], None]
+    ) -> bool:
+        """Read the given entries from the segment files on the read thread; ``done`` gets (the entries
+        read, the ids that could not be: trimmed or damaged), or an error, on this thread. False
+        (nothing started) when the ledger has no read thread or is closed."""
+        if self._reads is None or self._closed:
+            return False
+        return self._reads.submit(partial(self._reader.read_ids_from_files, entry_ids), done)
+
     def _read_files(self, first: int, last: int, max_bytes: int | None) -> list[Entry]:
         """(read thread) :meth:`EntryReader.read_files` of an open ledger."""
         if self._closed:

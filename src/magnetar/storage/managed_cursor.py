@@ -326,20 +326,32 @@ class ManagedCursor:
         storage_health.entry_skipped()
         self.ack(entry_id)
 
-    def read_ids(self, entry_ids: list[int], compacted: CompactedView | None = None) -> list[Entry]:
+    def read_ids(self, entry_ids: list[int], compacted: CompactedView | None = None) -> list[Entry] | None:
         """The given entries that are still stored (redelivery); the read position does not move.
+        After :meth:`read_off_loop`, None while some of them are read off the loop (``on_read``
+        follows; ask again then).
 
         With a ``compacted`` view, ids at or below its horizon come from the view.
         """
         if compacted is not None:
-            entries: list[Entry] = list(compacted.read_ids(e for e in entry_ids if e <= compacted.horizon))
             rest = [e for e in entry_ids if e > compacted.horizon]
-            if rest:
-                entries.extend(self.read_ids(rest))
+            more = self.read_ids(rest) if rest else []
+            if more is None:
+                return None
+            entries: list[Entry] = list(compacted.read_ids(e for e in entry_ids if e <= compacted.horizon))
+            entries.extend(more)
             return entries
+        reads = self._reads
+        if reads is not None and reads.fetch(entry_ids):
+            return None
         out = []
         source = self._source
         for entry_id in entry_ids:
+            if reads is not None:
+                kept = reads.take(entry_id)
+                if kept is not None:
+                    out.append(kept)
+                    continue
             try:
                 out.append(source.read(entry_id))
             except EntryNotFoundError:
@@ -347,6 +359,12 @@ class ManagedCursor:
             except CorruptEntryError as exc:
                 self._skip_damaged(entry_id, exc)
         return out
+
+    def prefetch(self, entry_ids: list[int]) -> None:
+        """Start reading off the loop those of ``entry_ids`` (redeliveries about to be read one by one)
+        that are not in memory; no effect without :meth:`read_off_loop`."""
+        if self._reads is not None:
+            self._reads.fetch(entry_ids)
 
     def rewind_to(self, entry_id: int) -> None:
         """Entries from ``entry_id`` on were read but not dispatched: read them again next time."""

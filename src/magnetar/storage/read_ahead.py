@@ -35,6 +35,11 @@ READ_AHEAD_BYTES = 4 * 1024 * 1024
 class DetachedSource(Protocol):
     """What a read-ahead reads: a :class:`~magnetar.storage.ledger.ManagedLedger`."""
 
+    @property
+    def first_entry_id(self) -> int:
+        """Oldest entry still stored."""
+        ...
+
     def in_memory(self, first: int) -> bool:
         """Whether a read from ``first`` on is served from memory (no file read)."""
         ...
@@ -45,20 +50,28 @@ class DetachedSource(Protocol):
         """Read ``first..last`` on the read thread, ``done`` on this one; False when it cannot."""
         ...
 
+    def read_ids_later(
+        self, entry_ids: list[int], done: Callable[[tuple[list[Entry], list[int]] | BaseException], None]
+    ) -> bool:
+        """Read the given entries on the read thread, ``done`` on this one; False when it cannot."""
+        ...
+
 
 class _Read:
     """One read under way (its identity tells a current read from a stale one)."""
 
-    __slots__ = ("first",)
+    __slots__ = ("first", "ids")
 
-    def __init__(self, first: int) -> None:
+    def __init__(self, first: int, ids: list[int] | None = None) -> None:
         self.first = first
+        #: a read by id: the ids asked for
+        self.ids = ids or []
 
 
 class ReadAhead:
     """The entries a cursor read off the loop and has not consumed yet, and the read under way."""
 
-    __slots__ = ("_source", "on_read", "_kept", "_reading", "_sync_at")
+    __slots__ = ("_source", "on_read", "_kept", "_reading", "_sync_at", "_kept_ids", "_fetching", "_sync_ids")
 
     def __init__(self, source: DetachedSource, on_read: Callable[[], None]) -> None:
         """Read ``source`` off the loop; ``on_read`` runs on the loop when a read is in (the cursor's
@@ -70,6 +83,11 @@ class ReadAhead:
         self._reading: _Read | None = None
         #: a read from here failed off the loop: the cursor reads it on the loop once
         self._sync_at = -1
+        #: entries read by id (redeliveries), until the next such read starts
+        self._kept_ids: dict[int, Entry] = {}
+        self._fetching: _Read | None = None
+        #: ids whose read off the loop failed (trimmed, damaged): read on the loop, as before
+        self._sync_ids: set[int] = set()
 
     @property
     def reading(self) -> bool:
@@ -134,8 +152,50 @@ class ReadAhead:
                 self._kept = result
         self.on_read()
 
+    # -- reads by id (redeliveries) ----------------------------------------------------------
+    def fetch(self, entry_ids: list[int]) -> bool:
+        """Whether some of ``entry_ids`` are being read off the loop (``on_read`` follows; the caller
+        waits): those neither in memory nor kept start being read now (up to READ_AHEAD_ENTRIES of
+        them) unless a read by id is under way already."""
+        kept, sync_ids, in_memory = self._kept_ids, self._sync_ids, self._source.in_memory
+        missing = [e for e in entry_ids if e not in kept and e not in sync_ids and not in_memory(e)]
+        if not missing:
+            return False
+        if self._fetching is not None:
+            return True
+        read = _Read(missing[0], missing[:READ_AHEAD_ENTRIES])
+        self._kept_ids = {}
+        if not self._source.read_ids_later(read.ids, lambda result: self._fetched(read, result)):
+            return False
+        self._fetching = read
+        return True
+
+    def take(self, entry_id: int) -> Entry | None:
+        """The entry of ``entry_id`` if a read by id brought it, else None (read it on the spot)."""
+        self._sync_ids.discard(entry_id)
+        if entry_id < self._source.first_entry_id:  # trimmed since: left out, as a read on the spot does
+            return None
+        return self._kept_ids.get(entry_id)
+
+    def _fetched(self, read: _Read, result: tuple[list[Entry], list[int]] | BaseException) -> None:
+        """(loop) A read by id is in: keep its entries, read the others on the loop, wake the owner."""
+        if self._fetching is not read:
+            return
+        self._fetching = None
+        if isinstance(result, BaseException):
+            log.debug("read by id off the loop gave %r; reading on the loop", result)
+            self._sync_ids.update(read.ids)  # all of them: on the spot, once
+        else:
+            entries, failed = result
+            self._kept_ids = {entry.entry_id: entry for entry in entries}
+            self._sync_ids.update(failed)
+        self.on_read()
+
     def clear(self) -> None:
-        """Drop what is kept and the read under way (its result will be ignored)."""
+        """Drop what is kept and the reads under way (their results will be ignored)."""
         self._kept = []
         self._reading = None
         self._sync_at = -1
+        self._kept_ids = {}
+        self._fetching = None
+        self._sync_ids = set()

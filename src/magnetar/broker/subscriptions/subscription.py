@@ -200,10 +200,11 @@ class Subscription(SubscriptionBase):
             entries = self.cursor.read_entries(count, self.topic.last_readable_id, view)
         return entries
 
-    def read_entry_list(self, entry_ids: list[int]) -> list[Entry]:
-        """The given entries (for redelivery), from the compacted view where it applies."""
+    def read_entry_list(self, entry_ids: list[int]) -> list[Entry] | None:
+        """The given entries (for redelivery), from the compacted view where it applies; None while
+        some are read off the loop (the dispatch is scheduled again once they are in)."""
         entries = self.cursor.read_ids(entry_ids, self._compacted_view())
-        if self._delivers_all():
+        if entries is None or self._delivers_all():
             return entries
         return self._txn_visible(entries)
 

@@ -92,8 +92,8 @@ class DispatchedSubscription(Protocol):
         """Up to ``count`` entries from the read position on."""
         ...
 
-    def read_entry_list(self, entry_ids: list[int]) -> list[Entry]:
-        """The given entries (for redelivery)."""
+    def read_entry_list(self, entry_ids: list[int]) -> list[Entry] | None:
+        """The given entries (for redelivery); None while they are read off the loop."""
         ...
 
     def delivery_ack_set(self, entry: Entry) -> list[int] | None:
@@ -208,7 +208,11 @@ class Dispatcher:
             count = self.read_limit(batch)
             if redelivering:
                 ids = sub.take_redeliveries(count)
-                entries = sub.read_entry_list(ids)
+                listed = sub.read_entry_list(ids)
+                if listed is None:  # read off the loop: dispatched again once they are in
+                    sub.return_redeliveries(ids)
+                    return
+                entries = listed
             else:
                 entries = sub.read_new_entries(count)
                 if not entries:

@@ -253,6 +253,7 @@ class KeySharedDispatcher(Dispatcher):
         replay_limit = next(iter(self._joined.values()), None)
         complete = len(redelivery) <= LOOKAHEAD_PER_SUBSCRIPTION
         ids = sorted(redelivery) if complete else heapq.nsmallest(LOOKAHEAD_PER_SUBSCRIPTION, redelivery)
+        cursor.prefetch(ids[: min(budget, 200)])  # what is not in memory is read off the loop meanwhile
         for eid in ids:
             if budget <= 0:
                 return False, budget
@@ -264,6 +265,8 @@ class KeySharedDispatcher(Dispatcher):
             entry = None
             if known is None:
                 found = cursor.read_ids([eid])
+                if found is None:  # read off the loop: replayed once it is in
+                    return False, budget
                 if not found:  # trimmed meanwhile
                     redelivery.discard(eid)
                     self._forget(eid)
@@ -289,6 +292,8 @@ class KeySharedDispatcher(Dispatcher):
                 continue
             if entry is None:
                 found = cursor.read_ids([eid])
+                if found is None:
+                    return False, budget
                 if not found:
                     redelivery.discard(eid)
                     self._forget(eid)

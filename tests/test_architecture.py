@@ -251,7 +251,7 @@ def test_broker_foundations_import_nothing_above_them() -> None:
 def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Path) -> None:
     """A probe of the rule "the event loop never waits on the disk": a subscription catching up on
     entries out of the cache (none is kept) and an admin write, against a broker thread, while every
-    Segment.read_many and every COMMIT of the metadata store's write connection records its thread.
+    Segment.read_span and every COMMIT of the metadata store's write connection records its thread.
     No segment read runs on the loop; every commit made on the loop leaves its fsync to the metadata
     thread (synchronous=NORMAL there, FULL again afterwards)."""
     import threading
@@ -264,7 +264,7 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
     from magnetar.testing.ports import free_port
 
     reads: list[int] = []
-    original = Segment.read_many
+    original = Segment.read_span
 
     def recording(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         reads.append(threading.get_ident())
@@ -273,7 +273,7 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
     config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port(), fsync="never",
                           entry_cache_max_bytes=0)
     topic = "persistent://public/default/catch-up"
-    Segment.read_many = recording  # type: ignore[method-assign]
+    Segment.read_span = recording  # type: ignore[method-assign]
     try:
         with BrokerThread(config) as broker:
             loop_thread = broker._thread.ident
@@ -305,7 +305,7 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
             admin.delete_namespace("public/probe")
             broker.call(conn.set_trace_callback, None)
     finally:
-        Segment.read_many = original  # type: ignore[method-assign]
+        Segment.read_span = original  # type: ignore[method-assign]
     assert reads, "the catch-up read no segment: the probe saw nothing"
     assert loop_thread not in reads, "a segment was read on the event loop"
     on_loop = [sql for thread, sql in statements if thread == loop_thread]

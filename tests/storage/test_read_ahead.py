@@ -64,7 +64,7 @@ def _run(body: Callable[[asyncio.AbstractEventLoop], object]) -> None:
 def test_a_backlog_comes_from_the_read_thread_in_order_and_complete(tmp_path: Path) -> None:
     loop_thread: list[int] = []
     readers: list[int] = []
-    original = segment_module.Segment.read_many
+    original = segment_module.Segment.read_span
 
     def recording(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         readers.append(threading.get_ident())
@@ -83,7 +83,7 @@ def test_a_backlog_comes_from_the_read_thread_in_order_and_complete(tmp_path: Pa
             h.close()
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(segment_module.Segment, "read_many", recording)
+        mp.setattr(segment_module.Segment, "read_span", recording)
         _run(body)
     assert readers and loop_thread[0] not in readers  # no file read on the loop
 

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_right
+from collections.abc import Callable
 
 from magnetar.storage.entries import Entry
-from magnetar.storage.segment import CorruptEntryError, EntryNotFoundError, Segment
+from magnetar.storage.segment import RECORD_OVERHEAD, CorruptEntryError, EntryNotFoundError, Segment
 from magnetar.storage.segment_chain import SegmentChain
 from magnetar.storage.tail_cache import TailCache
 from magnetar.storage.write_queue import WriteQueue
 
 log = logging.getLogger("magnetar.storage.ledger")
+
+#: records read from one segment file and not decoded yet: (the segment, the first entry id, the
+#: bytes, how many records they hold)
+Span = tuple[Segment, int, bytes, int]
 
 
 class EntryReader:
@@ -94,11 +99,12 @@ class EntryReader:
                 break
         return out
 
-    def read_files(self, first: int, last: int, max_bytes: int | None) -> list[Entry]:
-        """(any thread) Entries ``first..last``, as far as they are written, from their segment files,
-        as :meth:`read_range` (with ``max_bytes``, at least one). The chain is read holding its lock;
-        each file through a duplicate of its descriptor, so that a trim or close meanwhile cannot hand
-        the number to another file. EntryNotFoundError when ``first`` was trimmed."""
+    def read_files(self, first: int, last: int, max_bytes: int | None) -> list[Span]:
+        """(any thread) The records of entries ``first..last``, as far as they are written, from their
+        segment files, undecoded (:meth:`decode`; with ``max_bytes``, at least one, as
+        :meth:`read_range`). The chain is read holding its lock; each file through a duplicate of its
+        descriptor, so that a trim or close meanwhile cannot hand the number to another file.
+        EntryNotFoundError when ``first`` was trimmed."""
         chain = self._chain
         with chain.lock:
             last = min(last, chain.written)
@@ -113,36 +119,57 @@ class EntryReader:
                 plan.append((chain.segments[index], entry_id, chunk_last))
                 entry_id = chunk_last + 1
                 index += 1
-        out: list[Entry] = []
+        spans: list[Span] = []
         budget = max_bytes
         for segment, lo, hi in plan:
             fd = segment.dup_for_read()
             try:
-                chunk = segment.read_many(lo, hi, budget, at_least_one=not out, fd=fd)
+                buf, count = segment.read_span(lo, hi, budget, at_least_one=not spans, fd=fd)
             except EntryNotFoundError as exc:
                 raise self.lost(lo, hi) from exc
             finally:
                 segment.close_dup(fd)
-            entry_id = lo
-            for data, crc in chunk:
+            spans.append((segment, lo, buf, count))
+            if budget is not None:
+                budget -= len(buf) - count * RECORD_OVERHEAD
+            if lo + count <= hi:
+                break
+        return spans
+
+    @staticmethod
+    def decode(spans: list[Span]) -> list[Entry]:
+        """The entries of what :meth:`read_files` read (on the owner's thread: the CPU part of a read);
+        CorruptEntryError for a damaged one."""
+        out: list[Entry] = []
+        for segment, first, buf, count in spans:
+            entry_id = first
+            for data, crc in segment.decode_span(buf, first, count):
                 out.append(Entry(entry_id, data, crc))
                 entry_id += 1
-                if budget is not None:
-                    budget -= len(data)
-            if entry_id <= hi:
-                break
         return out
 
-    def read_ids_from_files(self, entry_ids: list[int]) -> tuple[list[Entry], list[int]]:
-        """(any thread) The given entries from their segment files, one at a time (:meth:`read_files`):
-        (the entries read, the ids that could not be: trimmed or damaged)."""
-        entries: list[Entry] = []
+    def read_ids_from_files(self, entry_ids: list[int]) -> tuple[list[Span], list[int]]:
+        """(any thread) The records of the given entries, one :meth:`read_files` each: (what was read,
+        the ids that could not be: trimmed)."""
+        spans: list[Span] = []
         failed: list[int] = []
         for entry_id in entry_ids:
             try:
-                entries += self.read_files(entry_id, entry_id, None)
+                spans += self.read_files(entry_id, entry_id, None)
             except (EntryNotFoundError, CorruptEntryError):
                 failed.append(entry_id)
+        return spans, failed
+
+    @classmethod
+    def decode_each(cls, read: tuple[list[Span], list[int]]) -> tuple[list[Entry], list[int]]:
+        """:meth:`read_ids_from_files`'s result decoded: (the entries, the ids trimmed or damaged)."""
+        spans, failed = read
+        entries: list[Entry] = []
+        for span in spans:
+            try:
+                entries += cls.decode([span])
+            except CorruptEntryError:
+                failed.append(span[1])
         return entries, failed
 
     def read_intact(self, first: int, last: int) -> list[Entry]:
@@ -162,3 +189,32 @@ class EntryReader:
     def lost(self, first: int, last: int) -> CorruptEntryError:
         """The error for entries in the stored range that their segment cannot index (damage)."""
         return CorruptEntryError(f"ledger {self._ledger_id}: entries {first}..{last} are lost to a damaged segment")
+
+
+def decoding(done: Callable[[list[Entry] | BaseException], None]) -> Callable[[list[Span] | BaseException], None]:
+    """``done`` for :meth:`EntryReader.read_files` run on another thread: the result decoded first (on
+    the thread it is handed to)."""
+
+    def decoded(result: list[Span] | BaseException) -> None:
+        if isinstance(result, BaseException):
+            done(result)
+            return
+        try:
+            entries = EntryReader.decode(result)
+        except CorruptEntryError as exc:
+            done(exc)
+            return
+        done(entries)
+
+    return decoded
+
+
+def decoding_each(
+    done: Callable[[tuple[list[Entry], list[int]] | BaseException], None],
+) -> Callable[[tuple[list[Span], list[int]] | BaseException], None]:
+    """``done`` for :meth:`EntryReader.read_ids_from_files` run on another thread, decoded first."""
+
+    def decoded(result: tuple[list[Span], list[int]] | BaseException) -> None:
+        done(result if isinstance(result, BaseException) else EntryReader.decode_each(result))
+
+    return decoded

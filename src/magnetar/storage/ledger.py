@@ -13,7 +13,7 @@ from crc32c import crc32c
 
 from magnetar.storage.closing import Reaper, close_off_thread, wait_for_pending_close
 from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo
-from magnetar.storage.entry_reader import EntryReader
+from magnetar.storage.entry_reader import EntryReader, decoding, decoding_each
 from magnetar.storage.files import FileLayer, default_file_layer
 from magnetar.storage.health import storage_health
 from magnetar.storage.read_thread import ReadThread
@@ -462,10 +462,11 @@ class ManagedLedger:
         """Read entries ``first..last`` from the segment files on the read thread (as :meth:`read_range`,
         but only those already written to the files: maybe fewer); ``done`` gets the list, or the
         error (EntryNotFoundError: trimmed meanwhile; CorruptEntryError; StorageError: closed), on
-        this thread. False (nothing started) when the ledger has no read thread or is closed."""
+        this thread, which decodes what the read thread read. False (nothing started) when the ledger
+        has no read thread or is closed."""
         if self._reads is None or self._closed:
             return False
-        return self._reads.submit(partial(self._read_files, first, last, max_bytes), done)
+        return self._reads.submit(partial(self._reader.read_files, first, last, max_bytes), decoding(done))
 
     def read_ids_later(
         self, entry_ids: list[int], done: Callable[[tuple[list[Entry], list[int]] | BaseException], None]
@@ -475,13 +476,7 @@ class ManagedLedger:
         (nothing started) when the ledger has no read thread or is closed."""
         if self._reads is None or self._closed:
             return False
-        return self._reads.submit(partial(self._reader.read_ids_from_files, entry_ids), done)
-
-    def _read_files(self, first: int, last: int, max_bytes: int | None) -> list[Entry]:
-        """(read thread) :meth:`EntryReader.read_files` of an open ledger."""
-        if self._closed:
-            raise StorageError(f"ledger {self._ledger_id} is closed")
-        return self._reader.read_files(first, last, max_bytes)
+        return self._reads.submit(partial(self._reader.read_ids_from_files, entry_ids), decoding_each(done))
 
     def read_intact(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` like :meth:`read_range`, leaving out the ones damaged on disk (for

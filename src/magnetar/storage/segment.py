@@ -358,16 +358,26 @@ class Segment:
         self._files.close(fd)
 
     def read_many(
-        self, first: int, last: int, max_bytes: int | None = None, *, at_least_one: bool = True, fd: int | None = None
+        self, first: int, last: int, max_bytes: int | None = None, *, at_least_one: bool = True
     ) -> list[tuple[bytes, int]]:
         """Return ``(data, crc)`` for entries ``first..last`` (inclusive) with one pread.
 
         With ``max_bytes``, only the longest prefix whose data sizes sum to at most
-        ``max_bytes`` is returned, but at least one entry when ``at_least_one``. ``fd``: read through
-        this descriptor (from :meth:`dup_for_read`) instead of the segment's own.
+        ``max_bytes`` is returned, but at least one entry when ``at_least_one``.
+        """
+        buf, count = self.read_span(first, last, max_bytes, at_least_one=at_least_one)
+        return self.decode_span(buf, first, count)
+
+    def read_span(
+        self, first: int, last: int, max_bytes: int | None = None, *, at_least_one: bool = True, fd: int | None = None
+    ) -> tuple[bytes, int]:
+        """The records of entries ``first..last`` (within ``max_bytes`` as :meth:`read_many`) with one
+        pread, not decoded: (the bytes, how many records they hold); :meth:`decode_span` decodes them.
+        ``fd``: read through this descriptor (from :meth:`dup_for_read`) instead of the segment's own.
+        A read thread does only this part (the pread, which releases the GIL), its owner the decoding.
         """
         if last < first:
-            return []
+            return b"", 0
         offsets = self._index()
         i, j = first - self._base, last - self._base
         if i < 0 or j >= len(offsets):
@@ -383,13 +393,17 @@ class Segment:
                 k += 1
             j = k - 1
             if j < i:
-                return []
+                return b"", 0
         start = offsets[i]
-        buf = self._files.pread(self._open_fd() if fd is None else fd, self._record_end(j) - start, start)
+        return self._files.pread(self._open_fd() if fd is None else fd, self._record_end(j) - start, start), j - i + 1
+
+    def decode_span(self, buf: bytes, first: int, count: int) -> list[tuple[bytes, int]]:
+        """``(data, crc)`` of the ``count`` records from entry ``first`` on that :meth:`read_span`
+        read into ``buf``, each checksum verified (CorruptEntryError)."""
         out: list[tuple[bytes, int]] = []
         pos = 0
-        for k in range(i, j + 1):
-            data, crc, pos = self._decode(buf, pos, self._base + k)
+        for entry_id in range(first, first + count):
+            data, crc, pos = self._decode(buf, pos, entry_id)
             out.append((data, crc))
         return out
 

@@ -83,7 +83,7 @@ class ReadAhead:
         self._reading: _Read | None = None
         #: a read from here failed off the loop: the cursor reads it on the loop once
         self._sync_at = -1
-        #: entries read by id (redeliveries), until the next such read starts
+        #: entries read by id (redeliveries), at most 4 x READ_AHEAD_ENTRIES
         self._kept_ids: dict[int, Entry] = {}
         self._fetching: _Read | None = None
         #: ids whose read off the loop failed (trimmed, damaged): read on the loop, as before
@@ -157,6 +157,8 @@ class ReadAhead:
         """Whether some of ``entry_ids`` are being read off the loop (``on_read`` follows; the caller
         waits): those neither in memory nor kept start being read now (up to READ_AHEAD_ENTRIES of
         them) unless a read by id is under way already."""
+        if len(entry_ids) > 2 * READ_AHEAD_ENTRIES:  # more than is kept at once: read on the spot
+            return False
         kept, sync_ids, in_memory = self._kept_ids, self._sync_ids, self._source.in_memory
         missing = [e for e in entry_ids if e not in kept and e not in sync_ids and not in_memory(e)]
         if not missing:
@@ -164,18 +166,18 @@ class ReadAhead:
         if self._fetching is not None:
             return True
         read = _Read(missing[0], missing[:READ_AHEAD_ENTRIES])
-        self._kept_ids = {}
         if not self._source.read_ids_later(read.ids, lambda result: self._fetched(read, result)):
             return False
         self._fetching = read
         return True
 
     def take(self, entry_id: int) -> Entry | None:
-        """The entry of ``entry_id`` if a read by id brought it, else None (read it on the spot)."""
+        """The entry of ``entry_id`` if a read by id brought it (once), else None (read it on the spot)."""
         self._sync_ids.discard(entry_id)
+        entry = self._kept_ids.pop(entry_id, None)  # handed out once: what is kept is what is still wanted
         if entry_id < self._source.first_entry_id:  # trimmed since: left out, as a read on the spot does
             return None
-        return self._kept_ids.get(entry_id)
+        return entry
 
     def _fetched(self, read: _Read, result: tuple[list[Entry], list[int]] | BaseException) -> None:
         """(loop) A read by id is in: keep its entries, read the others on the loop, wake the owner."""
@@ -187,7 +189,9 @@ class ReadAhead:
             self._sync_ids.update(read.ids)  # all of them: on the spot, once
         else:
             entries, failed = result
-            self._kept_ids = {entry.entry_id: entry for entry in entries}
+            if len(self._kept_ids) + len(entries) > 4 * READ_AHEAD_ENTRIES:
+                self._kept_ids = {}  # what earlier requests needed goes (a request never needs more)
+            self._kept_ids.update((entry.entry_id, entry) for entry in entries)
             self._sync_ids.update(failed)
         self.on_read()
 

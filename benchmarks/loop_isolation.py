@@ -1,0 +1,242 @@
+"""Whether disk work for one client stalls another's publishes: a 1,000 msg/s topic's publish latency
+alone, and the same while another subscription catches up on a backlog and a script creates and
+deletes namespaces, side by side in one run (issue 22's goal: p99.9 within 1.5x of alone).
+
+One broker (``--broker-src``: the tree whose ``magnetar`` it runs; fsync always, its default). First a
+backlog of ``--backlog`` messages of 100 B (in batches of ``--batch``, so ``backlog / batch``
+entries) is written to topic ``backlog`` behind a durable subscription that read none of it, and the
+broker restarted so that nothing of it is in the entry cache. Then, per round, two phases of
+``--seconds`` each:
+
+- alone: a producer sends one 100 B message every millisecond (no batching) to topic ``probe``; each
+  send's latency (send to receipt) is recorded;
+- loaded: the same, while a consumer process (another connection) reads the backlog from its start
+  (the dispatch reads segment files: the entries left the cache) acknowledging as it goes, and
+  another process creates and deletes ``--namespaces`` namespaces through the REST API.
+
+Printed and written to ``--out`` (default benchmarks/results/loop_isolation.json): per phase p50 /
+p99 / p99.9 / max in ms, the sends counted, the load average (1 min) at its start and end, and for
+the loaded phase how long the catch-up and the namespace script took.
+
+usage: python benchmarks/loop_isolation.py [--backlog 1000000] [--batch 10] [--seconds 20]
+       [--namespaces 200] [--rounds 1] [--broker-src DIR] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from magnetar.client import AsyncClient  # noqa: E402
+from magnetar.testing import BrokerProcess  # noqa: E402
+from magnetar.testing.admin import Admin  # noqa: E402
+
+PAYLOAD = b"x" * 100
+BACKLOG_TOPIC = "persistent://public/default/backlog"
+PROBE_TOPIC = "persistent://public/default/probe"
+CATCHUP_SUB = "catchup"
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of sorted values, nearest rank."""
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+async def fill_backlog(url: str, count: int, batch: int) -> None:
+    """Create the catch-up subscription, then write ``count`` messages in batches of ``batch``."""
+    client = AsyncClient(url)
+    try:
+        consumer = await client.subscribe(BACKLOG_TOPIC, CATCHUP_SUB)
+        await consumer.close()  # a durable subscription that read none of what follows
+        producer = await client.create_producer(
+            BACKLOG_TOPIC, batching_enabled=batch > 1, batching_max_messages=max(1, batch),
+            batching_max_publish_delay_ms=50, max_pending_messages=0)
+        pending = []
+        for _ in range(count):
+            pending.append(await producer.send_async(PAYLOAD))
+            if len(pending) >= 20_000:
+                await asyncio.gather(*pending)
+                pending.clear()
+        await asyncio.gather(*pending)
+        await producer.close()
+    finally:
+        await client.close()
+
+
+async def probe(url: str, seconds: float, rate: int) -> list[float]:
+    """Send one message every 1/rate s for ``seconds``; each send's latency in ms."""
+    client = AsyncClient(url)
+    latencies: list[float] = []
+    try:
+        producer = await client.create_producer(PROBE_TOPIC, batching_enabled=False, max_pending_messages=0)
+        for _ in range(50):  # warm the connection and the topic
+            await producer.send(PAYLOAD)
+        loop = asyncio.get_running_loop()
+        interval = 1.0 / rate
+        start = loop.time()
+        total = int(seconds * rate)
+        waits = []
+
+        def done(sent: float, _: asyncio.Future) -> None:
+            latencies.append((time.perf_counter() - sent) * 1000)
+
+        for n in range(total):
+            delay = start + n * interval - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            sent = time.perf_counter()
+            future = await producer.send_async(PAYLOAD)
+            future.add_done_callback(lambda f, s=sent: done(s, f))
+            waits.append(future)
+        await asyncio.gather(*waits)
+        await producer.close()
+    finally:
+        await client.close()
+    return latencies
+
+
+async def catch_up(url: str, expected: int) -> None:
+    """(child process) Read the backlog from its start, acknowledging every 1,000 messages."""
+    client = AsyncClient(url)
+    try:
+        consumer = await client.subscribe(BACKLOG_TOPIC, CATCHUP_SUB, receiver_queue_size=2000)
+        received = 0
+        while received < expected:
+            msg = await consumer.receive(60_000)  # raises (the benchmark fails) when the backlog is gone
+            received += 1
+            if received % 1000 == 0 or received == expected:
+                consumer.acknowledge_cumulative(msg)
+        await consumer.close()
+    finally:
+        await client.close()
+
+
+def churn_namespaces(http_url: str, count: int) -> None:
+    """(child process) Create and delete ``count`` namespaces, one after the other."""
+    admin = Admin(http_url)
+    try:
+        for n in range(count):
+            name = f"public/churn-{os.getpid()}-{n}"
+            admin.create_namespace(name)
+            admin.delete_namespace(name)
+    finally:
+        admin.close()
+
+
+def stats(latencies: list[float]) -> dict[str, float]:
+    """p50 / p99 / p99.9 / max (ms) and the count."""
+    values = sorted(latencies)
+    return {
+        "sends": len(values),
+        "p50_ms": round(percentile(values, 0.5), 3),
+        "p99_ms": round(percentile(values, 0.99), 3),
+        "p999_ms": round(percentile(values, 0.999), 3),
+        "max_ms": round(values[-1], 3) if values else float("nan"),
+    }
+
+
+def child(role: str, *args: str) -> subprocess.Popen:
+    """This script in another process, playing ``role``."""
+    return subprocess.Popen([sys.executable, __file__, "--role", role, *args])
+
+
+def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -> dict:
+    """One phase: the probe alone, or (``load``: backlog and namespaces) beside the two loads."""
+    load_before = os.getloadavg()[0]
+    children: list[tuple[str, subprocess.Popen, float]] = []
+    if load is not None:
+        started = time.perf_counter()
+        children.append(("catchup", child("catchup", broker.service_url, str(load["backlog"])), started))
+        children.append(("namespaces", child("churn", broker.http_url, str(load["namespaces"])), started))
+    latencies = asyncio.run(probe(broker.service_url, seconds, rate))
+    result = {"load_avg_start": round(load_before, 2), **stats(latencies)}
+    deadline = time.perf_counter() + 1800
+    while children:
+        for child_ in list(children):
+            name, proc, started = child_
+            code = proc.poll()
+            if code is None:
+                continue
+            if code != 0:
+                raise RuntimeError(f"{name} process failed with {code}")
+            result[f"{name}_seconds"] = round(time.perf_counter() - started, 1)
+            children.remove(child_)
+        if time.perf_counter() > deadline:
+            raise RuntimeError("the load processes did not finish in 30 minutes")
+        time.sleep(0.1)
+    result["load_avg_end"] = round(os.getloadavg()[0], 2)
+    return result
+
+
+def main() -> None:
+    """Fill the backlog, restart the broker, run the phases, print and record the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backlog", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--namespaces", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--broker-src", type=Path, default=ROOT / "src")
+    parser.add_argument("--label", default="")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "loop_isolation.json")
+    parser.add_argument("--role", help=argparse.SUPPRESS)
+    args, rest = parser.parse_known_args()
+    if args.role == "catchup":
+        asyncio.run(catch_up(rest[0], int(rest[1])))
+        return
+    if args.role == "churn":
+        churn_namespaces(rest[0], int(rest[1]))
+        return
+    env = {"PYTHONPATH": str(args.broker_src.resolve())}
+    rounds = []
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        broker = BrokerProcess(data, env=env).start()
+        try:
+            # kept after the catch-up acknowledged it, for the next round (Pulsar's default retention is none)
+            Admin(broker.http_url).set_namespace_policy("public/default", "retention",
+                                                        {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1})
+            filled = time.perf_counter()
+            asyncio.run(fill_backlog(broker.service_url, args.backlog, args.batch))
+            print(f"backlog of {args.backlog:,} messages written in {time.perf_counter() - filled:.1f} s", flush=True)
+        finally:
+            broker.stop()
+        for n in range(args.rounds):
+            # a fresh start: the backlog is on disk only (and the catch-up reads it from its start)
+            broker = BrokerProcess(data, port=broker.port, http_port=broker.http_port, env=env).start()
+            try:
+                alone = phase(broker, args.seconds, args.rate, None)
+                print(f"round {n + 1} alone:  {json.dumps(alone)}", flush=True)
+                loaded = phase(broker, args.seconds, args.rate,
+                               {"backlog": args.backlog, "namespaces": args.namespaces})
+                print(f"round {n + 1} loaded: {json.dumps(loaded)}", flush=True)
+                if n + 1 < args.rounds:  # the next round's catch-up starts from the backlog's start again
+                    Admin(broker.http_url).request(
+                        "POST", f"/persistent/public/default/backlog/subscription/{CATCHUP_SUB}/resetcursor/0")
+            finally:
+                broker.stop()
+            rounds.append({"alone": alone, "loaded": loaded,
+                           "p999_ratio": round(loaded["p999_ms"] / alone["p999_ms"], 2)})
+    result = {"label": args.label, "broker_src": str(args.broker_src), "backlog": args.backlog,
+              "batch": args.batch, "seconds": args.seconds, "rate": args.rate, "namespaces": args.namespaces,
+              "rounds": rounds}
+    print(json.dumps(result, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -14,6 +14,7 @@ The client certificate comes from the ASGI TLS extension (``scope["extensions"][
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -121,10 +122,12 @@ class AuthenticationMiddleware:
         if authn is None or self._open(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
+        authorization, method = _header(scope, b"authorization"), _header(scope, AUTH_METHOD_HEADER.encode())
+        fetch = authn.pending_fetch_http(authorization, method)
+        if fetch is not None:  # an OpenID issuer's keys, fetched off the loop
+            await asyncio.get_running_loop().run_in_executor(None, fetch)
         try:
-            role = authn.authenticate_http(
-                _header(scope, b"authorization"), peer_certificate_of(scope), _header(scope, AUTH_METHOD_HEADER.encode())
-            )
+            role = authn.authenticate_http(authorization, peer_certificate_of(scope), method)
         except AuthenticationError as exc:
             log.info("HTTP authentication refused: %s %s: %s (%s)",
                      scope.get("method"), scope.get("path"), exc.message, exc.reason)

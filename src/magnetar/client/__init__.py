@@ -20,6 +20,7 @@ from magnetar.client import asyncio, exceptions, schema, sync, tableview
 from magnetar.client.api.auth import (
     Authentication,
     AuthenticationBasic,
+    AuthenticationOauth2,
     AuthenticationTLS,
     AuthenticationToken,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "AsyncTransaction",
     "Authentication",
     "AuthenticationBasic",
+    "AuthenticationOauth2",
     "AuthenticationTLS",
     "AuthenticationToken",
     "AutoClusterFailover",

@@ -121,12 +121,9 @@ class AuthenticationService:
         ``clock`` is the time tokens are checked against (tests pass their own).
         """
         # jwt, cryptography, bcrypt, passlib: imported only by a broker with authentication on (126 ms CPU)
-        from magnetar.broker.security.providers import build_provider
+        from magnetar.broker.security.provider_list import build_providers
 
-        providers: dict[str, AuthenticationProvider] = {}
-        if settings.authentication_enabled:
-            for method in settings.provider_methods:
-                providers[method] = build_provider(method, settings, clock)
+        providers = build_providers(settings, clock) if settings.authentication_enabled else {}
         return cls(settings, providers, clock)
 
     @property
@@ -138,6 +135,27 @@ class AuthenticationService:
     def anonymous_role(self) -> str | None:
         """``anonymousUserRole``, or None."""
         return self.settings.anonymous_user_role
+
+    def pending_fetch(self, method: str | None, data: bytes | None) -> Callable[[], None] | None:
+        """A blocking call that fetches what checking these credentials needs from the network
+        (an OpenID issuer's keys), to run off the loop before :meth:`authenticate`; None when
+        nothing is missing (the usual case) or the method's providers fetch nothing."""
+        if not self.enabled:
+            return None
+        provider = self.providers.get(method or "none")
+        fetch = getattr(provider, "pending_fetch", None)
+        if fetch is None:
+            return None
+        try:
+            return fetch(data or b"")  # type: ignore[no-any-return]
+        except Exception:  # undecodable credentials: the check that follows refuses them
+            return None
+
+    def pending_fetch_http(self, authorization: str | None, method: str | None = None) -> Callable[[], None] | None:
+        """:meth:`pending_fetch` for an HTTP request's ``Authorization: Bearer`` token."""
+        if not authorization or not authorization.startswith("Bearer ") or (method and method != "token"):
+            return None
+        return self.pending_fetch("token", authorization[len("Bearer "):].strip().encode())
 
     def authenticate(
         self, method: str | None, data: bytes | None, peer_certificate: PeerCertificate | None = None

@@ -17,14 +17,21 @@ from typing import Any
 
 from magnetar.broker.security.errors import SecurityConfigError
 
+#: Pulsar's OpenID Connect provider (it serves the auth method ``token`` too)
+OPENID_PROVIDER_CLASS = "org.apache.pulsar.broker.authentication.oidc.AuthenticationProviderOpenID"
 #: Pulsar's authentication provider class names -> the auth method name each one serves
 PROVIDER_CLASSES: dict[str, str] = {
     "org.apache.pulsar.broker.authentication.AuthenticationProviderToken": "token",
     "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic": "basic",
     "org.apache.pulsar.broker.authentication.AuthenticationProviderTls": "tls",
+    OPENID_PROVIDER_CLASS: "token",
 }
-#: the provider class name that serves each auth method name (the metric label ``provider_name``)
-PROVIDER_CLASS_OF_METHOD: dict[str, str] = {method: cls for cls, method in PROVIDER_CLASSES.items()}
+#: short provider names taken in authenticationProviders besides the method names
+PROVIDER_ALIASES: dict[str, str] = {"openid": OPENID_PROVIDER_CLASS}
+#: the provider class name that serves each auth method name by default (method names as short provider names)
+PROVIDER_CLASS_OF_METHOD: dict[str, str] = {
+    method: cls for cls, method in PROVIDER_CLASSES.items() if cls != OPENID_PROVIDER_CLASS
+}
 PULSAR_AUTHORIZATION_PROVIDER = "org.apache.pulsar.broker.authorization.PulsarAuthorizationProvider"
 TOKEN_PUBLIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512")
 TLS_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
@@ -56,6 +63,19 @@ PULSAR_SECURITY_KEYS: dict[str, str] = {
     "tlsProtocols": "tls_protocols",
     "tlsCiphers": "tls_ciphers",
     "authorizationAllowWildcardsMatching": "authorization_allow_wildcards_matching",
+    "openIDAllowedTokenIssuers": "openid_allowed_token_issuers",
+    "openIDAllowedAudiences": "openid_allowed_audiences",
+    "openIDRoleClaim": "openid_role_claim",
+    "openIDAcceptedTimeLeewaySeconds": "openid_accepted_time_leeway_seconds",
+    "openIDCacheSize": "openid_cache_size",
+    "openIDCacheRefreshAfterWriteSeconds": "openid_cache_refresh_after_write_seconds",
+    "openIDCacheExpirationSeconds": "openid_cache_expiration_seconds",
+    "openIDKeyIdCacheMissRefreshSeconds": "openid_key_id_cache_miss_refresh_seconds",
+    "openIDHttpConnectionTimeoutMillis": "openid_http_connection_timeout_millis",
+    "openIDHttpReadTimeoutMillis": "openid_http_read_timeout_millis",
+    "openIDRequireIssuersUseHttps": "openid_require_issuers_use_https",
+    "openIDTokenIssuerTrustCertsFilePath": "openid_token_issuer_trust_certs_file_path",
+    "openIDFallbackDiscoveryMode": "openid_fallback_discovery_mode",
 }
 #: SecuritySettings field -> its Pulsar key (for error messages)
 PULSAR_NAME_OF_FIELD: dict[str, str] = {field: key for key, field in PULSAR_SECURITY_KEYS.items()}
@@ -96,9 +116,31 @@ class SecuritySettings:
     tls_protocols: tuple[str, ...] = ()
     tls_ciphers: tuple[str, ...] = ()
     authorization_allow_wildcards_matching: bool = False
+    #: OpenID Connect provider: the issuers whose tokens are accepted (``iss``), https unless allowed otherwise
+    openid_allowed_token_issuers: tuple[str, ...] = ()
+    #: a token's ``aud`` must name one of these
+    openid_allowed_audiences: tuple[str, ...] = ()
+    openid_role_claim: str = "sub"
+    openid_accepted_time_leeway_seconds: int = 0
+    #: issuers (provider metadata) and JWKS documents kept, each
+    openid_cache_size: int = 5
+    #: a cached document is fetched again after this long (the old one serves while that fails)
+    openid_cache_refresh_after_write_seconds: int = 18 * 60 * 60
+    #: a cached document is dropped after this long
+    openid_cache_expiration_seconds: int = 24 * 60 * 60
+    #: an unknown key id fetches the JWKS again at most this often
+    openid_key_id_cache_miss_refresh_seconds: int = 5 * 60
+    openid_http_connection_timeout_millis: int = 10_000
+    openid_http_read_timeout_millis: int = 10_000
+    openid_require_issuers_use_https: bool = True
+    #: CA certificates (PEM) the issuers' HTTPS certificates are checked against (default: the system's)
+    openid_token_issuer_trust_certs_file_path: str | None = None
+    #: only DISABLED (Pulsar's Kubernetes discovery modes are not available)
+    openid_fallback_discovery_mode: str = "DISABLED"
 
     def __post_init__(self) -> None:
-        for name in ("authentication_providers", "super_user_roles", "tls_protocols", "tls_ciphers"):
+        for name in ("authentication_providers", "super_user_roles", "tls_protocols", "tls_ciphers",
+                     "openid_allowed_token_issuers", "openid_allowed_audiences"):
             value = getattr(self, name)
             if isinstance(value, str):
                 value = _split_list(value)
@@ -107,7 +149,7 @@ class SecuritySettings:
             object.__setattr__(self, "token_auth_claim", "sub")
         for name in ("anonymous_user_role", "token_secret_key", "token_public_key", "token_audience_claim",
                      "token_audience", "basic_auth_conf", "tls_certificate_file_path", "tls_key_file_path",
-                     "tls_trust_certs_file_path"):
+                     "tls_trust_certs_file_path", "openid_token_issuer_trust_certs_file_path"):
             if getattr(self, name) == "":
                 object.__setattr__(self, name, None)
         self._validate()
@@ -118,10 +160,16 @@ class SecuritySettings:
         return self.broker_service_port_tls is not None or self.web_service_port_tls is not None
 
     @property
+    def provider_classes(self) -> tuple[str, ...]:
+        """The Pulsar class names of the configured providers, in configuration order, once each."""
+        names = (PROVIDER_ALIASES.get(name, PROVIDER_CLASS_OF_METHOD.get(name, name))
+                 for name in self.authentication_providers)
+        return tuple(dict.fromkeys(names))
+
+    @property
     def provider_methods(self) -> tuple[str, ...]:
         """The auth method names of the configured providers, in configuration order, once each."""
-        methods = (PROVIDER_CLASSES.get(name, name) for name in self.authentication_providers)
-        return tuple(dict.fromkeys(methods))
+        return tuple(dict.fromkeys(PROVIDER_CLASSES[name] for name in self.provider_classes))
 
     def is_super_user(self, role: str | None) -> bool:
         """Whether ``role`` is one of ``superUserRoles``."""
@@ -162,7 +210,7 @@ class SecuritySettings:
 
     def _validate(self) -> None:
         for name in self.authentication_providers:
-            if name not in PROVIDER_CLASSES and name not in PROVIDER_CLASS_OF_METHOD:
+            if name not in PROVIDER_CLASSES and name not in PROVIDER_CLASS_OF_METHOD and name not in PROVIDER_ALIASES:
                 known = ", ".join(PROVIDER_CLASSES)
                 _fail("authentication_providers", f"unknown provider {name!r} (magnetar has {known})")
         if self.authorization_provider != PULSAR_AUTHORIZATION_PROVIDER:
@@ -175,10 +223,11 @@ class SecuritySettings:
             _fail("token_public_alg", f"{self.token_public_alg!r} is not one of {', '.join(TOKEN_PUBLIC_ALGORITHMS)}")
         if self.token_audience_claim and not self.token_audience:
             _fail("token_audience", f"tokenAudienceClaim is {self.token_audience_claim!r} but tokenAudience is not set")
-        methods = self.provider_methods if self.authentication_enabled else ()
-        if "token" in methods and not (self.token_secret_key or self.token_public_key):
+        classes = self.provider_classes if self.authentication_enabled else ()
+        token_class = PROVIDER_CLASS_OF_METHOD["token"]
+        if token_class in classes and not (self.token_secret_key or self.token_public_key):
             _fail("token_secret_key", "the token provider needs tokenSecretKey or tokenPublicKey")
-        if "basic" in methods and not self.basic_auth_conf:
+        if PROVIDER_CLASS_OF_METHOD["basic"] in classes and not self.basic_auth_conf:
             _fail("basic_auth_conf", "the basic provider needs an htpasswd file")
         for name in ("broker_service_port_tls", "web_service_port_tls"):
             port = getattr(self, name)
@@ -194,6 +243,32 @@ class SecuritySettings:
                 _fail("tls_protocols", f"{protocol!r} is not one of {', '.join(TLS_PROTOCOLS)}")
         if any(not role.strip() for role in self.super_user_roles):
             _fail("super_user_roles", "a role name is empty")
+        self._validate_openid(OPENID_PROVIDER_CLASS in classes)
+
+    def _validate_openid(self, configured: bool) -> None:
+        """Pulsar's checks of the OpenID Connect provider's settings (only when it is configured)."""
+        if self.openid_fallback_discovery_mode != "DISABLED":
+            _fail("openid_fallback_discovery_mode", "only DISABLED is available (no Kubernetes discovery)")
+        for name in ("openid_accepted_time_leeway_seconds", "openid_key_id_cache_miss_refresh_seconds"):
+            if getattr(self, name) < 0:
+                _fail(name, "must not be negative")
+        for name in ("openid_cache_size", "openid_cache_refresh_after_write_seconds",
+                     "openid_cache_expiration_seconds", "openid_http_connection_timeout_millis",
+                     "openid_http_read_timeout_millis"):
+            if getattr(self, name) < 1:
+                _fail(name, "must be at least 1")
+        if not configured:
+            return
+        if not self.openid_allowed_token_issuers:
+            _fail("openid_allowed_token_issuers", "the OpenID provider needs at least one issuer")
+        if not self.openid_allowed_audiences:
+            _fail("openid_allowed_audiences", "the OpenID provider needs at least one audience")
+        if not self.openid_role_claim:
+            _fail("openid_role_claim", "must not be empty")
+        for issuer in self.openid_allowed_token_issuers:
+            if self.openid_require_issuers_use_https and not issuer.lower().startswith("https://"):
+                _fail("openid_allowed_token_issuers",
+                      f"issuer URL does not use https, but must: {issuer} (openIDRequireIssuersUseHttps)")
 
 
 def _fail(field: str, reason: str) -> None:

@@ -7,12 +7,15 @@ the authorization checks of the command handlers. As in Pulsar's ``ServerCnx``, 
 credentials expire is sent AUTH_CHALLENGE; a valid AUTH_RESPONSE for the same role renews them,
 an invalid one closes the connection, and so does a challenge still unanswered at the next check
 (every ``authenticationRefreshCheckSeconds``). Roles and failures are logged, credentials never.
+Keys a check needs from the network are fetched in an executor thread first
+(``AuthenticationService.pending_fetch``), never on the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from magnetar.broker.security import REFRESH_AUTH_DATA, AuthenticationError, RefreshAction
@@ -35,7 +38,14 @@ MIN_REFRESH_DELAY = 0.05
 
 
 class AuthCommands(SessionBase):
-    """CONNECT with authentication, AUTH_RESPONSE, and the periodic credential check of a session."""
+    """CONNECT with authentication, AUTH_RESPONSE, and the periodic credential check of a session.
+
+    Credentials whose check needs keys from the network (an OpenID issuer's JWKS not cached yet)
+    are checked once an executor thread has fetched them; the session answers nothing meanwhile.
+    """
+
+    #: a fetch of keys for this session's credentials is under way
+    _auth_fetching = False
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Stop the refresh checks with the connection."""
@@ -45,16 +55,41 @@ class AuthCommands(SessionBase):
         super().connection_lost(exc)
 
     def _on_connect(self, command: BaseCommand, frame: Frame) -> None:
-        if self.connected:
+        if self.connected or self._auth_fetching:
             raise ProtocolError("second CONNECT on a connection")
+        self._connect(command, fetched=False)
+
+    def _after_fetch(self, then: Callable[[], None]) -> Callable[[asyncio.Future[None]], None]:
+        """The callback of a key fetch run off the loop: go on with the check unless the session closed."""
+
+        def done(future: asyncio.Future[None]) -> None:
+            self._auth_fetching = False
+            if future.exception() is not None:
+                log.warning("fetching the keys of %s's credentials failed: %r", self.peer, future.exception())
+            if not self.closed:
+                then()
+
+        return done
+
+    def _fetch_then(self, fetch: Callable[[], None], then: Callable[[], None]) -> None:
+        """Run ``fetch`` (blocking: an OpenID issuer's keys) in an executor thread, then ``then`` on the loop."""
+        self._auth_fetching = True
+        asyncio.get_running_loop().run_in_executor(None, fetch).add_done_callback(self._after_fetch(then))
+
+    def _connect(self, command: BaseCommand, fetched: bool) -> None:
         c = command.connect
         self.client_version = c.client_version
         self.protocol_version = c.protocol_version
         auth = self.service.authentication
         if auth is not None:
             method = c.auth_method_name or "none"
+            data = c.auth_data if c.HasField("auth_data") else None
+            fetch = None if fetched else auth.pending_fetch(method, data)
+            if fetch is not None:
+                self._fetch_then(fetch, lambda: self._connect(command, fetched=True))
+                return
             try:
-                state = auth.authenticate(method, c.auth_data if c.HasField("auth_data") else None, self.peer_certificate)
+                state = auth.authenticate(method, data, self.peer_certificate)
             except AuthenticationError as exc:
                 self._refuse_credentials(f"CONNECT (auth method {method[:64]!r})", exc)
                 return
@@ -77,6 +112,9 @@ class AuthCommands(SessionBase):
         return max(MIN_PROTOCOL_VERSION, min(PROTOCOL_VERSION, self.protocol_version or PROTOCOL_VERSION))
 
     def _on_auth_response(self, command: BaseCommand, frame: Frame) -> None:
+        self._auth_response(command, fetched=False)
+
+    def _auth_response(self, command: BaseCommand, fetched: bool) -> None:
         auth = self.service.authentication
         state = self.auth_state
         if auth is None or state is None:
@@ -84,6 +122,10 @@ class AuthCommands(SessionBase):
             return
         response = command.auth_response
         data = response.response.auth_data if response.HasField("response") else None
+        fetch = None if fetched else auth.pending_fetch(state.method, data)
+        if fetch is not None:
+            self._fetch_then(fetch, lambda: self._auth_response(command, fetched=True))
+            return
         try:
             renewed = auth.respond_to_challenge(state, data, self.peer_certificate)
         except AuthenticationError as exc:

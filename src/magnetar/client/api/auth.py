@@ -6,24 +6,29 @@ example to refresh an expiring token) the plugin's ``respond(challenge)`` gives 
 AUTH_RESPONSE. ``AuthenticationToken`` sends a fixed token, or asks a supplier each time
 credentials are needed so a rotated token is picked up; ``AuthenticationBasic`` sends
 ``user:password``; ``AuthenticationTLS`` authenticates with the client certificate of the TLS
-connection. Each plugin also gives the HTTP headers of HTTP lookups (``http_headers()``) and the
+connection; ``AuthenticationOauth2`` sends a token it gets from an OAuth 2.0 issuer (client
+credentials), fetched in a thread by ``prepare()``, which the client awaits before connecting. Each plugin also gives the HTTP headers of HTTP lookups (``http_headers()``) and the
 client certificate it brings (``tls_certificate()``).
 
 ``Authentication(plugin_name, auth_params)`` is the official client's generic constructor: the
-plugin is named as the C++ client names it (``tls``, ``token``, ``basic``) or by the Java class
+plugin is named as the C++ client names it (``tls``, ``token``, ``basic``, ``oauth2``) or by the Java class
 name, and configured from its parameter string. A name magnetar does not know still constructs;
 connecting with it fails with AuthenticationError.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from magnetar.client.api.arguments import InvalidArgument, check_type
+from magnetar.client.api.oauth2 import AccessToken, ClientCredentialsFlow
 from magnetar.client.exceptions import AuthenticationError, InvalidConfiguration
 
 #: the challenge data a broker sends to ask for fresh credentials (as the Java broker)
@@ -71,6 +76,12 @@ class Authentication:
     def tls_certificate(self) -> tuple[str, str] | None:
         """(certificate file, private key file) the plugin presents on TLS connections, if any."""
         return self._plugin.tls_certificate() if self._plugin is not None else None
+
+    async def prepare(self) -> None:
+        """Get ready to give credentials without blocking the loop (the client awaits it before
+        connecting): a plugin that fetches them over the network does it here, in a thread."""
+        if self._plugin is not None:
+            await self._plugin.prepare()
 
 
 class AuthenticationToken(Authentication):
@@ -177,6 +188,62 @@ class AuthenticationTLS(Authentication):
         return self.certificate_path, self.private_key_path
 
 
+class AuthenticationOauth2(Authentication):
+    """OAuth 2.0 client credentials (``auth_method_name`` "token"), as the official client's
+    ``AuthenticationOauth2(auth_params_string)``.
+
+    ``auth_params_string`` is a JSON object: ``issuer_url`` (required), ``private_key`` (a JSON
+    key file with ``client_id`` and ``client_secret``: a path, ``file:`` or
+    ``data:application/json;base64,`` URL) or ``client_id`` and ``client_secret`` themselves,
+    ``audience``, ``scope``. The access token is fetched from the issuer's token endpoint when
+    first needed and fetched again before it expires (when a tenth of its lifetime, at most 60 s,
+    is left) or when the broker challenges an expired one. A failure to get one is an
+    AuthenticationError when connecting.
+    """
+
+    auth_method_name = "token"
+
+    def __init__(self, auth_params_string: str) -> None:
+        check_type(auth_params_string, str, "auth_params_string")
+        try:
+            params = json.loads(auth_params_string)
+        except ValueError as exc:
+            raise InvalidAuthParams(f"OAuth2 authentication parameters are not JSON: {exc}") from None
+        if not isinstance(params, dict):
+            raise InvalidAuthParams("OAuth2 authentication parameters must be a JSON object")
+        self._flow = ClientCredentialsFlow(params)
+        self._token: AccessToken | None = None
+        self._lock = threading.Lock()
+
+    def _current(self, force: bool = False) -> str:
+        """The cached token, fetched first when there is none, it is due, or ``force`` (blocking)."""
+        with self._lock:
+            token = self._token
+            if force or token is None or token.due(time.time()):
+                token = self._token = self._flow.fetch()
+            return token.token
+
+    def _ready(self) -> bool:
+        token = self._token
+        return token is not None and not token.due(time.time())
+
+    async def prepare(self) -> None:
+        """Fetch a token in a worker thread unless a fresh one is cached."""
+        if not self._ready():
+            await asyncio.to_thread(self._current)
+
+    def auth_data(self) -> bytes:
+        return self._current().encode()
+
+    def respond(self, challenge: bytes) -> bytes:
+        """A token for the broker's challenge: a new one when the cached one has no known lifetime."""
+        token = self._token
+        return self._current(force=token is not None and token.expires_in is None).encode()
+
+    def http_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._current()}"}
+
+
 class UnknownAuthentication(Authentication):
     """A plugin name magnetar does not know: constructs, but every use of its credentials fails
     with AuthenticationError (as the official client fails a plugin it cannot load)."""
@@ -187,7 +254,7 @@ class UnknownAuthentication(Authentication):
 
     def _refuse(self) -> AuthenticationError:
         return AuthenticationError(
-            f"no authentication plugin {self.plugin_name!r}: magnetar.client has tls, token and basic"
+            f"no authentication plugin {self.plugin_name!r}: magnetar.client has tls, token, basic and oauth2"
             " (or their Java class names org.apache.pulsar.client.impl.auth.AuthenticationTls, ...)"
         )
 
@@ -242,17 +309,20 @@ _PLUGINS: dict[str, Callable[[str], Authentication]] = {
     _JAVA_PACKAGE.lower() + "authenticationtoken": _token_plugin,
     "basic": lambda params: AuthenticationBasic(auth_params_string=params),
     _JAVA_PACKAGE.lower() + "authenticationbasic": lambda params: AuthenticationBasic(auth_params_string=params),
+    "oauth2": AuthenticationOauth2,
+    _JAVA_PACKAGE.lower() + "oauth2.authenticationoauth2": AuthenticationOauth2,
 }
 
 
 def plugin_named(plugin_name: str, auth_params: str) -> Authentication:
-    """The plugin ``plugin_name`` (``tls``, ``token``, ``basic`` or its Java class name, any case)
+    """The plugin ``plugin_name`` (``tls``, ``token``, ``basic``, ``oauth2`` or its Java class name, any case)
     configured by ``auth_params``; an :class:`UnknownAuthentication` for any other name."""
     make = _PLUGINS.get(plugin_name.lower())
     return make(auth_params) if make is not None else UnknownAuthentication(plugin_name)
 
 
 __all__ = [
-    "REFRESH_AUTH_DATA", "Authentication", "AuthenticationBasic", "AuthenticationTLS", "AuthenticationToken",
+    "REFRESH_AUTH_DATA", "Authentication", "AuthenticationBasic", "AuthenticationOauth2", "AuthenticationTLS",
+    "AuthenticationToken",
     "InvalidAuthParams", "UnknownAuthentication", "plugin_named",
 ]

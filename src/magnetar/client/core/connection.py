@@ -106,6 +106,8 @@ class ClientConnection(FramedProtocol):
         self.consumers: dict[int, ConsumerHandler] = {}
         self._keepalive: asyncio.TimerHandle | None = None
         self.on_lost: Callable[[ClientConnection], None] | None = None
+        #: the AUTH_RESPONSE being prepared (held so the task is not collected)
+        self._challenge_answer: asyncio.Future[None] | None = None
 
     # -- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -301,10 +303,17 @@ class ClientConnection(FramedProtocol):
                 f"broker {self.address[0]}:{self.address[1]} sent an authentication challenge but no authentication is configured"
             ))
             return
+        self._challenge_answer = asyncio.ensure_future(self._respond_to_challenge(auth, challenge.challenge.auth_data))
+
+    async def _respond_to_challenge(self, auth: Authentication, challenge_data: bytes) -> None:
+        """AUTH_RESPONSE with fresh credentials (a plugin fetching them does so in a thread first)."""
         try:
-            data = auth.respond(challenge.challenge.auth_data)
+            await auth.prepare()
+            data = auth.respond(challenge_data)
         except PulsarError as exc:
             self.close(exc)
+            return
+        if self.closed:
             return
         cmd = BaseCommand(type=CommandType.AUTH_RESPONSE)
         r = cmd.auth_response
@@ -404,6 +413,8 @@ class ConnectionPool:
             ssl_context = self.ssl_context or ssl_module.create_default_context()
         try:
             async with asyncio.timeout(self.connection_timeout):
+                if self.authentication is not None:
+                    await self.authentication.prepare()  # e.g. an OAuth2 token, fetched in a thread
                 await loop.create_connection(factory, host, port, ssl=ssl_context)
                 assert conn is not None
                 await asyncio.shield(conn.connected)

@@ -182,6 +182,8 @@ class HttpLookupService(LookupService):
 
     async def _get(self, path: str) -> object:
         host, port = self.service_url.pick()
+        if self.pool.authentication is not None:
+            await self.pool.authentication.prepare()
         request = self._request(path, host, port)
         tls = (self.pool.ssl_context or True) if self.service_url.tls else None
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from functools import total_ordering
 from operator import attrgetter
@@ -299,6 +300,17 @@ class Message:
         if single is not None:
             return single.partition_key
         return self._metadata().partition_key
+
+    def key_bytes(self) -> bytes | None:
+        """The key as bytes (Java's ``getKeyBytes``): base64-decoded when the producer marked it so
+        (a KeyValue SEPARATED key), else its UTF-8; None without a key or with a null key."""
+        single = self._single_metadata()
+        src = single if single is not None else self._metadata()
+        if src.null_partition_key or not src.HasField("partition_key"):
+            return None
+        if src.partition_key_b64_encoded:
+            return base64.b64decode(src.partition_key)
+        return src.partition_key.encode("utf-8")
 
     def has_key(self) -> bool:
         """Whether the message has a key."""

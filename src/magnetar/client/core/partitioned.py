@@ -19,6 +19,7 @@ from magnetar.client.api.config import ProducerConfig
 from magnetar.client.api.message import MessageId
 from magnetar.client.core.handler import ClientContext
 from magnetar.client.core.producer import AsyncProducer
+from magnetar.client.core.sends import separate
 from magnetar.client.exceptions import InvalidConfiguration, PulsarError
 from magnetar.protocol.hashing import java_string_hash, murmur3_32
 from magnetar.protocol.topic_name import TopicName
@@ -94,6 +95,8 @@ class AsyncPartitionedProducer:
         self._router = router
         self.hashing_scheme = hashing_scheme
         self.clock = clock
+        #: a KeyValue SEPARATED schema's split into (key, value), done before routing
+        self._split = config.schema.split if getattr(config.schema, "separated", False) else None
         self._base = TopicName.parse(topic)
         per_partition = config
         if config.max_pending_messages > 0 and config.max_pending_messages_across_partitions > 0:
@@ -235,16 +238,26 @@ class AsyncPartitionedProducer:
     def _choose(self, content: bytes, options: dict) -> AsyncProducer:
         return self.producers[self.partition_for(content, options)]
 
+    def _separated(self, content: Any, options: dict) -> tuple[Any, dict]:
+        """A KeyValue SEPARATED pair as payload and key before routing (the key routes it)."""
+        split = self._split
+        if split is None or content is None or options.get("raw"):
+            return content, options
+        return separate(split, content, options)
+
     async def send(self, content: Any, **options: Any) -> MessageId:
         """Publish one message to the partition its router picks and wait for the receipt."""
+        content, options = self._separated(content, options)
         return await self._choose(content, options).send(content, **options)
 
     async def send_async(self, content: Any, callback: Any = None, **options: Any) -> asyncio.Future[MessageId]:
         """Queue one message on the partition its router picks."""
+        content, options = self._separated(content, options)
         return await self._choose(content, options).send_async(content, callback, **options)
 
     def send_nowait(self, content: Any, waiter: Any = None, sequence_id: int | None = None, **options: Any) -> None:
         """Queue a message without waiting (as :meth:`Producer.send_nowait`)."""
+        content, options = self._separated(content, options)
         if sequence_id is not None:
             options["sequence_id"] = sequence_id
         if options or content.__class__ is not bytes or not self._batch_turns:

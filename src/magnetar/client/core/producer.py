@@ -23,14 +23,18 @@ from magnetar.client.core.registration import close_on_broker, producer_command,
 from magnetar.client.core.send_completion import SendCompletion
 from magnetar.client.core.sends import (
     PLAIN_HEADS,
+    B64Key,
     Batch,
     PendingSend,
     SendCallback,
+    b64_key_head,
     callback_adapter,
     key_bytes,
     plain_head,
     resolve,
     seconds,
+    separate,
+    set_key,
 )
 from magnetar.client.exceptions import (
     AlreadyClosed,
@@ -104,6 +108,8 @@ class AsyncProducer(HandlerState, SendCompletion):
         schema = config.schema
         #: encodes typed values (None: payloads are bytes)
         self._encode = None if schema is None or getattr(schema, "schema_type", 0) == 0 else schema.encode
+        #: a KeyValue SEPARATED schema's split into (key, value): the key goes into the message key
+        self._split = schema.split if getattr(schema, "separated", False) else None
         #: bytes without options go into the one open batch as they are (batching on, not by key, no schema)
         self._plain_open = self._batching and not self._key_based and self._encode is None
         #: end-to-end encryption of every payload (None: off)
@@ -217,6 +223,8 @@ class AsyncProducer(HandlerState, SendCompletion):
         goes straight into the open batch here: this runs once per message, so it does only what
         that case needs.
         """
+        if self._split is not None and content is not None and not options.get("raw"):
+            content, options = separate(self._split, content, options)
         txn_id = None
         if txn is not None:
             txn_id = txn.ready_on(self)
@@ -334,6 +342,8 @@ class AsyncProducer(HandlerState, SendCompletion):
         plain = properties is None and key is None and ordering_key is None and not event_time and not null_value
         if plain:
             head = PLAIN_HEADS.get(size) or plain_head(size)
+        elif key.__class__ is B64Key:
+            head = b64_key_head(size, key, properties, event_time, null_value, ordering_key)  # type: ignore[arg-type]
         else:
             head = batched_message_head(size, key, properties, event_time, null_value, ordering_key)
         batch.txn = txn
@@ -424,7 +434,7 @@ class AsyncProducer(HandlerState, SendCompletion):
         if batch.last_sequence_id != batch.first_sequence_id:
             meta.highest_sequence_id = batch.last_sequence_id
         if batch.key is not None:
-            meta.partition_key = batch.key
+            set_key(meta, batch.key)
         if batch.ordering_key is not None:
             meta.ordering_key = batch.ordering_key
         if batch.txn is not None:
@@ -446,7 +456,7 @@ class AsyncProducer(HandlerState, SendCompletion):
             for k, v in properties.items():
                 meta.properties.append(KeyValue(key=k, value=v))
         if key is not None:
-            meta.partition_key = key
+            set_key(meta, key)
         if ordering_key is not None:
             meta.ordering_key = ordering_key
         if event_time:

@@ -9,7 +9,9 @@ caches the whole prefix of a message with nothing but a payload. A waiter is a f
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
+import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +36,51 @@ def key_bytes(key: str | bytes | bytearray | memoryview) -> bytes:
     if isinstance(key, (bytes, bytearray, memoryview)):
         return bytes(key)
     raise InvalidArgument(f"Argument ordering_key is expected to be either None or of type 'str' and not '{type(key).__name__}'")
+
+
+class B64Key(str):
+    """A message key that is the base64 of bytes (``partition_key_b64_encoded``): a KeyValue
+    SEPARATED schema's encoded key, as the Java client sends it."""
+
+    __slots__ = ()
+
+
+#: a null key (``null_partition_key``): a KeyValue SEPARATED pair whose key is None
+NULL_KEY = B64Key("")
+_U32 = struct.Struct(">I")
+#: SingleMessageMetadata partition_key_b64_encoded (6) and null_partition_key (10), both true
+_B64_FLAG = b"\x30\x01"
+_NULL_KEY_FLAG = b"\x50\x01"
+
+
+def separate(split: Callable[[Any], tuple[bytes | None, bytes | None]], content: Any,
+             options: dict[str, Any]) -> tuple[bytes | None, dict[str, Any]]:
+    """A KeyValue SEPARATED pair as (payload or None for a null value, the send options with its
+    key): ``split`` is the schema's, the payload is sent as it is (``raw``)."""
+    key, payload = split(content)
+    options = {**options, "raw": True,
+               "partition_key": NULL_KEY if key is None else B64Key(base64.b64encode(key).decode("ascii"))}
+    return payload, options
+
+
+def set_key(meta: Any, key: str) -> None:
+    """Put a message key into a MessageMetadata (with the base64 mark, or as a null key)."""
+    if key is NULL_KEY:
+        meta.null_partition_key = True
+        return
+    meta.partition_key = key
+    if key.__class__ is B64Key:
+        meta.partition_key_b64_encoded = True
+
+
+def b64_key_head(payload_size: int, key: B64Key, properties: dict[str, str] | None, event_time: int,
+                 null_value: bool, ordering_key: bytes | None) -> bytes:
+    """The batched head of a message whose key is a :class:`B64Key`: marked base64 (fields may
+    come in any order on the wire), or a null key."""
+    head = batched_message_head(payload_size, None if key is NULL_KEY else key, properties, event_time, null_value,
+                                ordering_key)
+    single = head[4:] + (_NULL_KEY_FLAG if key is NULL_KEY else _B64_FLAG)
+    return _U32.pack(len(single)) + single
 
 
 class Batch:

@@ -2,8 +2,8 @@
 
 ``BytesSchema`` (the default: payloads as they are, no schema sent), ``StringSchema`` (UTF-8),
 ``JsonSchema`` and ``AvroSchema`` over records, ``ProtobufNativeSchema`` over generated protobuf
-message classes, and ``KeyValueSchema`` (a key and a value in one
-payload, INLINE encoding). A record is a dataclass (its Avro definition is derived from the
+message classes, and ``KeyValueSchema`` (a key and a value in one payload, INLINE encoding, or
+the key in the message key, SEPARATED). A record is a dataclass (its Avro definition is derived from the
 type hints: str, int -> long, float -> double, bool, bytes, Optional[...], list[...],
 dict[str, ...], Enum subclasses and nested dataclasses; ``field(metadata={"avro": "int"})``
 overrides a field's type), a :class:`~magnetar.client.schema.records.Record` class declared as for the
@@ -434,24 +434,48 @@ class KeyValueEncodingType(enum.IntEnum):
 
 
 class KeyValueSchema(Schema):
-    """(key, value) tuples in one payload: ``[i32 key size][key][i32 value size][value]`` (INLINE)."""
+    """(key, value) tuples: INLINE puts both in the payload, ``[i32 key size][key][i32 value
+    size][value]`` (-1 for None); SEPARATED, as the Java client, puts the encoded key in the
+    message key (base64, marked ``partition_key_b64_encoded``; a None key is a null key) and the
+    encoded value in the payload (None: a null value). A SEPARATED schema's key also routes the
+    message to its partition and is what Key_Shared and compaction see."""
 
     schema_type = SchemaType.KEY_VALUE
     name = "KeyValue"
     _I32 = struct.Struct(">i")
 
     def __init__(self, key_schema: Schema, value_schema: Schema, encoding: KeyValueEncodingType = KeyValueEncodingType.INLINE) -> None:
-        if encoding != KeyValueEncodingType.INLINE:
-            raise InvalidConfiguration("KeyValueSchema: only the INLINE encoding is supported")
+        if not isinstance(encoding, KeyValueEncodingType):
+            try:
+                encoding = KeyValueEncodingType(encoding)
+            except ValueError:
+                raise InvalidConfiguration(f"KeyValueSchema: unknown encoding {encoding!r}") from None
         self.key_schema = key_schema
         self.value_schema = value_schema
         self.encoding = encoding
+        #: the core sends (key bytes, payload) of :meth:`split` instead of :meth:`encode`'s payload
+        self.separated = encoding == KeyValueEncodingType.SEPARATED
 
-    def encode(self, value: Any) -> bytes:
+    @staticmethod
+    def _pair(value: Any) -> tuple[Any, Any]:
         try:
             key, val = value
         except (TypeError, ValueError):
             raise SchemaSerializationError(f"KeyValueSchema needs a (key, value) pair, not {type(value).__name__}") from None
+        return key, val
+
+    def split(self, value: Any) -> tuple[bytes | None, bytes | None]:
+        """(encoded key or None, encoded value or None) of a (key, value) pair: SEPARATED's two parts."""
+        key, val = self._pair(value)
+        return (None if key is None else self.key_schema.encode(key),
+                None if val is None else self.value_schema.encode(val))
+
+    def encode(self, value: Any) -> bytes:
+        """The INLINE payload of a (key, value) pair (a SEPARATED schema's payload is :meth:`split`'s value)."""
+        if self.separated:
+            payload = self.split(value)[1]
+            return b"" if payload is None else payload
+        key, val = self._pair(value)
         out = []
         for schema, part in ((self.key_schema, key), (self.value_schema, val)):
             if part is None:
@@ -461,7 +485,18 @@ class KeyValueSchema(Schema):
                 out.append(self._I32.pack(len(data)) + data)
         return b"".join(out)
 
+    def decode_message(self, message: Any) -> tuple[Any, Any]:
+        """A received message's (key, value): SEPARATED reads the key from the message key."""
+        if not self.separated:
+            return self.decode(message.data())
+        key = message.key_bytes()
+        return (None if key is None else self.key_schema.decode(key),
+                None if message.is_null_value() else self.value_schema.decode(message.data()))
+
     def decode(self, data: bytes) -> tuple[Any, Any]:
+        """(key, value) of an INLINE payload (SEPARATED: (None, value); :meth:`decode_message` has the key)."""
+        if self.separated:
+            return None, self.value_schema.decode(data)
         view = memoryview(data)
         parts = []
         pos = 0
@@ -494,7 +529,7 @@ class KeyValueSchema(Schema):
         return props
 
     def __repr__(self) -> str:
-        return f"KeyValueSchema({self.key_schema!r}, {self.value_schema!r})"
+        return f"KeyValueSchema({self.key_schema!r}, {self.value_schema!r}, {self.encoding.name})"
 
 
 __all__ = [

@@ -22,6 +22,7 @@ import pytest
 from magnetar.testing import BrokerProcess
 
 from . import harness
+from .magnetar_side import write_magnetar_side
 from .xlang import write_python_side
 
 #: broker settings the suites rely on: ChunkingTest expects a 1 MiB max message size
@@ -86,6 +87,7 @@ def interop_env(interop_broker: BrokerProcess | ExternalBroker, no_txn_broker: B
 def python_written(interop_env: dict[str, str]) -> str:
     """The run id, once the Python side of the cross-language topics is written."""
     write_python_side(interop_env["MAGNETAR_SERVICE_URL"], interop_env["MAGNETAR_INTEROP_RUN"])
+    write_magnetar_side(interop_env["MAGNETAR_SERVICE_URL"], interop_env["MAGNETAR_INTEROP_RUN"])
     return interop_env["MAGNETAR_INTEROP_RUN"]
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from magnetar.testing import BrokerProcess
 
-from . import harness
+from . import harness, magnetar_side
+from .magnetar_side import read_with_magnetar
 from .xlang import expected_side, read_side
 
 #: the first item also pays for building and running the suites (first runs download dependencies)
@@ -31,3 +32,12 @@ def test_python_reads_what_go_wrote(
     assert go_writer_run.error is None, go_writer_run.error
     got = read_side(interop_broker.service_url, interop_env["MAGNETAR_INTEROP_RUN"], "go")
     assert got == expected_side("go")
+
+
+def test_magnetar_client_reads_the_key_values_java_wrote(
+    interop_broker: BrokerProcess, interop_env: dict[str, str], java_run: harness.SuiteRun
+) -> None:
+    """KeyValue SEPARATED from the Java client: base64 keys of non-UTF-8 bytes, a null key last."""
+    assert java_run.error is None, java_run.error
+    got = read_with_magnetar(interop_broker.service_url, interop_env["MAGNETAR_INTEROP_RUN"], "java")
+    assert got == [(k, v, k is not None) for k, v in magnetar_side.expected("java")]

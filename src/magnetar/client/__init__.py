@@ -36,6 +36,7 @@ from magnetar.client.api.config import BatchingType, ConsumerConfig, ProducerCon
 from magnetar.client.api.crypto import CryptoKeyReader, EncryptionContext, EncryptionKey
 from magnetar.client.api.failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from magnetar.client.api.message import Message, MessageId
+from magnetar.client.api.message_batch import MessageBatch
 from magnetar.client.api.policies import (
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
@@ -122,6 +123,7 @@ __all__ = [
     "KeyValueSchema",
     "LoggerLevel",
     "Message",
+    "MessageBatch",
     "MessageId",
     "MultiplierRedeliveryBackoff",
     "PartitionsRoutingMode",

@@ -22,7 +22,7 @@ import pytest
 from magnetar.testing import BrokerProcess
 
 from . import harness
-from .magnetar_side import write_magnetar_side
+from .magnetar_side import write_key_files, write_magnetar_side
 from .xlang import write_python_side
 
 #: broker settings the suites rely on: ChunkingTest expects a 1 MiB max message size
@@ -71,12 +71,18 @@ def no_txn_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPr
 
 
 @pytest.fixture(scope="session")
-def interop_env(interop_broker: BrokerProcess | ExternalBroker, no_txn_broker: BrokerProcess | None) -> dict[str, str]:
-    """The variables the Java and Go suites read."""
+def interop_env(
+    interop_broker: BrokerProcess | ExternalBroker, no_txn_broker: BrokerProcess | None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, str]:
+    """The variables the Java and Go suites read (with the encryption key files they share)."""
+    keys = tmp_path_factory.mktemp("interop-keys")
+    write_key_files(keys)
     env = {
         "MAGNETAR_SERVICE_URL": interop_broker.service_url,
         "MAGNETAR_HTTP_URL": interop_broker.http_url,
         "MAGNETAR_INTEROP_RUN": uuid.uuid4().hex[:10],
+        "MAGNETAR_INTEROP_KEYS": str(keys),
     }
     if no_txn_broker is not None:
         env["MAGNETAR_NO_TXN_SERVICE_URL"] = no_txn_broker.service_url
@@ -87,7 +93,8 @@ def interop_env(interop_broker: BrokerProcess | ExternalBroker, no_txn_broker: B
 def python_written(interop_env: dict[str, str]) -> str:
     """The run id, once the Python side of the cross-language topics is written."""
     write_python_side(interop_env["MAGNETAR_SERVICE_URL"], interop_env["MAGNETAR_INTEROP_RUN"])
-    write_magnetar_side(interop_env["MAGNETAR_SERVICE_URL"], interop_env["MAGNETAR_INTEROP_RUN"])
+    write_magnetar_side(interop_env["MAGNETAR_SERVICE_URL"], interop_env["MAGNETAR_INTEROP_RUN"],
+                        interop_env["MAGNETAR_INTEROP_KEYS"])
     return interop_env["MAGNETAR_INTEROP_RUN"]
 
 

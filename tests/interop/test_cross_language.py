@@ -41,3 +41,14 @@ def test_magnetar_client_reads_the_key_values_java_wrote(
     assert java_run.error is None, java_run.error
     got = read_with_magnetar(interop_broker.service_url, interop_env["MAGNETAR_INTEROP_RUN"], "java")
     assert got == [(k, v, k is not None) for k, v in magnetar_side.expected("java")]
+
+
+def test_magnetar_client_decrypts_what_java_encrypted(
+    interop_broker: BrokerProcess, interop_env: dict[str, str], java_run: harness.SuiteRun
+) -> None:
+    """RSA and EC (ECIES) keys, batched with LZ4 and single with ZLIB, from the Java client."""
+    assert java_run.error is None, java_run.error
+    got = magnetar_side.read_encrypted_with_magnetar(
+        interop_broker.service_url, interop_env["MAGNETAR_INTEROP_RUN"], "java", interop_env["MAGNETAR_INTEROP_KEYS"])
+    assert got == {f"enc-{k}-{m}": magnetar_side.encrypted_payloads("java", f"enc-{k}-{m}")
+                   for k in magnetar_side.KEY_KINDS for m in magnetar_side.MODES}

@@ -3,9 +3,10 @@
 A producer encrypts each payload (a whole batch, after compression) with AES-256-GCM under a
 random data key of its own (a new one every 4 hours) and a random 12-byte IV, which goes in the
 metadata's ``encryption_param``; the 16-byte tag follows the ciphertext. The data key goes in
-``encryption_keys``, once per key name, encrypted with that name's RSA public key (OAEP with
-SHA-1 and MGF1-SHA-1: OpenSSL's ``RSA_PKCS1_OAEP_PADDING``, the Java client's
-``RSA/NONE/OAEPWithSHA1AndMGF1Padding``), with the metadata the key reader gave. A consumer
+``encryption_keys``, once per key name, encrypted with that name's public key: RSA with OAEP
+(SHA-1 and MGF1-SHA-1: OpenSSL's ``RSA_PKCS1_OAEP_PADDING``, the Java client's
+``RSA/NONE/OAEPWithSHA1AndMGF1Padding``), EC with the Java client's ECIES (:mod:`.ecies`; the
+official Python client has RSA only), with the metadata the key reader gave. A consumer
 decrypts the data key with its private key (remembered by the MD5 of the encrypted key, as the
 official clients), then the payload. Keys come from a key reader whose files were read off the
 event loop when the producer or consumer was created (:func:`load_keys`).
@@ -22,6 +23,7 @@ from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
+from magnetar.client.core.ecies import ecies_decrypt, ecies_encrypt
 from magnetar.client.exceptions import CryptoError
 from magnetar.protocol.schema import EncryptionKeys, KeyValue, MessageMetadata
 
@@ -42,11 +44,11 @@ def _cryptography() -> SimpleNamespace:
     CPU (python -X importtime) that a client without encryption never pays."""
     from cryptography.exceptions import InvalidTag
     from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+    from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     oaep = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None)  # noqa: S303
-    return SimpleNamespace(InvalidTag=InvalidTag, serialization=serialization, rsa=rsa, AESGCM=AESGCM, oaep=oaep)
+    return SimpleNamespace(InvalidTag=InvalidTag, serialization=serialization, rsa=rsa, ec=ec, AESGCM=AESGCM, oaep=oaep)
 
 
 async def load_keys(reader: Any) -> None:
@@ -62,9 +64,11 @@ def _encrypt_data_key(public_pem: bytes, data_key: bytes, key_name: str) -> byte
         public = crypto.serialization.load_pem_public_key(public_pem)
     except ValueError as exc:
         raise CryptoError(f"cannot load the public key {key_name!r}: {exc}") from None
-    if not isinstance(public, crypto.rsa.RSAPublicKey):
-        raise CryptoError(f"the public key {key_name!r} is a {type(public).__name__}: only RSA keys are supported")
-    return public.encrypt(data_key, crypto.oaep)
+    if isinstance(public, crypto.rsa.RSAPublicKey):
+        return public.encrypt(data_key, crypto.oaep)
+    if isinstance(public, crypto.ec.EllipticCurvePublicKey):
+        return ecies_encrypt(public, data_key)
+    raise CryptoError(f"the public key {key_name!r} is a {type(public).__name__}: only RSA and EC keys are supported")
 
 
 def encryptor_for(config: Any) -> MessageEncryptor | None:
@@ -156,11 +160,14 @@ class MessageDecryptor:
         except (OSError, ValueError, TypeError) as exc:
             log.error("cannot load the private key %r: %s", entry.key, exc)
             return None
-        if not isinstance(private, self._crypto.rsa.RSAPrivateKey):
-            log.error("the private key %r is not an RSA key", entry.key)
-            return None
         try:
-            data_key = private.decrypt(entry.value, self._crypto.oaep)
+            if isinstance(private, self._crypto.rsa.RSAPrivateKey):
+                data_key = private.decrypt(entry.value, self._crypto.oaep)
+            elif isinstance(private, self._crypto.ec.EllipticCurvePrivateKey):
+                data_key = ecies_decrypt(private, entry.value)
+            else:
+                log.error("the private key %r is neither an RSA nor an EC key", entry.key)
+                return None
         except ValueError:
             return None
         if len(self._data_keys) >= _MAX_CACHED_KEYS:

@@ -127,10 +127,12 @@ def test_key_based_batching_groups_by_key() -> None:
             batches = {}
             for frame in fake.frames(CommandType.SEND):
                 meta, messages = open_entry(frame.entry)
-                keys = {single.partition_key for single, _ in messages}
+                keys = {meta.partition_key if single is None else single.partition_key for single, _ in messages}
                 assert len(keys) == 1
                 assert meta.partition_key == keys.pop()
                 batches[(meta.partition_key, meta.ordering_key)] = [body for _, body in messages]
+                # a batch of one leaves as a plain message, as the Java client sends it
+                assert meta.HasField("num_messages_in_batch") == (len(messages) > 1)
             assert batches[("a", b"")] == [b"m0", b"m3", b"m6", b"m9"]
             assert batches[("b", b"")] == [b"m1", b"m4", b"m7", b"m10"]
             assert batches[("c", b"")] == [b"m2", b"m5", b"m8", b"m11"]

@@ -30,6 +30,7 @@ from magnetar.client.core.sends import (
     b64_key_head,
     callback_adapter,
     key_bytes,
+    lone_message_metadata,
     plain_head,
     resolve,
     seconds,
@@ -425,6 +426,9 @@ class AsyncProducer(HandlerState, SendCompletion):
             self._batch_timer = None
         if not batch.count:
             return
+        if batch.count == 1:
+            self._send_lone(batch)
+            return
         meta = MessageMetadata(
             producer_name=self.name,
             sequence_id=batch.first_sequence_id,
@@ -441,6 +445,16 @@ class AsyncProducer(HandlerState, SendCompletion):
             meta.txnid_most_bits, meta.txnid_least_bits = batch.txn
         payload = batch.payload()
         self._enqueue(meta, payload, batch.count, batch.first_sequence_id, batch.last_sequence_id, batch.callbacks, batched=True)
+
+    def _send_lone(self, batch: Batch) -> None:
+        """A batch of one message, sent as a plain message (as the Java client does)."""
+        sequence_id = batch.first_sequence_id
+        meta = MessageMetadata(producer_name=self.name, sequence_id=sequence_id, publish_time=int(time.time() * 1000))
+        assert batch.head is not None  # one message: its head is the batch's
+        lone_message_metadata(meta, batch.head)
+        if batch.txn is not None:
+            meta.txnid_most_bits, meta.txnid_least_bits = batch.txn
+        self._enqueue(meta, batch.parts[0], 1, sequence_id, sequence_id, batch.callbacks, single=True)
 
     def _send_single(
         self, content: bytes, waiter: Any, properties: dict | None, key: str | None, ordering_key: bytes | None,

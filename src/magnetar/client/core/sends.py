@@ -19,6 +19,7 @@ from typing import Any
 from magnetar.client.api.arguments import InvalidArgument
 from magnetar.client.api.message import BATCH_INDEXES, IdPart, MessageId, _signed, fast_message_id, id_part
 from magnetar.client.exceptions import PulsarError, Timeout
+from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
 from magnetar.protocol.single_metadata import batched_message_head
 
 log = logging.getLogger("magnetar.client.core.producer")
@@ -81,6 +82,27 @@ def b64_key_head(payload_size: int, key: B64Key, properties: dict[str, str] | No
                                 ordering_key)
     single = head[4:] + (_NULL_KEY_FLAG if key is NULL_KEY else _B64_FLAG)
     return _U32.pack(len(single)) + single
+
+
+def lone_message_metadata(meta: MessageMetadata, head: bytes) -> None:
+    """Copy a batched message's own fields (``head``: its size prefix and SingleMessageMetadata)
+    into ``meta``, the metadata of an entry of its own: a batch of one leaves as a plain message,
+    as the Java client sends it (its id then has no batch index)."""
+    single = SingleMessageMetadata.FromString(head[4:])
+    if single.properties:
+        meta.properties.extend(single.properties)
+    if single.HasField("partition_key"):
+        meta.partition_key = single.partition_key
+        if single.partition_key_b64_encoded:
+            meta.partition_key_b64_encoded = True
+    if single.null_partition_key:
+        meta.null_partition_key = True
+    if single.HasField("ordering_key"):
+        meta.ordering_key = single.ordering_key
+    if single.event_time:
+        meta.event_time = single.event_time
+    if single.null_value:
+        meta.null_value = True
 
 
 class Batch:

@@ -61,7 +61,8 @@ def _put(path: str, body: object = None, token: str | None = None) -> None:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"http://127.0.0.1:8080/admin/v2/{path}", data=data, method="PUT", headers=headers)
     try:
-        urllib.request.urlopen(request, timeout=5).close()
+        # the admin app is built by the first request: allow for a loaded machine
+        urllib.request.urlopen(request, timeout=60).close()
     except urllib.error.HTTPError as exc:
         if exc.code != 409:  # already there is fine; anything else shows in the tests
             print(f"set-up PUT {path}: {exc}", file=sys.stderr)
@@ -105,14 +106,19 @@ def _start_broker(work: Path, secure: bool) -> subprocess.Popen:
             if broker.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"the broker did not start: see {work / 'broker.log'}") from None
             time.sleep(0.1)
-    if secure:
-        for path, body in SECURE_SET_UP.items():
-            _put(path, body, token)
-    else:
-        for tenant in TENANTS:
-            _put(f"tenants/{tenant}", {"allowedClusters": ["standalone"], "adminRoles": []})
-        for namespace in NAMESPACES:
-            _put(f"namespaces/{namespace}")
+    try:
+        if secure:
+            for path, body in SECURE_SET_UP.items():
+                _put(path, body, token)
+        else:
+            for tenant in TENANTS:
+                _put(f"tenants/{tenant}", {"allowedClusters": ["standalone"], "adminRoles": []})
+            for namespace in NAMESPACES:
+                _put(f"namespaces/{namespace}")
+    except BaseException:  # a set-up that fails must not leave the broker running
+        broker.terminate()
+        broker.wait(10)
+        raise
     return broker
 
 

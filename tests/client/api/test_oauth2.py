@@ -14,6 +14,7 @@ import pytest
 
 from magnetar.client import Authentication, AuthenticationError, AuthenticationOauth2
 from magnetar.client.api.auth import InvalidAuthParams
+from magnetar.client.api.oauth2 import AccessToken
 from tests.broker.security.oidc_issuer import Issuer
 
 
@@ -74,14 +75,27 @@ def test_the_token_is_cached_and_renewed_before_expiry(issuer: Issuer) -> None:
     first = auth.auth_data()
     assert auth.auth_data() == first and auth.respond(b"PulsarAuthRefresh") == first
     assert issuer.requests["/token"] == 1 and issuer.requests["/.well-known/openid-configuration"] == 1
-    issuer.lifetime = 1
+    issuer.lifetime = 3
     short = AuthenticationOauth2(params(issuer, client_id="my-id", client_secret="my-secret"))
     short.auth_data()
     asyncio.run(short.prepare())
     assert issuer.requests["/token"] == 2  # fresh
-    time.sleep(0.95)  # less than a tenth of the lifetime left: renewed
+    time.sleep(3)  # past the token's exp claim (whole seconds): renewed
     asyncio.run(short.prepare())
     assert issuer.requests["/token"] == 3
+
+
+def test_the_renewal_follows_the_tokens_exp_claim() -> None:
+    """A JWT's exp (what the broker checks) counts, not only received time + expires_in."""
+    now = time.time()
+    header = base64.urlsafe_b64encode(b'{"alg":"none"}').decode().rstrip("=")
+    body = base64.urlsafe_b64encode(json.dumps({"exp": int(now) + 100}).encode()).decode().rstrip("=")
+    token = AccessToken(f"{header}.{body}.sig", now, 3600)
+    assert token.expires_at == int(now) + 100
+    assert not token.due(now) and token.due(int(now) + 91)  # a tenth of its 100 s lifetime left
+    opaque = AccessToken("opaque-token", now, 50)
+    assert opaque.expires_at == now + 50 and opaque.due(now + 45.5) and not opaque.due(now + 44)
+    assert AccessToken("opaque-token", now, None).expires_at is None
 
 
 def test_prepare_fetches_in_a_thread_once(issuer: Issuer) -> None:

@@ -238,7 +238,7 @@ class AuthenticationOauth2(Authentication):
     def respond(self, challenge: bytes) -> bytes:
         """A token for the broker's challenge: a new one when the cached one has no known lifetime."""
         token = self._token
-        return self._current(force=token is not None and token.expires_in is None).encode()
+        return self._current(force=token is not None and token.expires_at is None).encode()
 
     def http_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._current()}"}

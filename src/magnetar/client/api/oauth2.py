@@ -23,6 +23,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +44,37 @@ class AccessToken:
     #: lifetime in seconds from ``expires_in``; None when the issuer did not say
     expires_in: float | None
 
+    @cached_property
+    def expires_at(self) -> float | None:
+        """When the token expires: its ``exp`` claim when it is a JWT (the time the broker checks,
+        earlier than ``received_at + expires_in`` by the request's time and the issuer's rounding),
+        else ``received_at + expires_in``; None when neither says."""
+        exp = _jwt_exp(self.token)
+        if exp is not None:
+            return float(exp) if self.expires_in is None else min(float(exp), self.received_at + self.expires_in)
+        return None if self.expires_in is None else self.received_at + self.expires_in
+
     def due(self, now: float) -> bool:
         """Whether to fetch a new token: less than a tenth of its lifetime (at most 60 s) is left."""
-        if self.expires_in is None:
+        expires_at = self.expires_at
+        if expires_at is None:
             return False
-        margin = min(60.0, self.expires_in / 10)
-        return now >= self.received_at + self.expires_in - margin
+        margin = min(60.0, max(0.0, expires_at - self.received_at) / 10)
+        return now >= expires_at - margin
+
+
+def _jwt_exp(token: str) -> float | None:
+    """The ``exp`` claim of a token that is a JWT, read without checking it (only to time the
+    renewal: the broker checks the token), or None."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, binascii.Error):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None
 
 
 def _key_file_text(url: str) -> str:

@@ -17,17 +17,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import ssl
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magnetar.client.exceptions import AuthenticationError
+
+if TYPE_CHECKING:
+    import ssl
+    import urllib.request
 
 WELL_KNOWN_PATH = "/.well-known/openid-configuration"
 #: seconds allowed for each HTTP request (the C++ client's default)
@@ -128,12 +128,23 @@ class ClientCredentialsFlow:
         for name in ("request_timeout_seconds", "connect_timeout_seconds"):
             if str(params.get(name, "")).isdigit() and int(params[name]) > 0:
                 self.timeout = float(params[name])
-        trust = params.get("tls_trust_certs_file_path")
-        self._context = ssl.create_default_context(cafile=str(trust) if trust else None)
+        self._context: ssl.SSLContext | None = None
         self._token_endpoint: str | None = None
 
+    def _tls(self) -> ssl.SSLContext:
+        # ssl and urllib (55 ms of import) are loaded by the first token request, not with magnetar.client
+        import ssl
+
+        if self._context is None:
+            trust = self.params.get("tls_trust_certs_file_path")
+            self._context = ssl.create_default_context(cafile=str(trust) if trust else None)
+        return self._context
+
     def _http(self, request: urllib.request.Request, what: str) -> dict[str, Any]:
-        context = self._context if request.full_url.lower().startswith("https://") else None
+        import urllib.error
+        import urllib.request
+
+        context = self._tls() if request.full_url.lower().startswith("https://") else None
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=context) as response:  # noqa: S310
                 body = response.read(MAX_RESPONSE_BYTES + 1)
@@ -151,6 +162,8 @@ class ClientCredentialsFlow:
 
     def token_endpoint(self) -> str:
         """The issuer's token endpoint (from its discovery document, read once)."""
+        import urllib.request
+
         if self._token_endpoint is None:
             if not self.issuer_url.lower().startswith(("https://", "http://")):
                 raise AuthenticationError(f"issuer_url {self.issuer_url[:200]!r} is not an http(s) URL")
@@ -165,6 +178,9 @@ class ClientCredentialsFlow:
 
     def fetch(self) -> AccessToken:
         """A new access token."""
+        import urllib.parse
+        import urllib.request
+
         client_id, client_secret = client_credentials(self.params)
         form = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": client_secret}
         if self.audience:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import socket
 import statistics
 import subprocess
@@ -240,6 +241,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--down", type=float, default=1.0, help="seconds the broker stays down")
+    parser.add_argument("--down-max", type=float, default=None,
+                        help="draw each round's down time from [--down, --down-max] (seeded; the same for every face "
+                             "of the round): a fixed down time favours whichever backoff schedule happens to fire "
+                             "just after the broker's start")
     parser.add_argument("--faces", default="official-sync,official-asyncio,magnetar-sync,magnetar-asyncio")
     parser.add_argument("--modes", default="existing,new")
     args = parser.parse_args()
@@ -250,12 +255,14 @@ def main() -> None:
             faces = args.faces.split(",")
             for mode in args.modes.split(","):
                 times: dict[str, list[float]] = {face_name: [] for face_name in faces}
+                rng = random.Random(1)
                 for round_number in range(args.rounds):
+                    down = args.down if args.down_max is None else rng.uniform(args.down, args.down_max)
                     # faces alternate round by round (rotated), so a machine whose load changes during
                     # the run slows every face alike
                     shift = round_number % len(faces)
                     for face_name in faces[shift:] + faces[:shift]:
-                        times[face_name].append(one_round(broker, face_name, mode, args.down))
+                        times[face_name].append(one_round(broker, face_name, mode, down))
                 for face_name in faces:
                     print_times(mode, face_name, times[face_name])
         finally:

@@ -160,3 +160,15 @@ def render_go_suite_section(magnetar_work: Path, pulsar_work: Path) -> str:
         cause = (result.get("cause") or result.get("reason") or "").replace("|", "\\|")[:200]
         lines.append(f"| `{result['file']}:{name}` | {there} | {result['status']} | {cause} |")
     return "\n".join(lines) + "\n"
+
+
+def write_marked_block(doc: Path, begin: str, end: str, lines: list[str], heading: str) -> None:
+    """Put ``lines`` (which start with ``begin`` and end with ``end``) in ``doc`` in place of the block
+    between those markers, or append them under ``## heading`` the first time."""
+    text = doc.read_text()
+    block = "\n".join(lines)
+    if begin in text:
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + f"\n\n## {heading}\n\n" + block + "\n"
+    doc.write_text(text)

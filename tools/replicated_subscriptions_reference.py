@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
 
 import pulsar_reference  # noqa: E402
+from reference_table import write_marked_block  # noqa: E402
 from scale_out_reference import client, wait  # noqa: E402
 from tests.broker.replication.rest import rest  # noqa: E402
 
@@ -125,12 +126,7 @@ def write_table(rows: list[tuple[str, str]], version: str, core: str) -> None:
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} against Apache Pulsar {version} standalone "
              f"(cluster `{core}`) and magnetar (cluster `edge`), one machine, a namespace replicated both ways.", "",
              "| check | result |", "|---|---|", *(f"| {check} | {result} |" for check, result in rows), END]
-    text = DOC.read_text()
-    if BEGIN in text:
-        text = text[: text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n## Replicated subscriptions against Apache Pulsar\n\n" + "\n".join(lines) + "\n"
-    DOC.write_text(text)
+    write_marked_block(DOC, BEGIN, END, lines, "Replicated subscriptions against Apache Pulsar")
 
 
 def main(argv: list[str]) -> int:

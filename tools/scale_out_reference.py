@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import pulsar_reference  # noqa: E402
+from reference_table import write_marked_block  # noqa: E402
 from tests.broker.replication.rest import rest  # noqa: E402
 
 from magnetar.testing import BrokerProcess  # noqa: E402
@@ -218,12 +219,7 @@ def write_table(rows: list[tuple[str, str]], version: str) -> None:
     lines = [BEGIN, f"Run by `tools/scale_out_reference.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
              f"against Apache Pulsar {version} standalone (cluster `core`) and magnetar (cluster `edge`), one machine.", "",
              "| check | result |", "|---|---|", *(f"| {check} | {result} |" for check, result in rows), END]
-    text = DOC.read_text()
-    if BEGIN in text:
-        text = text[: text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n## Results against Apache Pulsar\n\n" + "\n".join(lines) + "\n"
-    DOC.write_text(text)
+    write_marked_block(DOC, BEGIN, END, lines, "Results against Apache Pulsar")
 
 
 def main(argv: list[str]) -> int:

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
 
 import pulsar_reference  # noqa: E402
+from reference_table import write_marked_block  # noqa: E402
 from tests.spark.cluster import SparkStandaloneCluster  # noqa: E402
 
 from magnetar.testing import BrokerProcess  # noqa: E402
@@ -93,11 +94,7 @@ def write_table(rows: list[tuple[str, str, str]], version: str, workers: int) ->
              f"{workers} workers of 1 core, executors of 512 MB, driver in its own process), against magnetar and "
              f"Apache Pulsar {version} standalone, one machine.", "", "| broker | check | result | run |",
              "|---|---|---|---|", *(f"| {b} | {c} | {r} | {when} |" for b, c, r, when in merged), END]
-    if BEGIN in text:
-        text = text[: text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n## The Spark connector on a Spark cluster\n\n" + "\n".join(lines) + "\n"
-    DOC.write_text(text)
+    write_marked_block(DOC, BEGIN, END, lines, "The Spark connector on a Spark cluster")
 
 
 def main(argv: list[str]) -> int:

@@ -5,9 +5,12 @@ Which policies exist and their path segments come from :mod:`magnetar.broker.pol
 only the body models (:mod:`.models`) are HTTP's own.
 """
 
+import inspect
+import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Response
+from fastapi import APIRouter, Body, Request, Response
 from pydantic import BaseModel, StrictBool, StrictInt
 
 from magnetar.admin.access import AccessGuard
@@ -16,6 +19,7 @@ from magnetar.admin.models import (
     AutoTopicCreationOverride,
     BacklogQuota,
     DelayedDeliveryPolicies,
+    JavaLong,
     RetentionPolicies,
     dump,
 )
@@ -23,23 +27,34 @@ from magnetar.broker.policies.registry import (
     BACKLOG_QUOTAS,
     MESSAGE_TTL,
     NAMESPACE,
+    RESOURCE_GROUP,
     SCHEMA_COMPATIBILITY,
     TOPIC,
     Policy,
+    Scope,
     on_scope,
 )
 from magnetar.broker.resources.admin import BrokerAdmin
 
 T = "/{tenant}/{namespace}/{topic}"
 
-#: the request body model of each policy value shape
+#: the request body model of each policy value shape ("text" and "flag" bodies are read by hand)
 BODY_TYPES: dict[str, Any] = {
     "int": StrictInt,
     "seconds": StrictInt,
+    "long": JavaLong,
     "bool": StrictBool,
+    "name": str,
     "retention": RetentionPolicies,
     "delayed_delivery": DelayedDeliveryPolicies,
     "auto_topic_creation": AutoTopicCreationOverride,
+    "persistence": dict[str, Any],
+    "auto_subscription_creation": dict[str, Any],
+    "offload_policies": dict[str, Any],
+    "bookie_affinity": dict[str, Any],
+    "entry_filters": dict[str, Any],
+    "sub_types": list[str],
+    "cluster_list": list[str],
 }
 
 
@@ -55,46 +70,110 @@ def _generic(scope: str) -> list[Policy]:
     return [p for p in on_scope(scope) if p.scope(scope).generic_routes]  # type: ignore[union-attr]
 
 
+async def _text_body(request: Request) -> str | None:
+    """A plain-string body as pulsar-admin sends it (raw text; a JSON string is accepted too)."""
+    raw = (await request.body()).decode("utf-8", "replace").strip()
+    if raw.startswith('"'):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise HttpError(400, "Invalid body: a string was expected") from None
+    return raw or None
+
+
+def _shown(policy: Policy, value: Any) -> Any:
+    """A GET's response: a "text" policy comes back as raw text (204 when unset), as Pulsar's String."""
+    if policy.shape != "text":
+        return value
+    if value is None:
+        return _no_content()
+    return Response(content=str(value), media_type="application/json")
+
+
+def _set_endpoint(policy: Policy, where: Scope, params: list[inspect.Parameter], apply: Callable[..., Any]) -> Any:
+    """The set endpoint of ``policy``: reads its body as the shape says, then ``apply(*path, value)``;
+    ``params`` are the path parameters. A null body removes the policy when ``where.null_removes``."""
+
+    async def set_policy(**kwargs: Any) -> Response:
+        path = [kwargs[p.name] for p in params]
+        if policy.shape == "flag":
+            value: Any = True
+        elif policy.shape == "text":
+            value = await _text_body(kwargs["request"])
+        else:
+            value = _value(kwargs.get("value"))
+        apply(*path, value)
+        return _no_content()
+
+    extra: list[inspect.Parameter] = []
+    if policy.shape == "text":
+        extra.append(inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request))
+    elif policy.shape != "flag":
+        body_type = BODY_TYPES[policy.shape]
+        if where.null_removes:
+            extra.append(inspect.Parameter(
+                "value", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[body_type | None, Body()], default=None
+            ))
+        else:
+            extra.append(inspect.Parameter("value", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[body_type, Body()]))
+    set_policy.__signature__ = inspect.Signature([*params, *extra], return_annotation=Response)  # type: ignore[attr-defined]
+    return set_policy
+
+
+_NS_PARAMS = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str) for n in ("tenant", "namespace")]
+_TOPIC_PARAMS = [
+    inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str) for n in ("tenant", "namespace", "topic")
+]
+
+
 # -- namespaces ---------------------------------------------------------------------------
-def _add_namespace_policy(
-    r: APIRouter, admin: BrokerAdmin, access: AccessGuard, path: str, key: str, body_type: Any
-) -> None:
+def _add_namespace_policy(r: APIRouter, admin: BrokerAdmin, access: AccessGuard, policy: Policy) -> None:
+    where = policy.namespace
+    assert where is not None
+    path, key = where.path, policy.name
     route = f"/{{tenant}}/{{namespace}}/{path}"
     name = admin.ctx.namespace_name
     policies = admin.policies
+    config = admin.ctx.config
 
     async def get_policy(tenant: str, namespace: str) -> Any:
-        return policies.get_namespace_policy(name(tenant, namespace), key)
+        value = policies.get_namespace_policy(name(tenant, namespace), key)
+        if value is None and policy.unset is not None:
+            value = policy.unset(config)
+        return _shown(policy, value)
 
-    async def set_policy(tenant: str, namespace: str, value: Annotated[body_type, Body()]) -> Response:
-        policies.set_namespace_policy(name(tenant, namespace), key, _value(value))
-        return Response(status_code=204)
+    def apply(tenant: str, namespace: str, value: Any) -> None:
+        if value is None and where.null_removes:
+            policies.remove_namespace_policy(name(tenant, namespace), key)
+        else:
+            policies.set_namespace_policy(name(tenant, namespace), key, value)
 
     async def remove_policy(tenant: str, namespace: str) -> Response:
         policies.remove_namespace_policy(name(tenant, namespace), key)
-        return Response(status_code=204)
+        return _no_content()
 
     read, write = [access.namespace_policy(write=False)], [access.namespace_policy(write=True)]
     r.add_api_route(
         route, get_policy, methods=["GET"], dependencies=read, name=f"get_namespace_{path}", summary=f"Get {path}"
     )
-    if path == "compactionThreshold":  # pulsar-admin sets this one with PUT (Pulsar's route), the others with POST
-        r.add_api_route(route, set_policy, methods=["PUT"], status_code=204, dependencies=write,
-                        name=f"put_namespace_{path}", summary=f"Set {path} (PUT, as Pulsar)")
-    r.add_api_route(
-        route, set_policy, methods=["POST"], status_code=204, dependencies=write, name=f"set_namespace_{path}",
-        summary=f"Set {path}",
-    )
-    r.add_api_route(
-        route, remove_policy, methods=["DELETE"], status_code=204, dependencies=write,
-        name=f"remove_namespace_{path}", summary=f"Remove {path}",
-    )
+    set_policy = _set_endpoint(policy, where, _NS_PARAMS, apply)
+    for method in where.set_methods:
+        r.add_api_route(
+            route, set_policy, methods=[method], status_code=204, dependencies=write,
+            name=f"{method.lower()}_namespace_{path}", summary=f"Set {path}",
+        )
+    if where.remove_path != "":
+        remove_route = f"/{{tenant}}/{{namespace}}/{where.remove_path or path}"
+        r.add_api_route(
+            remove_route, remove_policy, methods=["DELETE"], status_code=204, dependencies=write,
+            name=f"remove_namespace_{path}", summary=f"Remove {path}",
+        )
 
 
 def add_namespace_policy_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) -> None:
     """Every namespace policy route on the /admin/v2/namespaces router ``r``."""
     for policy in _generic(NAMESPACE):
-        _add_namespace_policy(r, admin, access, policy.namespace.path, policy.name, BODY_TYPES[policy.shape])  # type: ignore[union-attr]
+        _add_namespace_policy(r, admin, access, policy)
     name = admin.ctx.namespace_name
     policies = admin.policies
     read, write = [access.namespace_policy(write=False)], [access.namespace_policy(write=True)]
@@ -108,6 +187,12 @@ def add_namespace_policy_routes(r: APIRouter, admin: BrokerAdmin, access: Access
     async def set_schema_strategy(tenant: str, namespace: str, strategy: Annotated[str, Body()]) -> Response:
         policies.set_namespace_policy(name(tenant, namespace), SCHEMA_COMPATIBILITY.name, strategy)
         return Response(status_code=204)
+
+    @r.post("/{tenant}/{namespace}/resourcegroup/{group}", status_code=204, dependencies=write,
+            summary="Set the resource group (none exist here: refused as Pulsar refuses an unknown group)")
+    async def set_resource_group(tenant: str, namespace: str, group: str) -> Response:
+        policies.get_namespace_policy(name(tenant, namespace), RESOURCE_GROUP.name)  # 404 first
+        raise HttpError(412, f"ResourceGroup does not exist: {group}")
 
     @r.get("/{tenant}/{namespace}/backlogQuotaMap", dependencies=read, summary="Get the backlog quotas")
     async def get_backlog_quotas(tenant: str, namespace: str) -> dict:
@@ -132,20 +217,24 @@ def add_namespace_policy_routes(r: APIRouter, admin: BrokerAdmin, access: Access
 
 
 # -- topics -------------------------------------------------------------------------------
-def _add_topic_policy(
-    r: APIRouter, admin: BrokerAdmin, access: AccessGuard, domain: str, path: str, key: str, body_type: Any
-) -> None:
+def _add_topic_policy(r: APIRouter, admin: BrokerAdmin, access: AccessGuard, domain: str, policy: Policy) -> None:
+    where = policy.topic
+    assert where is not None
+    path, key = where.path, policy.name
     route = f"{T}/{path}"
     ident = f"{domain.replace('-', '_')}_{path}"
     policies = admin.policies
     topic_name = admin.ctx.topic_name
 
     async def get_policy(tenant: str, namespace: str, topic: str, applied: bool = False) -> Any:
-        return policies.get_topic_policy(topic_name(domain, tenant, namespace, topic), key, applied)
+        return _shown(policy, policies.get_topic_policy(topic_name(domain, tenant, namespace, topic), key, applied))
 
-    async def set_policy(tenant: str, namespace: str, topic: str, value: Annotated[body_type, Body()]) -> Response:
-        policies.set_topic_policy(topic_name(domain, tenant, namespace, topic), key, _value(value))
-        return _no_content()
+    def apply(tenant: str, namespace: str, topic: str, value: Any) -> None:
+        tn = topic_name(domain, tenant, namespace, topic)
+        if value is None and where.null_removes:
+            policies.remove_topic_policy(tn, key)
+        else:
+            policies.set_topic_policy(tn, key, value)
 
     async def remove_policy(tenant: str, namespace: str, topic: str) -> Response:
         policies.remove_topic_policy(topic_name(domain, tenant, namespace, topic), key)
@@ -156,20 +245,23 @@ def _add_topic_policy(
         route, get_policy, methods=["GET"], dependencies=read, name=f"get_topic_{ident}",
         summary=f"Get the topic's {path}",
     )
-    r.add_api_route(
-        route, set_policy, methods=["POST"], status_code=204, dependencies=write, name=f"set_topic_{ident}",
-        summary=f"Set the topic's {path}",
-    )
-    r.add_api_route(
-        route, remove_policy, methods=["DELETE"], status_code=204, dependencies=write, name=f"remove_topic_{ident}",
-        summary=f"Remove the topic's {path}",
-    )
+    set_policy = _set_endpoint(policy, where, _TOPIC_PARAMS, apply)
+    for method in where.set_methods:
+        r.add_api_route(
+            route, set_policy, methods=[method], status_code=204, dependencies=write,
+            name=f"{method.lower()}_topic_{ident}", summary=f"Set the topic's {path}",
+        )
+    if where.remove_path != "":
+        r.add_api_route(
+            f"{T}/{where.remove_path or path}", remove_policy, methods=["DELETE"], status_code=204, dependencies=write,
+            name=f"remove_topic_{ident}", summary=f"Remove the topic's {path}",
+        )
 
 
 def add_topic_policy_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard, domain: str) -> None:
     """Every topic policy route on the topic router of ``domain``."""
     for policy in _generic(TOPIC):
-        _add_topic_policy(r, admin, access, domain, policy.topic.path, policy.name, BODY_TYPES[policy.shape])  # type: ignore[union-attr]
+        _add_topic_policy(r, admin, access, domain, policy)
     read, write = [access.topic_policy(False, domain)], [access.topic_policy(True, domain)]
     _add_topic_ttl_routes(r, admin, domain, read, write)
     _add_topic_strategy_routes(r, admin, domain, read, write)

@@ -132,6 +132,9 @@ class BrokerConfig:
     max_consumers_per_subscription: int = 0
     max_consumers_per_topic: int = 0
     max_topics_per_namespace: int = 0
+    max_subscriptions_per_topic: int = 0
+    #: durable subscriptions are created on first subscribe (a namespace or topic policy overrides)
+    allow_auto_subscription_creation: bool = True
     max_connections: int = 0
     max_connections_per_ip: int = 0
     #: publish bytes appended but not yet acknowledged to producers, per connection and in all;

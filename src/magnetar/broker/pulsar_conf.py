@@ -219,6 +219,8 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "maxConsumersPerTopic": ("max_consumers_per_topic", _non_negative),
     "maxConsumersPerSubscription": ("max_consumers_per_subscription", _non_negative),
     "maxTopicsPerNamespace": ("max_topics_per_namespace", _non_negative),
+    "maxSubscriptionsPerTopic": ("max_subscriptions_per_topic", _non_negative),
+    "allowAutoSubscriptionCreation": ("allow_auto_subscription_creation", _bool),
     "brokerMaxConnections": ("max_connections", _non_negative),
     "brokerMaxConnectionsPerIp": ("max_connections_per_ip", _non_negative),
     "schemaCompatibilityStrategy": ("schema_compatibility_strategy", _schema_strategy),

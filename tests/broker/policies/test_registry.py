@@ -36,7 +36,23 @@ def test_each_policy_is_one_entry_with_distinct_wire_names() -> None:
 def test_scopes_match_pulsar() -> None:
     assert [p.name for p in on_scope(NAMESPACE)] == [p.name for p in POLICIES]
     topic_only_missing = {p.name for p in POLICIES} - {p.name for p in on_scope(TOPIC)}
-    assert topic_only_missing == {"subscription_expiration_time_minutes", "autoTopicCreationOverride"}
+    assert topic_only_missing == {
+        "subscription_expiration_time_minutes",
+        "autoTopicCreationOverride",
+        # namespace-only in Pulsar too (Policies fields without a TopicPolicies twin)
+        "max_topics_per_namespace",
+        "encryption_required",
+        "is_allow_auto_update_schema",
+        "schema_auto_update_compatibility_strategy",
+        "subscription_auth_mode",
+        "offload_threshold",
+        "offload_threshold_in_seconds",
+        "offload_deletion_lag_ms",
+        "namespaceAntiAffinityGroup",
+        "bookieAffinityGroup",
+        "resource_group_name",
+        "allowed_clusters",
+    }
 
 
 def test_defaults_come_from_broker_settings() -> None:

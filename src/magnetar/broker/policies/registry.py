@@ -17,15 +17,28 @@ from typing import Any
 
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.policies.validation import (
+    AUTO_UPDATE_STRATEGIES,
     INT64_MAX,
+    SUBSCRIPTION_AUTH_MODES,
+    SUBSCRIPTION_TYPES,
+    any_int,
     non_negative,
+    one_of,
+    validate_auto_subscription_creation,
     validate_auto_topic_creation,
     validate_backlog_quotas,
+    validate_bookie_affinity,
     validate_bool,
+    validate_cluster_list,
     validate_clusters,
     validate_delayed_delivery,
+    validate_entry_filters,
+    validate_offload_policies,
+    validate_persistence,
     validate_retention,
     validate_strategy,
+    validate_subscription_types,
+    validate_text,
 )
 
 NAMESPACE = "namespace"
@@ -52,6 +65,12 @@ class Scope:
     generic_routes: bool = True
     #: which CLI commands are generated: any of "get", "set", "remove"
     commands: tuple[str, ...] = ("get", "set", "remove")
+    #: the HTTP methods of the generic set route (Pulsar sets some policies with PUT)
+    set_methods: tuple[str, ...] = ("POST",)
+    #: the path of the generic DELETE route when it differs from ``path``; "" for no DELETE route
+    remove_path: str | None = None
+    #: a set call whose body is empty or null removes the policy (pulsar-admin's remove verb does that)
+    null_removes: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +88,9 @@ class Policy:
     default: Callable[[BrokerConfig], Any]
     namespace: Scope | None = None
     topic: Scope | None = None
+    #: what a namespace GET returns while the policy is not set (Pulsar's Policies field default;
+    #: None: null)
+    unset: Callable[[BrokerConfig], Any] | None = None
 
     def scope(self, scope: str) -> Scope | None:
         """This policy on ``scope`` (NAMESPACE or TOPIC), None when it cannot be set there."""
@@ -205,7 +227,7 @@ COMPACTION_THRESHOLD = Policy(
     "int",
     non_negative("compaction threshold", "compactionThreshold must be 0 or more", INT64_MAX),
     lambda c: c.compaction_threshold_bytes,
-    namespace=Scope("compactionThreshold"),
+    namespace=Scope("compactionThreshold", set_methods=("PUT", "POST")),
     topic=Scope("compactionThreshold"),
 )
 REPLICATION_CLUSTERS = Policy(
@@ -225,6 +247,198 @@ REPLICATION_CLUSTERS = Policy(
     ),
 )
 
+# -- stored namespace / topic policies (issue #28): limits, schema flags, persistence, offload -----
+# Enforced where the broker owns the decision (limits, subscription types, auto subscription
+# creation, encryption, schema flags); persistence, offload, affinity groups, resource groups and
+# entry filters are stored and returned as Pulsar returns them (docs/FEATURES.md).
+PERSISTENCE = Policy(
+    "persistence",
+    "persistence",
+    validate_persistence,
+    # no bookies: every entry is written once to the local disk, as a standalone Pulsar's 1/1/1
+    lambda c: {"bookkeeperEnsemble": 1, "bookkeeperWriteQuorum": 1, "bookkeeperAckQuorum": 1,
+               "managedLedgerMaxMarkDeleteRate": 1.0},
+    namespace=Scope("persistence"),
+    topic=Scope("persistence"),
+)
+MAX_CONSUMERS_PER_TOPIC = Policy(
+    "max_consumers_per_topic",
+    "int",
+    non_negative("maxConsumersPerTopic", "maxConsumersPerTopic must be 0 or more"),
+    lambda c: c.max_consumers_per_topic,
+    namespace=Scope("maxConsumersPerTopic"),
+    topic=Scope("maxConsumers"),
+)
+MAX_SUBSCRIPTIONS_PER_TOPIC = Policy(
+    "max_subscriptions_per_topic",
+    "int",
+    non_negative("maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic must be 0 or more"),
+    lambda c: c.max_subscriptions_per_topic,
+    namespace=Scope("maxSubscriptionsPerTopic"),
+    topic=Scope("maxSubscriptionsPerTopic"),
+)
+MAX_TOPICS_PER_NAMESPACE = Policy(
+    "max_topics_per_namespace",
+    "int",
+    non_negative("maxTopicsPerNamespace", "maxTopicsPerNamespace must be 0 or more"),
+    lambda c: c.max_topics_per_namespace,
+    namespace=Scope("maxTopicsPerNamespace"),
+)
+MAX_UNACKED_PER_SUBSCRIPTION = Policy(
+    "max_unacked_messages_per_subscription",
+    "int",
+    non_negative("maxUnackedMessagesPerSubscription", "maxUnackedMessagesPerSubscription must be 0 or more"),
+    lambda c: c.max_unacked_messages_per_subscription,
+    namespace=Scope("maxUnackedMessagesPerSubscription"),
+    topic=Scope("maxUnackedMessagesOnSubscription"),
+)
+SUBSCRIPTION_TYPES_ENABLED = Policy(
+    "subscription_types_enabled",
+    "sub_types",
+    validate_subscription_types,
+    lambda c: list(SUBSCRIPTION_TYPES),
+    namespace=Scope("subscriptionTypesEnabled"),
+    topic=Scope("subscriptionTypesEnabled"),
+    unset=lambda c: [],
+)
+ENCRYPTION_REQUIRED = Policy(
+    "encryption_required",
+    "bool",
+    validate_bool("encryptionRequired"),
+    lambda c: False,
+    namespace=Scope("encryptionRequired", remove_path=""),
+    unset=lambda c: False,
+)
+AUTO_SUBSCRIPTION_CREATION = Policy(
+    "autoSubscriptionCreationOverride",
+    "auto_subscription_creation",
+    validate_auto_subscription_creation,
+    lambda c: {"allowAutoSubscriptionCreation": c.allow_auto_subscription_creation},
+    namespace=Scope("autoSubscriptionCreation"),
+    topic=Scope("autoSubscriptionCreation"),
+)
+DEDUP_SNAPSHOT_INTERVAL = Policy(
+    "deduplicationSnapshotIntervalSeconds",
+    "int",
+    non_negative("deduplicationSnapshotInterval", "interval must be greater than or equal to 0"),
+    lambda c: 120,
+    namespace=Scope("deduplicationSnapshotInterval", null_removes=True),
+    topic=Scope("deduplicationSnapshotInterval"),
+)
+ALLOW_AUTO_UPDATE_SCHEMA = Policy(
+    "is_allow_auto_update_schema",
+    "bool",
+    validate_bool("isAllowAutoUpdateSchema"),
+    lambda c: c.allow_auto_update_schema,
+    namespace=Scope("isAllowAutoUpdateSchema", remove_path=""),
+    unset=lambda c: c.allow_auto_update_schema,
+)
+SCHEMA_VALIDATION_ENFORCED = Policy(
+    "schema_validation_enforced",
+    "bool",
+    validate_bool("schemaValidationEnforced"),
+    lambda c: c.schema_validation_enforced,
+    namespace=Scope("schemaValidationEnforced", remove_path=""),
+    topic=Scope("schemaValidationEnforced"),
+    unset=lambda c: False,
+)
+SCHEMA_AUTO_UPDATE_STRATEGY = Policy(
+    "schema_auto_update_compatibility_strategy",
+    "name",
+    one_of("schemaAutoUpdateCompatibilityStrategy", AUTO_UPDATE_STRATEGIES),
+    lambda c: "Full",
+    namespace=Scope("schemaAutoUpdateCompatibilityStrategy", set_methods=("PUT",), remove_path=""),
+    unset=lambda c: "Full",
+)
+SUBSCRIPTION_AUTH_MODE = Policy(
+    "subscription_auth_mode",
+    "name",
+    one_of("subscriptionAuthMode", SUBSCRIPTION_AUTH_MODES),
+    lambda c: "None",
+    namespace=Scope("subscriptionAuthMode", remove_path=""),
+    unset=lambda c: "None",
+)
+OFFLOAD_THRESHOLD = Policy(
+    "offload_threshold",
+    "long",
+    any_int("offloadThreshold"),
+    lambda c: -1,
+    namespace=Scope("offloadThreshold", set_methods=("PUT",), remove_path=""),
+    unset=lambda c: -1,
+)
+OFFLOAD_THRESHOLD_SECONDS = Policy(
+    "offload_threshold_in_seconds",
+    "long",
+    any_int("offloadThresholdInSeconds"),
+    lambda c: -1,
+    namespace=Scope("offloadThresholdInSeconds", set_methods=("PUT",), remove_path=""),
+    unset=lambda c: -1,
+)
+OFFLOAD_DELETION_LAG = Policy(
+    "offload_deletion_lag_ms",
+    "long",
+    any_int("offloadDeletionLagMs"),
+    lambda c: None,
+    namespace=Scope("offloadDeletionLagMs", set_methods=("PUT",)),
+)
+OFFLOAD_POLICIES = Policy(
+    "offload_policies",
+    "offload_policies",
+    validate_offload_policies,
+    lambda c: None,
+    namespace=Scope("offloadPolicies", remove_path="removeOffloadPolicies"),
+    topic=Scope("offloadPolicies"),
+)
+ANTI_AFFINITY_GROUP = Policy(
+    "namespaceAntiAffinityGroup",
+    "text",
+    validate_text("Anti-affinity group"),
+    lambda c: None,
+    namespace=Scope("antiAffinity"),
+)
+BOOKIE_AFFINITY_GROUP = Policy(
+    "bookieAffinityGroup",
+    "bookie_affinity",
+    validate_bookie_affinity,
+    lambda c: None,
+    namespace=Scope("persistence/bookieAffinity"),
+)
+RESOURCE_GROUP = Policy(
+    "resource_group_name",
+    "text",
+    validate_text("Resource group"),
+    lambda c: None,
+    # set through POST resourcegroup/{name} (a hand-written route: no resource groups exist here)
+    namespace=Scope("resourcegroup", set_methods=()),
+)
+ENTRY_FILTERS = Policy(
+    "entryFilters",
+    "entry_filters",
+    validate_entry_filters,
+    lambda c: None,
+    namespace=Scope("entryFilters"),
+    topic=Scope("entryFilters"),
+)
+DISPATCHER_PAUSE_ON_ACK_STATE = Policy(
+    "dispatcherPauseOnAckStatePersistentEnabled",
+    "flag",
+    validate_bool("dispatcherPauseOnAckStatePersistent"),
+    lambda c: False,
+    namespace=Scope("dispatcherPauseOnAckStatePersistent"),
+    topic=Scope("dispatcherPauseOnAckStatePersistent"),
+    unset=lambda c: False,
+)
+ALLOWED_CLUSTERS = Policy(
+    "allowed_clusters",
+    "cluster_list",
+    validate_cluster_list,
+    lambda c: [],
+    namespace=Scope("allowedClusters", remove_path=""),
+    unset=lambda c: [],
+)
+# -- end of the stored policies of issue #28 ----------------------------------------------------
+
+
 #: every policy; the CLI lists its commands in this order
 POLICIES: tuple[Policy, ...] = (
     RETENTION,
@@ -240,6 +454,31 @@ POLICIES: tuple[Policy, ...] = (
     SCHEMA_COMPATIBILITY,
     COMPACTION_THRESHOLD,
     REPLICATION_CLUSTERS,
+    # -- stored policies of issue #28 --
+    PERSISTENCE,
+    MAX_CONSUMERS_PER_TOPIC,
+    MAX_SUBSCRIPTIONS_PER_TOPIC,
+    MAX_TOPICS_PER_NAMESPACE,
+    MAX_UNACKED_PER_SUBSCRIPTION,
+    SUBSCRIPTION_TYPES_ENABLED,
+    ENCRYPTION_REQUIRED,
+    AUTO_SUBSCRIPTION_CREATION,
+    DEDUP_SNAPSHOT_INTERVAL,
+    ALLOW_AUTO_UPDATE_SCHEMA,
+    SCHEMA_VALIDATION_ENFORCED,
+    SCHEMA_AUTO_UPDATE_STRATEGY,
+    SUBSCRIPTION_AUTH_MODE,
+    OFFLOAD_THRESHOLD,
+    OFFLOAD_THRESHOLD_SECONDS,
+    OFFLOAD_DELETION_LAG,
+    OFFLOAD_POLICIES,
+    ANTI_AFFINITY_GROUP,
+    BOOKIE_AFFINITY_GROUP,
+    RESOURCE_GROUP,
+    ENTRY_FILTERS,
+    DISPATCHER_PAUSE_ON_ACK_STATE,
+    ALLOWED_CLUSTERS,
+    # -- end of the stored policies of issue #28 --
 )
 BY_NAME: dict[str, Policy] = {p.name: p for p in POLICIES}
 

@@ -198,3 +198,137 @@ def validate_clusters(value: Any, current: Current) -> list[str]:
         raise PreconditionFailedError("ClusterIds should not be null or empty")
     return clusters
 
+
+
+# -- stored policies of issue #28 (persistence, limits, schema flags, offload, ...) ----------
+#: Pulsar's SubscriptionType names, in its declaration order
+SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+#: Pulsar's SubscriptionAuthMode
+SUBSCRIPTION_AUTH_MODES = ("None", "Prefix")
+#: Pulsar's SchemaAutoUpdateCompatibilityStrategy
+AUTO_UPDATE_STRATEGIES = (
+    "AutoUpdateDisabled",
+    "Backward",
+    "Forward",
+    "Full",
+    "AlwaysCompatible",
+    "BackwardTransitive",
+    "ForwardTransitive",
+    "FullTransitive",
+)
+#: the offload drivers Pulsar's broker accepts (OffloadPoliciesImpl.DRIVER_NAMES)
+OFFLOAD_DRIVERS = ("S3", "aws-s3", "google-cloud-storage", "filesystem", "azureblob", "aliyun-oss")
+
+
+def any_int(what: str, maximum: int = INT64_MAX) -> Any:
+    """A validator of integers of any sign (Java ``long`` fields where negative means "off")."""
+
+    def validate(value: Any, current: Current) -> int:
+        check_int(value, what)
+        if not -maximum - 1 <= value <= maximum:
+            raise BadRequestError(f"Invalid value for {what}: {value} is out of range")
+        return value
+
+    return validate
+
+
+def one_of(what: str, names: tuple[str, ...]) -> Any:
+    """A validator of one of ``names`` (Java enum values: exact case, 400 otherwise as Jackson does)."""
+
+    def validate(value: Any, current: Current) -> str:
+        if value not in names:
+            raise BadRequestError(f"Invalid value for {what}: {value!r} is not one of {', '.join(names)}")
+        return value
+
+    return validate
+
+
+def validate_text(what: str) -> Any:
+    """A validator of a non-empty string."""
+
+    def validate(value: Any, current: Current) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise PreconditionFailedError(f"{what} can not be empty")
+        return value.strip()
+
+    return validate
+
+
+def validate_subscription_types(value: Any, current: Current) -> list[str]:
+    """A set of subscription types, returned in Pulsar's declaration order."""
+    if not isinstance(value, list) or any(v not in SUBSCRIPTION_TYPES for v in value):
+        raise BadRequestError(
+            f"Invalid subscription types {value!r}: expected a list of {', '.join(SUBSCRIPTION_TYPES)}"
+        )
+    return [t for t in SUBSCRIPTION_TYPES if t in value]
+
+
+def validate_persistence(value: Any, current: Current) -> dict[str, Any]:
+    """A PersistencePolicies object: ensemble >= write quorum >= ack quorum (Pulsar's check)."""
+    if not isinstance(value, dict):
+        raise BadRequestError("Invalid persistence policies: expected an object")
+    ints = {}
+    for key in ("bookkeeperEnsemble", "bookkeeperWriteQuorum", "bookkeeperAckQuorum"):
+        v = value.get(key, 2)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise BadRequestError(f"Invalid persistence policies: {key} must be 0 or more")
+        ints[key] = v
+    rate = value.get("managedLedgerMaxMarkDeleteRate", 0.0)
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or rate < 0:
+        raise BadRequestError("Invalid persistence policies: managedLedgerMaxMarkDeleteRate must be 0 or more")
+    ensemble, write, ack = ints["bookkeeperEnsemble"], ints["bookkeeperWriteQuorum"], ints["bookkeeperAckQuorum"]
+    if not ensemble >= write >= ack:
+        raise BadRequestError(f"Bookkeeper Ensemble ({ensemble}) >= WriteQuorum ({write}) >= AckQuoru ({ack})")
+    return {**ints, "managedLedgerMaxMarkDeleteRate": float(rate)}
+
+
+def validate_auto_subscription_creation(value: Any, current: Current) -> dict[str, bool]:
+    """An AutoSubscriptionCreationOverride object."""
+    allow = value.get("allowAutoSubscriptionCreation") if isinstance(value, dict) else None
+    if not isinstance(allow, bool):
+        raise BadRequestError("Invalid autoSubscriptionCreation override: allowAutoSubscriptionCreation must be true or false")
+    return {"allowAutoSubscriptionCreation": allow}
+
+
+def validate_offload_policies(value: Any, current: Current) -> dict[str, Any]:
+    """An OffloadPolicies object: a known driver, and a bucket for the object stores (Pulsar's checks);
+    the other fields are kept as given (nothing is offloaded here)."""
+    if not isinstance(value, dict) or not value:
+        raise PreconditionFailedError("Invalid offload policies: OffloadPolicies is empty")
+    driver = value.get("managedLedgerOffloadDriver")
+    if driver not in OFFLOAD_DRIVERS:
+        raise PreconditionFailedError(f"The driver {driver} is not supported, support value: {', '.join(OFFLOAD_DRIVERS)}")
+    if driver != "filesystem":
+        bucket = value.get("managedLedgerOffloadBucket") or value.get("s3ManagedLedgerOffloadBucket") or value.get(
+            "gcsManagedLedgerOffloadBucket"
+        )
+        if not bucket:
+            raise PreconditionFailedError("The bucket must be specified for namespace offload.")
+    return {k: v for k, v in value.items() if v is not None}
+
+
+def validate_bookie_affinity(value: Any, current: Current) -> dict[str, str]:
+    """A BookieAffinityGroupData object: a primary group (and an optional secondary)."""
+    if not isinstance(value, dict) or not isinstance(value.get("bookkeeperAffinityGroupPrimary"), str):
+        raise PreconditionFailedError("bookkeeperAffinityGroupPrimary is required")
+    out = {"bookkeeperAffinityGroupPrimary": value["bookkeeperAffinityGroupPrimary"]}
+    secondary = value.get("bookkeeperAffinityGroupSecondary")
+    if isinstance(secondary, str):
+        out["bookkeeperAffinityGroupSecondary"] = secondary
+    return out
+
+
+def validate_entry_filters(value: Any, current: Current) -> dict[str, str]:
+    """An EntryFilters object: refused, as a Pulsar broker without entry filter plugins refuses
+    every name (magnetar loads no plugins)."""
+    names = value.get("entryFilterNames") if isinstance(value, dict) else None
+    if not isinstance(names, str) or not names.strip():
+        raise PreconditionFailedError("entryFilterNames can't be empty")
+    raise PreconditionFailedError(f"Entry filter '{names}' is not allowed: this broker loads no entry filters")
+
+
+def validate_cluster_list(value: Any, current: Current) -> list[str]:
+    """A list of cluster names, each once (whether they exist is checked where clusters are known)."""
+    if not isinstance(value, list) or any(not isinstance(c, str) or not c.strip() for c in value):
+        raise PreconditionFailedError("Invalid clusters: expected a list of cluster names")
+    return list(dict.fromkeys(c.strip() for c in value))

@@ -15,16 +15,22 @@ from typing import Any
 
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.policies.registry import (
+    AUTO_SUBSCRIPTION_CREATION,
     BACKLOG_QUOTAS,
     COMPACTION_THRESHOLD,
     DEDUPLICATION,
     DELAYED_DELIVERY,
+    ENCRYPTION_REQUIRED,
     MAX_CONSUMERS_PER_SUBSCRIPTION,
+    MAX_CONSUMERS_PER_TOPIC,
     MAX_PRODUCERS,
+    MAX_SUBSCRIPTIONS_PER_TOPIC,
     MAX_UNACKED_PER_CONSUMER,
+    MAX_UNACKED_PER_SUBSCRIPTION,
     MESSAGE_TTL,
     RETENTION,
     SUBSCRIPTION_EXPIRATION,
+    SUBSCRIPTION_TYPES_ENABLED,
     Policy,
 )
 from magnetar.protocol.topic_name import TopicName
@@ -62,6 +68,18 @@ class TopicPolicies:
     subscription_expiration_minutes: float = 0
     #: compact once the entries not yet compacted exceed this many bytes (0 = never by size)
     compaction_threshold: int = 0
+    #: admission limits (0 = none; None: the broker setting applies)
+    max_consumers_per_topic: int | None = None
+    max_subscriptions_per_topic: int | None = None
+    #: a Shared / Key_Shared subscription with this many unacked messages stops dispatching
+    #: (0 = none; None: the broker setting applies)
+    max_unacked_per_subscription: int | None = None
+    #: the subscription types consumers may use (empty: every type)
+    subscription_types_enabled: frozenset[str] = frozenset()
+    #: producers must declare encryption and every message must carry encryption keys
+    encryption_required: bool = False
+    #: durable subscriptions are created on first subscribe
+    auto_subscription_creation: bool = True
 
     @property
     def retains_acknowledged(self) -> bool:
@@ -125,7 +143,20 @@ def resolve(metadata: MetadataStore, config: BrokerConfig, topic_name: TopicName
             _int(of(SUBSCRIPTION_EXPIRATION), None) or config.subscription_expiration_minutes
         ),
         compaction_threshold=_int(of(COMPACTION_THRESHOLD), COMPACTION_THRESHOLD.default(config)),
+        max_consumers_per_topic=_int(of(MAX_CONSUMERS_PER_TOPIC), None),
+        max_subscriptions_per_topic=_int(of(MAX_SUBSCRIPTIONS_PER_TOPIC), None),
+        max_unacked_per_subscription=_int(of(MAX_UNACKED_PER_SUBSCRIPTION), None),
+        subscription_types_enabled=frozenset(of(SUBSCRIPTION_TYPES_ENABLED) or ()),
+        encryption_required=of(ENCRYPTION_REQUIRED) is True,
+        auto_subscription_creation=bool((of(AUTO_SUBSCRIPTION_CREATION) or AUTO_SUBSCRIPTION_CREATION.default(config))
+                                        .get("allowAutoSubscriptionCreation", True)),
     )
+
+
+def namespace_value(metadata: MetadataStore, config: BrokerConfig, namespace: str, policy: Policy) -> Any:
+    """A namespace policy's value: the namespace's own, else the broker default."""
+    value = (metadata.get_namespace(namespace) or {}).get(policy.name)
+    return policy.default(config) if value is None else value
 
 
 def _int(value: Any, default: Any) -> Any:

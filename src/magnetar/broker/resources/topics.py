@@ -7,6 +7,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.policies import TOPIC_POLICIES_PREFIX
+from magnetar.broker.policies.registry import MAX_TOPICS_PER_NAMESPACE
+from magnetar.broker.policies.resolution import namespace_value
 from magnetar.broker.policies.validation import MAX_PARTITIONS
 from magnetar.broker.resources.base import COMPACTION_PREFIX, COMPACTION_STATUS_PREFIX, ResourceContext
 from magnetar.broker.resources.errors import (
@@ -66,9 +68,7 @@ class TopicResources:
         if ctx.partitions_of(tn) > 0 or ctx.topic_exists(tn):
             raise ConflictError("This topic already exists")
         if tn.persistent:
-            max_topics = ctx.config.max_topics_per_namespace
-            if max_topics > 0 and len(ctx.metadata.list_topics(tn.namespace)) >= max_topics:
-                raise PreconditionFailedError("Exceed maximum number of topics in namespace.")
+            self._check_topic_limit(tn, 1)
             ctx.metadata.get_or_create_topic(str(tn), properties or {})
             return
         await ctx.service.load_topic(tn, create=True)
@@ -104,8 +104,17 @@ class TopicResources:
             raise PreconditionFailedError(f"Partitioned topic name should not contain '{PARTITION_SUFFIX}': {tn}")
         if ctx.partitions_of(tn) > 0 or ctx.topic_exists(tn):
             raise ConflictError("This topic already exists")
+        if tn.persistent:
+            self._check_topic_limit(tn, partitions)
         ctx.metadata.set_partitioned_topic(str(tn), partitions)
         self._create_partitions(tn, 0, partitions)
+
+    def _check_topic_limit(self, tn: TopicName, adding: int) -> None:
+        """412 when ``adding`` persistent topics would pass the namespace's max-topics policy."""
+        ctx = self.ctx
+        limit = namespace_value(ctx.metadata, ctx.config, tn.namespace, MAX_TOPICS_PER_NAMESPACE)
+        if limit > 0 and len(ctx.metadata.list_topics(tn.namespace)) + adding > limit:
+            raise PreconditionFailedError("Exceed maximum number of topics in namespace.")
 
     def _create_partitions(self, tn: TopicName, first: int, count: int) -> None:
         if not tn.persistent:

@@ -92,6 +92,7 @@ class ConsumerCommands(DeferredCommands):
     def _open_consumer(self, subscribing: _Subscribing, topic: Topic) -> None:
         """Subscribe the consumer a SUBSCRIBE asks for on its loaded topic and answer."""
         req, name, sub_type = subscribing.req, subscribing.name, subscribing.sub_type
+        topic.check_subscribe(req.subscription, sub_type.name, req.durable)
         existing_sub = topic.subscriptions.get(req.subscription)
         if existing_sub is not None:
             existing_sub.check_can_add(sub_type)

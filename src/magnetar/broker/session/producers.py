@@ -17,7 +17,7 @@ from magnetar.broker.session.base import SessionBase
 from magnetar.broker.session.deferred import DeferredCommands, PendingRequest
 from magnetar.broker.topics.producer import Producer
 from magnetar.protocol.enums import CommandType, InitialPosition, ProducerAccessMode, ServerError
-from magnetar.protocol.framing import ProtocolError, crc32c
+from magnetar.protocol.framing import ProtocolError, crc32c, parse_entry_metadata
 from magnetar.protocol.schema import BaseCommand
 from magnetar.storage import StorageError
 
@@ -107,6 +107,8 @@ class ProducerCommands(DeferredCommands):
         schema_version = service.schemas.producer_schema(
             name, declared_schema_from_wire(req.schema) if req.HasField("schema") else None
         )
+        if topic.policies.encryption_required and not req.encrypted:
+            raise BrokerError(ServerError.MetadataError, f"Encryption is required in {name}")
         user_named = bool(req.producer_name) and req.user_provided_producer_name
         producer_name = req.producer_name if req.producer_name else topic.generate_producer_name()
         try:
@@ -163,6 +165,9 @@ class ProducerCommands(DeferredCommands):
         if frame.checksum is not None and crc != frame.checksum:
             self.send_send_error(send.producer_id, send.sequence_id, ServerError.ChecksumError, "checksum mismatch")
             return
+        if producer.topic.policies.encryption_required and not _encrypted(entry):
+            self.send_send_error(send.producer_id, send.sequence_id, ServerError.MetadataError, "Messages must be encrypted")
+            return
         # no size check here: as Pulsar, only the frame limit (max_message_size + FRAME_HEADROOM,
         # the decoder's) bounds an entry, since max_message_size does not count the metadata
         context = SendContext(self, producer, send.sequence_id, send.highest_sequence_id, send.num_messages)
@@ -195,3 +200,11 @@ class ProducerCommands(DeferredCommands):
         if producer is not None:
             producer.topic.remove_producer(producer)
         self.send_success(req.request_id)
+
+
+def _encrypted(entry: bytes) -> bool:
+    """Whether an entry carries encryption keys (what an encryption-required topic insists on)."""
+    try:
+        return len(parse_entry_metadata(entry).encryption_keys) > 0
+    except Exception:  # noqa: BLE001 - undecodable metadata is not encrypted metadata
+        return False

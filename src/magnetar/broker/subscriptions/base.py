@@ -79,7 +79,7 @@ class SubscriptionBase(ABC):
         config = topic.config
         override = topic.policies.max_unacked_per_consumer
         self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
-        self._max_unacked = config.max_unacked_messages_per_subscription
+        self._max_unacked = self._subscription_unacked_limit()
         self._blocked = False
 
     @property
@@ -108,16 +108,24 @@ class SubscriptionBase(ABC):
         override = self.topic.policies.max_unacked_per_consumer
         config = self.topic.config
         self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
+        self._max_unacked = self._subscription_unacked_limit()
         self.update_blocked()
+
+    def _subscription_unacked_limit(self) -> int:
+        """The topic's max-unacked-messages-per-subscription policy, else the broker setting."""
+        limit = self.topic.policies.max_unacked_per_subscription
+        return self.topic.config.max_unacked_messages_per_subscription if limit is None else limit
 
     def check_can_add(self, sub_type: SubType) -> None:
         """Raise BrokerError when a consumer of ``sub_type`` may not join now."""
         limit = self.topic.policies.max_consumers_per_subscription
         if limit > 0 and len(self.consumers) >= limit:
             raise BrokerError(ServerError.ConsumerBusy, f"subscription {self.name} reached its maximum of {limit} consumers")
-        topic_limit = self.topic.config.max_consumers_per_topic
+        topic_limit = self.topic.policies.max_consumers_per_topic
+        if topic_limit is None:
+            topic_limit = self.topic.config.max_consumers_per_topic
         if topic_limit > 0 and sum(len(s.consumers) for s in self.topic.subscriptions.values()) >= topic_limit:
-            raise BrokerError(ServerError.ConsumerBusy, f"topic {self.topic.name} reached its maximum of {topic_limit} consumers")
+            raise BrokerError(ServerError.ConsumerBusy, "Topic reached max consumers limit")
         if sub_type not in DISPATCHERS:
             raise BrokerError(ServerError.NotAllowedError, f"subscription type {sub_type.name} is not supported yet")
         if self.consumers:

@@ -206,6 +206,27 @@ class Topic(ABC):
         """First entry to deliver for a start message id (earliest, latest or a real id)."""
 
     # -- subscriptions -------------------------------------------------------------------
+    def check_subscribe(self, name: str, sub_type_name: str, durable: bool) -> None:
+        """Raise BrokerError when a consumer may not subscribe to ``name`` with this type, in
+        Pulsar's order and words: the topic's consumer limit, auto subscription creation, the
+        enabled subscription types, then the subscription limit (new subscriptions only)."""
+        policies, config = self.policies, self.config
+        limit = policies.max_consumers_per_topic
+        limit = config.max_consumers_per_topic if limit is None else limit
+        if limit > 0 and sum(len(s.consumers) for s in self.subscriptions.values()) >= limit:
+            raise BrokerError(ServerError.ConsumerBusy, "Topic reached max consumers limit")
+        exists = name in self.subscriptions
+        if durable and self.persistent and not exists and not policies.auto_subscription_creation:
+            raise BrokerError(ServerError.SubscriptionNotFound, "Subscription does not exist")
+        if policies.subscription_types_enabled and sub_type_name not in policies.subscription_types_enabled:
+            raise BrokerError(ServerError.NotAllowedError, f"Topic[{{{self.name}}}] doesn't support {sub_type_name} sub type!")
+        limit = policies.max_subscriptions_per_topic
+        limit = config.max_subscriptions_per_topic if limit is None else limit
+        if not exists and limit > 0 and len(self.subscriptions) >= limit:
+            raise BrokerError(
+                ServerError.NotAllowedError, f"Exceed the maximum number of subscriptions of the topic: {self.name}"
+            )
+
     @abstractmethod
     def subscribe(
         self,

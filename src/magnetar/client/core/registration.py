@@ -94,6 +94,8 @@ def producer_command(
         p.producer_name = name
     p.user_provided_producer_name = user_named
     p.producer_access_mode = config.access_mode
+    # as the Java client: an encrypting producer says so (encryption-required namespaces check it)
+    p.encrypted = bool(config.encryption_key)
     if topic_epoch is not None:
         p.topic_epoch = topic_epoch
     for k, v in config.properties.items():

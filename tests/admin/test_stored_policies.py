@@ -25,7 +25,7 @@ NAMESPACE_CASES = [
                              "managedLedgerMaxMarkDeleteRate": 0.5}, None),
     ("maxConsumersPerTopic", "POST", 6, None),
     ("maxSubscriptionsPerTopic", "POST", 7, None),
-    ("maxTopicsPerNamespace", "POST", 100, None),
+    ("maxTopicsPerNamespace", "POST", 100, 0),
     ("maxUnackedMessagesPerSubscription", "POST", 1000, None),
     ("subscriptionTypesEnabled", "POST", ["Exclusive", "Shared"], []),
     ("autoSubscriptionCreation", "POST", {"allowAutoSubscriptionCreation": False}, None),
@@ -107,7 +107,7 @@ def test_refusals_as_pulsar(http: Http, ns: str) -> None:
     refusals = [
         ("maxConsumersPerTopic", -1, 412, "maxConsumersPerTopic must be 0 or more"),
         ("maxSubscriptionsPerTopic", -1, 412, "maxSubscriptionsPerTopic must be 0 or more"),
-        ("maxTopicsPerNamespace", -2, 412, "maxTopicsPerNamespace must be 0 or more"),
+        ("maxUnackedMessagesPerSubscription", -2, 412, "maxUnackedMessagesPerSubscription must be 0 or more"),
         ("maxUnackedMessagesPerSubscription", -1, 412, "maxUnackedMessagesPerSubscription must be 0 or more"),
         ("deduplicationSnapshotInterval", -1, 412, "interval must be greater than or equal to 0"),
         ("persistence", {"bookkeeperEnsemble": 1, "bookkeeperWriteQuorum": 2, "bookkeeperAckQuorum": 1},
@@ -117,13 +117,17 @@ def test_refusals_as_pulsar(http: Http, ns: str) -> None:
         r = http.post(f"{ns}/{path}", value)
         assert (r.status, r.reason) == (status, reason), path
         assert http.get(f"{ns}/{path}").json() is None, path
+    r = http.post(f"{ns}/maxTopicsPerNamespace", -2)
+    assert (r.status, r.reason) == (412, "maxTopicsPerNamespace must be 0 or more")
+    assert http.get(f"{ns}/maxTopicsPerNamespace").json() == 0
     assert http.post(f"{ns}/subscriptionTypesEnabled", ["Exclusive", "Nope"]).status == 400
     assert http.post(f"{ns}/subscriptionAuthMode", "prefix").status == 400
     assert http.get(f"{ns}/subscriptionAuthMode").json() == "None"
     r = http.post(f"{ns}/resourcegroup/rg1")
-    assert (r.status, r.reason) == (412, "ResourceGroup does not exist: rg1")
+    assert (r.status, r.reason) == (412, "ResourceGroup does not exist")
     assert http.get(f"{ns}/resourcegroup").status == 204
-    assert http.post(f"{ns}/entryFilters", {"entryFilterNames": "filter1"}).status == 412
+    r = http.post(f"{ns}/entryFilters", {"entryFilterNames": "filter1"})
+    assert (r.status, r.reason) == (400, "Entry filter 'filter1' not found")
     assert http.get(f"{ns}/entryFilters").json() is None
     assert http.get("/admin/v2/namespaces/nosuch/ns/maxConsumersPerTopic").status == 404
 
@@ -152,3 +156,19 @@ def test_topic_level_policies(http: Http, ns: str) -> None:
     assert http.post(f"{ns}/maxConsumersPerTopic", 9).status == 204
     assert http.get(f"{topic}/maxConsumers?applied=true").json() == 9
     assert http.get(f"{topic}/schemaValidationEnforced?applied=true").json() is False
+
+
+def test_replicated_subscription_status(http: Http, ns: str) -> None:
+    tenant_ns = ns.removeprefix("/admin/v2/namespaces/")
+    topic = f"/admin/v2/persistent/{tenant_ns}/rs"
+    full = f"persistent://{tenant_ns}/rs"
+    assert http.put(topic).status == 204
+    assert http.put(f"{topic}/subscription/sub1").status == 204
+    url = f"{topic}/subscription/sub1/replicatedSubscriptionStatus"
+    assert http.get(url).json() == {full: False}
+    assert http.post(url, True).status == 204
+    assert http.get(url).json() == {full: True}
+    assert http.post(url, False).status == 204
+    assert http.get(url).json() == {full: False}
+    assert http.post(url, "yes").status == 400
+    assert http.get(f"{topic}/subscription/nosub/replicatedSubscriptionStatus").status == 404

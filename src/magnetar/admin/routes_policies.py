@@ -192,7 +192,7 @@ def add_namespace_policy_routes(r: APIRouter, admin: BrokerAdmin, access: Access
             summary="Set the resource group (none exist here: refused as Pulsar refuses an unknown group)")
     async def set_resource_group(tenant: str, namespace: str, group: str) -> Response:
         policies.get_namespace_policy(name(tenant, namespace), RESOURCE_GROUP.name)  # 404 first
-        raise HttpError(412, f"ResourceGroup does not exist: {group}")
+        raise HttpError(412, "ResourceGroup does not exist")
 
     @r.get("/{tenant}/{namespace}/backlogQuotaMap", dependencies=read, summary="Get the backlog quotas")
     async def get_backlog_quotas(tenant: str, namespace: str) -> dict:
@@ -266,6 +266,26 @@ def add_topic_policy_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuar
     _add_topic_ttl_routes(r, admin, domain, read, write)
     _add_topic_strategy_routes(r, admin, domain, read, write)
     _add_topic_quota_routes(r, admin, domain, read, write)
+    _add_replicated_status_routes(r, admin, domain, read, write)
+
+
+def _add_replicated_status_routes(r: APIRouter, admin: BrokerAdmin, domain: str, read: list, write: list) -> None:
+    policies = admin.policies
+    route = T + "/subscription/{subscription}/replicatedSubscriptionStatus"
+
+    def name(tenant: str, namespace: str, topic: str):  # noqa: ANN202 - TopicName
+        return admin.ctx.topic_name(domain, tenant, namespace, topic)
+
+    @r.post(route, status_code=204, dependencies=write, summary="Replicate a subscription's state, or stop")
+    async def set_status(
+        tenant: str, namespace: str, topic: str, subscription: str, enabled: Annotated[StrictBool, Body()]
+    ) -> Response:
+        await policies.set_replicated_subscription(name(tenant, namespace, topic), subscription, enabled)
+        return _no_content()
+
+    @r.get(route, dependencies=read, summary="Whether a subscription's state is replicated, per partition")
+    async def get_status(tenant: str, namespace: str, topic: str, subscription: str) -> dict[str, bool]:
+        return await policies.replicated_subscription_status(name(tenant, namespace, topic), subscription)
 
 
 def _add_topic_ttl_routes(r: APIRouter, admin: BrokerAdmin, domain: str, read: list, write: list) -> None:

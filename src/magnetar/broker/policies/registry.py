@@ -283,6 +283,7 @@ MAX_TOPICS_PER_NAMESPACE = Policy(
     non_negative("maxTopicsPerNamespace", "maxTopicsPerNamespace must be 0 or more"),
     lambda c: c.max_topics_per_namespace,
     namespace=Scope("maxTopicsPerNamespace"),
+    unset=lambda c: 0,
 )
 MAX_UNACKED_PER_SUBSCRIPTION = Policy(
     "max_unacked_messages_per_subscription",

@@ -304,7 +304,7 @@ def validate_offload_policies(value: Any, current: Current) -> dict[str, Any]:
         )
         if not bucket:
             raise PreconditionFailedError("The bucket must be specified for namespace offload.")
-    return {k: v for k, v in value.items() if v is not None}
+    return dict(value)
 
 
 def validate_bookie_affinity(value: Any, current: Current) -> dict[str, str]:
@@ -324,7 +324,7 @@ def validate_entry_filters(value: Any, current: Current) -> dict[str, str]:
     names = value.get("entryFilterNames") if isinstance(value, dict) else None
     if not isinstance(names, str) or not names.strip():
         raise PreconditionFailedError("entryFilterNames can't be empty")
-    raise PreconditionFailedError(f"Entry filter '{names}' is not allowed: this broker loads no entry filters")
+    raise BadRequestError(f"Entry filter '{names}' not found")
 
 
 def validate_cluster_list(value: Any, current: Current) -> list[str]:

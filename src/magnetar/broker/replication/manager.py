@@ -122,6 +122,18 @@ class ReplicationManager:
         if topic.persistent:
             self._controller(topic).add(name)  # type: ignore[arg-type]
 
+    def set_subscription_replicated(self, topic: Topic, name: str, enabled: bool) -> None:
+        """The admin's replicatedSubscriptionStatus: start or stop carrying a subscription's state."""
+        if enabled:
+            self.subscription_replicated(topic, name)
+        elif topic.name in self.controllers:
+            self.controllers[topic.name].remove(name)
+
+    def is_subscription_replicated(self, topic: Topic, name: str) -> bool:
+        """Whether a subscription's state is carried to the other clusters."""
+        controller = self.controllers.get(topic.name)
+        return controller is not None and name in controller.caches
+
     def _controller(self, topic: PersistentTopic) -> ReplicatedSubscriptions:
         controller = self.controllers.get(topic.name)
         if controller is None:

@@ -186,6 +186,12 @@ class ReplicatedSubscriptions:
         if persist:
             self._persist(sorted(self.caches))
 
+    def remove(self, name: str) -> None:
+        """Subscription ``name`` no longer replicates its state."""
+        if self.caches.pop(name, None) is not None:
+            self._mark_deletes.pop(name, None)
+            self._persist(sorted(self.caches))
+
     def tick(self) -> None:
         """Forget deleted subscriptions, send updates for moved mark-delete positions, start a snapshot."""
         gone = [n for n in self.caches if n not in self.topic.subscriptions]

@@ -186,3 +186,19 @@ class PolicyResources:
         if quotas.pop(quota_type(kind), None) is not None:
             policies[BACKLOG_QUOTAS.name] = quotas
             self._save_topic(tn, policies)
+
+    # -- subscriptions ---------------------------------------------------------------------
+    async def set_replicated_subscription(self, tn: TopicName, sub: str, enabled: bool) -> None:
+        """Start or stop replicating a subscription's state (on every partition that has it)."""
+        self.ctx.persistent_only(tn, "Replicated subscriptions")
+        for topic, _ in await self.ctx.subscriptions_named(tn, sub):
+            self.ctx.service.replication.set_subscription_replicated(topic, sub, enabled)
+
+    async def replicated_subscription_status(self, tn: TopicName, sub: str) -> dict[str, bool]:
+        """{topic or partition name: whether the subscription's state is replicated}, as Pulsar answers."""
+        self.ctx.persistent_only(tn, "Replicated subscriptions")
+        replication = self.ctx.service.replication
+        return {
+            topic.name: replication.is_subscription_replicated(topic, sub)
+            for topic, _ in await self.ctx.subscriptions_named(tn, sub)
+        }

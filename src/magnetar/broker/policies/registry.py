@@ -266,23 +266,42 @@ MAX_CONSUMERS_PER_TOPIC = Policy(
     "int",
     non_negative("maxConsumersPerTopic", "maxConsumersPerTopic must be 0 or more"),
     lambda c: c.max_consumers_per_topic,
-    namespace=Scope("maxConsumersPerTopic"),
-    topic=Scope("maxConsumers"),
+    namespace=Scope(
+        "maxConsumersPerTopic", "max-consumers-per-topic", "the maximum consumers per topic",
+        "Set the maximum consumers per topic.",
+        option=("--max-consumers-per-topic", "-c", "Maximum consumers per topic"),
+    ),
+    topic=Scope(
+        "maxConsumers", "max-consumers", "the topic's maximum consumers", "Set the topic's maximum consumers.",
+        option=("--max-consumers", "-c", "Maximum consumers"),
+    ),
 )
 MAX_SUBSCRIPTIONS_PER_TOPIC = Policy(
     "max_subscriptions_per_topic",
     "int",
     non_negative("maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic must be 0 or more"),
     lambda c: c.max_subscriptions_per_topic,
-    namespace=Scope("maxSubscriptionsPerTopic"),
-    topic=Scope("maxSubscriptionsPerTopic"),
+    namespace=Scope(
+        "maxSubscriptionsPerTopic", "max-subscriptions-per-topic", "the maximum subscriptions per topic",
+        "Set the maximum subscriptions per topic.",
+        option=("--max-subscriptions-per-topic", "-m", "Maximum subscriptions per topic"),
+    ),
+    topic=Scope(
+        "maxSubscriptionsPerTopic", "max-subscriptions", "the topic's maximum subscriptions",
+        "Set the topic's maximum subscriptions.",
+        option=("--max-subscriptions-per-topic", "-m", "Maximum subscriptions"),
+    ),
 )
 MAX_TOPICS_PER_NAMESPACE = Policy(
     "max_topics_per_namespace",
     "int",
     non_negative("maxTopicsPerNamespace", "maxTopicsPerNamespace must be 0 or more"),
     lambda c: c.max_topics_per_namespace,
-    namespace=Scope("maxTopicsPerNamespace"),
+    namespace=Scope(
+        "maxTopicsPerNamespace", "max-topics-per-namespace", "the maximum topics of the namespace",
+        "Set the maximum topics of the namespace (partitions count one each).",
+        option=("--max-topics-per-namespace", "-t", "Maximum topics"),
+    ),
     unset=lambda c: 0,
 )
 MAX_UNACKED_PER_SUBSCRIPTION = Policy(
@@ -290,8 +309,17 @@ MAX_UNACKED_PER_SUBSCRIPTION = Policy(
     "int",
     non_negative("maxUnackedMessagesPerSubscription", "maxUnackedMessagesPerSubscription must be 0 or more"),
     lambda c: c.max_unacked_messages_per_subscription,
-    namespace=Scope("maxUnackedMessagesPerSubscription"),
-    topic=Scope("maxUnackedMessagesOnSubscription"),
+    namespace=Scope(
+        "maxUnackedMessagesPerSubscription", "max-unacked-messages-per-subscription",
+        "the maximum unacked messages per subscription", "Set the maximum unacknowledged messages per subscription.",
+        option=("--max-unacked-messages-per-subscription", "-c", "Maximum unacked messages"),
+    ),
+    topic=Scope(
+        "maxUnackedMessagesOnSubscription", "max-unacked-messages-per-subscription",
+        "the topic's maximum unacked messages per subscription",
+        "Set the topic's maximum unacknowledged messages per subscription.",
+        option=("--max-unacked-messages-per-subscription", "-m", "Maximum unacked messages"),
+    ),
 )
 SUBSCRIPTION_TYPES_ENABLED = Policy(
     "subscription_types_enabled",
@@ -307,7 +335,10 @@ ENCRYPTION_REQUIRED = Policy(
     "bool",
     validate_bool("encryptionRequired"),
     lambda c: False,
-    namespace=Scope("encryptionRequired", remove_path=""),
+    namespace=Scope(
+        "encryptionRequired", "encryption-required", "whether messages must be encrypted",
+        "Require (or stop requiring) encrypted messages.", remove_path="", commands=("get", "set"),
+    ),
     unset=lambda c: False,
 )
 AUTO_SUBSCRIPTION_CREATION = Policy(
@@ -323,15 +354,26 @@ DEDUP_SNAPSHOT_INTERVAL = Policy(
     "int",
     non_negative("deduplicationSnapshotInterval", "interval must be greater than or equal to 0"),
     lambda c: 120,
-    namespace=Scope("deduplicationSnapshotInterval", null_removes=True),
-    topic=Scope("deduplicationSnapshotInterval"),
+    namespace=Scope(
+        "deduplicationSnapshotInterval", "deduplication-snapshot-interval",
+        "the deduplication snapshot interval (seconds)", "Set the deduplication snapshot interval.",
+        option=("--interval", "-i", "Seconds between deduplication snapshots"), null_removes=True,
+    ),
+    topic=Scope(
+        "deduplicationSnapshotInterval", "deduplication-snapshot-interval",
+        "the topic's deduplication snapshot interval (seconds)", "Set the topic's deduplication snapshot interval.",
+        option=("--interval", "-i", "Seconds between deduplication snapshots"),
+    ),
 )
 ALLOW_AUTO_UPDATE_SCHEMA = Policy(
     "is_allow_auto_update_schema",
     "bool",
     validate_bool("isAllowAutoUpdateSchema"),
     lambda c: c.allow_auto_update_schema,
-    namespace=Scope("isAllowAutoUpdateSchema", remove_path=""),
+    namespace=Scope(
+        "isAllowAutoUpdateSchema", "is-allow-auto-update-schema", "whether clients may register new schemas",
+        "Allow or refuse new schema versions from clients.", remove_path="", commands=("get", "set"),
+    ),
     unset=lambda c: c.allow_auto_update_schema,
 )
 SCHEMA_VALIDATION_ENFORCED = Policy(
@@ -339,8 +381,16 @@ SCHEMA_VALIDATION_ENFORCED = Policy(
     "bool",
     validate_bool("schemaValidationEnforced"),
     lambda c: c.schema_validation_enforced,
-    namespace=Scope("schemaValidationEnforced", remove_path=""),
-    topic=Scope("schemaValidationEnforced"),
+    namespace=Scope(
+        "schemaValidationEnforced", "schema-validation-enforce",
+        "whether producers without a schema are refused on topics with one",
+        "Enforce (or not) schema validation.", remove_path="", commands=("get", "set"),
+    ),
+    topic=Scope(
+        "schemaValidationEnforced", "schema-validation-enforce",
+        "whether producers without a schema are refused on the topic", "Enforce (or not) schema validation on the topic.",
+        commands=("get", "set"),
+    ),
     unset=lambda c: False,
 )
 SCHEMA_AUTO_UPDATE_STRATEGY = Policy(

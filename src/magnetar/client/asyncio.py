@@ -18,6 +18,7 @@ from magnetar.client.api.message import Message, MessageId
 from magnetar.client.api.policies import RegexSubscriptionMode
 from magnetar.client.core.client import AsyncClient
 from magnetar.client.core.consumer import AsyncConsumer
+from magnetar.client.core.futures import set_future
 from magnetar.client.core.multi_topic import AsyncMultiTopicsConsumer
 from magnetar.client.core.partitioned import AsyncPartitionedProducer, PartitionsRoutingMode
 from magnetar.client.core.producer import AsyncProducer
@@ -289,6 +290,11 @@ class Client:
         except RuntimeError:  # no running loop: nothing can be connected any more
             pass
 
+
+#: ``pulsar.asyncio._set_future(future, result, value)``: settle a future with a callback-style
+#: outcome from any thread, a no-op on a future already resolved or cancelled (bridges magnetar's
+#: ``send_async`` callbacks, whose first argument compares equal to a Result, to asyncio code)
+_set_future = set_future
 
 #: the names ``pulsar.asyncio`` exports beside its classes (the same objects as ``magnetar.client``'s)
 __all__ = [

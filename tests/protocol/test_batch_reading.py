@@ -11,6 +11,7 @@ from magnetar.protocol.batch import BatchMessage, encode_batch
 from magnetar.protocol.batch_reading import (
     EMPTY_SINGLE,
     is_plain_metadata,
+    plain_after_head,
     plain_metadata_head,
     split_batch_payload,
 )
@@ -134,6 +135,7 @@ def test_a_plain_metadata_is_recognised_by_the_head_of_its_producer() -> None:
         data = meta.SerializeToString()
         if data.startswith(head):
             assert is_plain_metadata(data, head) and _plain_by_parsing(data), meta
+            assert plain_after_head(data, len(head))  # the form a per-entry loop inlines
     long_head = plain_metadata_head(PLAIN[1].SerializeToString())
     assert is_plain_metadata(PLAIN[1].SerializeToString(), long_head)
 

@@ -34,7 +34,9 @@ EMPTY_SINGLE: Final = SingleMessageMetadata()
 _SIZE_AND_SEQUENCE = re.compile(rb"\x18(?:[\x00-\x7f]|[\x80-\xff][\x00-\x7f])\x40[\x80-\xff]{0,8}[\x00-\x7f]").fullmatch
 #: what may follow the producer name in a plain MessageMetadata: sequence_id (2), publish_time
 #: (3), then optionally uncompressed_size (9) and event_time (12), each a varint of up to 9 bytes
-_PLAIN_AFTER_NAME = re.compile(
+#: (``plain_after_head(meta, len(head))``: :func:`is_plain_metadata` without the call, for a
+#: caller's per-entry loop that has checked ``meta.startswith(head)`` and a non-empty head)
+plain_after_head: Final = re.compile(
     rb"\x10[\x80-\xff]{0,8}[\x00-\x7f]\x18[\x80-\xff]{0,8}[\x00-\x7f]"
     rb"(?:\x48[\x80-\xff]{0,8}[\x00-\x7f])?(?:\x60[\x80-\xff]{0,8}[\x00-\x7f])?"
 ).fullmatch
@@ -95,7 +97,7 @@ def is_plain_metadata(meta: bytes, head: bytes) -> bool:
     """Whether ``meta`` (a serialized MessageMetadata) is plain, known without parsing it: it
     starts with ``head`` (from :func:`plain_metadata_head` of a metadata that parsed as plain; an
     empty ``head`` recognises nothing) and holds nothing else but the fields a plain message has."""
-    return bool(head) and meta.startswith(head) and _PLAIN_AFTER_NAME(meta, len(head)) is not None
+    return bool(head) and meta.startswith(head) and plain_after_head(meta, len(head)) is not None
 
 
-__all__ = ["EMPTY_SINGLE", "is_plain_metadata", "plain_metadata_head", "split_batch_payload"]
+__all__ = ["EMPTY_SINGLE", "is_plain_metadata", "plain_after_head", "plain_metadata_head", "split_batch_payload"]

@@ -29,7 +29,7 @@ from magnetar.client.api.message import (
 from magnetar.client.core.batch_messages import ack_set_mask, before_start, split_batch
 from magnetar.client.core.crypto import MessageDecryptor
 from magnetar.protocol import commands
-from magnetar.protocol.batch_reading import is_plain_metadata, plain_metadata_head
+from magnetar.protocol.batch_reading import plain_after_head, plain_metadata_head
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import AckType, CompressionType
 from magnetar.protocol.framing import ProtocolError, crc32c
@@ -102,7 +102,7 @@ class EntryOpening:
         acks = self._acks
         topic, schema = self.topic, self.config.schema
         parse = MessageMetadata.FromString
-        is_plain = is_plain_metadata
+        plain_after = plain_after_head
         pending, cumulative = acks.pending_entries, acks.last_cumulative
         seen = self._ledger_seen
         head = self._meta_head
@@ -113,7 +113,8 @@ class EntryOpening:
                 meta_size = _U32.unpack_from(entry, 0)[0]
                 # kept serialized, parsed again if asked for: fewer long-lived objects for the GC
                 meta_bytes = bytes(entry[4 : 4 + meta_size])
-                if is_plain(meta_bytes, head):
+                # is_plain_metadata(meta_bytes, head), without a call per entry
+                if head and meta_bytes.startswith(head) and plain_after(meta_bytes, len(head)):
                     plain = True
                 else:
                     try:

@@ -191,6 +191,36 @@ def consume_magnetar_async(url: str, topic: str, count: int, size: int) -> dict:
         return asyncio.run(main())
 
 
+def consume_magnetar_face(url: str, topic: str, count: int, size: int) -> dict:
+    """As consume_magnetar_async, through the ``pulsar.asyncio`` face (``magnetar.client.asyncio``):
+    ``await consumer.acknowledge(await consumer.receive())`` as code written for the official
+    asyncio client does."""
+    import asyncio
+
+    from magnetar.client import InitialPosition
+    from magnetar.client import asyncio as pulsar_asyncio
+
+    async def main() -> dict:
+        client = pulsar_asyncio.Client(url, operation_timeout_seconds=30)
+        try:
+            consumer = await client.subscribe(topic, f"bench-{time.time_ns()}", initial_position=InitialPosition.Earliest)
+            await consumer.acknowledge(await consumer.receive(30000))
+            start = time.perf_counter()
+            receive, acknowledge = consumer.receive, consumer.acknowledge
+            for _ in range(count - 1):
+                await acknowledge(await receive(30000))
+            return {"received": count, "seconds": time.perf_counter() - start, "count_timed": count - 1}
+        finally:
+            await client.close()
+
+    try:
+        import uvloop
+
+        return uvloop.run(main())
+    except ImportError:
+        return asyncio.run(main())
+
+
 WORKERS = {
     "produce-official": produce_official,
     "produce-magnetar": produce_magnetar,
@@ -198,6 +228,7 @@ WORKERS = {
     "consume-official": consume_official,
     "consume-magnetar": consume_magnetar,
     "consume-magnetar-async": consume_magnetar_async,
+    "consume-magnetar-face": consume_magnetar_face,
 }
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -125,6 +126,7 @@ def _fast_paths(calls: int) -> dict[str, float]:
 
     acks = {(42, 1_000_000 + i): None for i in range(100)}
     return {
+        **_readers(calls),
         "message_head.hand": _best_ns(lambda: message_frame_head(7, 42, 1_234_567, -1, 0, 300, 0xDEADBEEF), calls),
         "message_head.protobuf": _best_ns(protobuf_head, calls),
         "send_receipt.hand": _best_ns(lambda: send_receipt_frame(3, 1_234_567, 0, 42, 1_234_567), calls),
@@ -136,6 +138,52 @@ def _fast_paths(calls: int) -> dict[str, float]:
         "single_metadata.protobuf": _best_ns(
             lambda: SingleMessageMetadata(payload_size=300, partition_key="key-17", sequence_id=1_234_567).SerializeToString(),
             calls),
+    }
+
+
+def _readers(calls: int) -> dict[str, float]:
+    """The hand-written readers of a consumer's entries against the generated decoder (trees
+    without protocol/batch_reading.py have none of these figures)."""
+    try:
+        from magnetar.protocol.batch_reading import (
+            is_plain_metadata,
+            plain_metadata_head,
+            split_batch_payload,
+        )
+    except ImportError:
+        return {}
+    from magnetar.protocol.batch import BatchMessage, encode_batch
+    from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
+
+    unpack = struct.Struct(">I").unpack_from
+    # 100 messages of 100 B as the official producer batches them (payload_size and sequence_id)
+    batch = encode_batch([BatchMessage(b"x" * 100, sequence_id=i) for i in range(100)])
+
+    def generated_split() -> list:
+        out, pos = [], 0
+        for _ in range(100):
+            (n,) = unpack(batch, pos)
+            single = SingleMessageMetadata.FromString(batch[pos + 4 : pos + 4 + n])
+            pos += 4 + n
+            out.append((single, batch[pos : pos + single.payload_size]))
+            pos += single.payload_size
+        return out
+
+    meta = MessageMetadata(producer_name="standalone-0-7", sequence_id=1_234_567, publish_time=1_700_000_000_000,
+                           uncompressed_size=100).SerializeToString()
+    head = plain_metadata_head(meta)
+
+    def generated_plain() -> bool:
+        parsed = MessageMetadata.FromString(meta)
+        return (not parsed.HasField("num_messages_in_batch") and parsed.num_chunks_from_msg <= 1
+                and not parsed.compression and not parsed.encryption_keys)
+
+    few = max(1, calls // 50)
+    return {
+        "batch_split_100.hand": _best_ns(lambda: split_batch_payload(batch, 100), few),
+        "batch_split_100.protobuf": _best_ns(generated_split, few),
+        "plain_metadata.hand": _best_ns(lambda: is_plain_metadata(meta, head), calls),
+        "plain_metadata.protobuf": _best_ns(generated_plain, calls),
     }
 
 

@@ -68,6 +68,26 @@ def test_after_shutdown_everything_raises_already_closed(url: str, topic: str) -
     run(main())
 
 
+def test_after_shutdown_receive_and_acknowledge_name_the_topic(url: str, topic: str) -> None:
+    async def main() -> None:
+        client = Client(url)
+        producer = await client.create_producer(topic)
+        consumer = await client.subscribe(topic, "sub")
+        await producer.send(b"hello")
+        msg = await consumer.receive(RECEIVE_MS)
+        client.shutdown()
+        for attempt in (consumer.receive(RECEIVE_MS), consumer.acknowledge(msg)):
+            with pytest.raises(PulsarException) as refused:
+                await attempt
+            assert refused.value.error() == Result.AlreadyClosed
+            assert str(refused.value) == f"consumer on {consumer.topic()}: the client was shut down"
+        with pytest.raises(PulsarException, match=f"^producer on {producer.topic()}: the client was shut down$"):
+            await producer.flush()
+        await client.close()
+
+    run(main())
+
+
 def test_keyed_message_keeps_its_keys_and_properties(url: str, topic: str) -> None:
     async def main() -> None:
         client = Client(url)

@@ -33,6 +33,7 @@ from magnetar.client.api.compat import (
     LoggerLevel,
 )
 from magnetar.client.api.config import BatchingType, ConsumerConfig, ProducerConfig
+from magnetar.client.api.configuration import ConsumerConfiguration, ProducerConfiguration
 from magnetar.client.api.crypto import CryptoKeyReader, EncryptionContext, EncryptionKey
 from magnetar.client.api.failover import AutoClusterFailover, ServiceInfo, ServiceInfoProvider
 from magnetar.client.api.message import Message, MessageId
@@ -106,6 +107,7 @@ __all__ = [
     "Consumer",
     "ConsumerBatchReceivePolicy",
     "ConsumerConfig",
+    "ConsumerConfiguration",
     "ConsumerCryptoFailureAction",
     "ConsumerDeadLetterPolicy",
     "ConsumerKeySharedPolicy",
@@ -130,6 +132,7 @@ __all__ = [
     "Producer",
     "ProducerAccessMode",
     "ProducerConfig",
+    "ProducerConfiguration",
     "Reader",
     "RedeliveryBackoff",
     "RegexSubscriptionMode",

@@ -18,6 +18,7 @@ from magnetar.client.api.message import Message, MessageId
 from magnetar.client.api.policies import RegexSubscriptionMode
 from magnetar.client.core.client import AsyncClient
 from magnetar.client.core.consumer import AsyncConsumer
+from magnetar.client.core.futures import set_future
 from magnetar.client.core.multi_topic import AsyncMultiTopicsConsumer
 from magnetar.client.core.partitioned import AsyncPartitionedProducer, PartitionsRoutingMode
 from magnetar.client.core.producer import AsyncProducer
@@ -37,10 +38,11 @@ class ClientState:
     def __init__(self) -> None:
         self.shut_down = False
 
-    def check(self, what: str) -> None:
-        """Raise AlreadyClosed when the client was shut down."""
+    def check(self, what: str, topic: str | None = None) -> None:
+        """Raise AlreadyClosed when the client was shut down (``what`` on ``topic``: the message
+        is only formatted then, not on every call of a hot path)."""
         if self.shut_down:
-            raise AlreadyClosed(f"{what}: the client was shut down")
+            raise AlreadyClosed(f"{what}{'' if topic is None else ' on ' + topic}: the client was shut down")
 
 
 class Producer:
@@ -66,7 +68,7 @@ class Producer:
     ) -> MessageId:
         """Publish one message and return its id once the broker stored it (in the transaction
         ``txn`` when given: visible once it is committed)."""
-        self._state.check(f"producer on {self.core.topic}")
+        self._state.check("producer", self.core.topic)
         return await self.core.send(
             content, properties=properties, partition_key=partition_key, ordering_key=ordering_key,
             sequence_id=sequence_id, replication_clusters=replication_clusters,
@@ -76,13 +78,13 @@ class Producer:
 
     async def flush(self) -> None:
         """Wait until every message sent so far has its receipt."""
-        self._state.check(f"producer on {self.core.topic}")
+        self._state.check("producer", self.core.topic)
         await self.core.flush()
 
     async def close(self) -> None:
         """Flush and close the producer (AlreadyClosed when it was closed before, as the official
         client's)."""
-        self._state.check(f"producer on {self.core.topic}")
+        self._state.check("producer", self.core.topic)
         if self.core.closed:
             raise AlreadyClosed(f"producer {self.core.name} on {self.core.topic} is already closed")
         await self.core.close()
@@ -112,11 +114,12 @@ class Consumer:
         self._state = state or ClientState()
 
     def _check(self) -> None:
-        self._state.check(f"consumer on {self.core.topic}")
+        self._state.check("consumer", self.core.topic)
 
     async def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message (``timeout_millis`` is magnetar's addition: Timeout after it)."""
-        self._check()
+        if self._state.shut_down:
+            self._check()
         return await self.core.receive(timeout_millis)
 
     async def batch_receive(self) -> list[Message]:
@@ -127,7 +130,8 @@ class Consumer:
     async def acknowledge(self, message: Message | MessageId, txn: AsyncTransaction | None = None) -> None:
         """Acknowledge one message (grouped: sent within ack_group_time_ms; in the transaction
         ``txn``: at once, returning once the broker holds it)."""
-        self._check()
+        if self._state.shut_down:
+            self._check()
         if txn is not None:
             await self.core.acknowledge(message, txn)
             return
@@ -199,7 +203,7 @@ class Reader:
 
     async def read_next(self, timeout_millis: int | None = None) -> Message:
         """The next message."""
-        self._state.check(f"reader on {self.core.topic}")
+        self._state.check("reader", self.core.topic)
         return await self.core.read_next(timeout_millis)
 
     async def has_message_available(self) -> bool:
@@ -210,7 +214,7 @@ class Reader:
         """Move to a message id or a publish time (ms since the epoch)."""
         if not isinstance(messageid, (MessageId, int)):
             raise ValueError(f"invalid messageid type {type(messageid)}")
-        self._state.check(f"reader on {self.core.topic}")
+        self._state.check("reader", self.core.topic)
         await self.core.seek(messageid)
 
     async def close(self) -> None:
@@ -289,6 +293,11 @@ class Client:
         except RuntimeError:  # no running loop: nothing can be connected any more
             pass
 
+
+#: ``pulsar.asyncio._set_future(future, result, value)``: settle a future with a callback-style
+#: outcome from any thread, a no-op on a future already resolved or cancelled (bridges magnetar's
+#: ``send_async`` callbacks, whose first argument compares equal to a Result, to asyncio code)
+_set_future = set_future
 
 #: the names ``pulsar.asyncio`` exports beside its classes (the same objects as ``magnetar.client``'s)
 __all__ = [

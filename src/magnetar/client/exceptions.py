@@ -375,3 +375,14 @@ def _assign_results() -> None:
 
 
 _assign_results()
+
+
+def error_for_result(result: Result, message: str = "") -> PulsarError:
+    """The exception for an official result code (``Result.Ok`` has none: PulsarError then);
+    the class of that code's official name, else a PulsarError carrying the code."""
+    cls = globals().get(result.name)
+    if isinstance(cls, type) and issubclass(cls, PulsarError) and cls.result == result:
+        return cls(message or result.name)
+    error = PulsarError(message or result.name)
+    error.result = result
+    return error

@@ -21,12 +21,6 @@ for _name in (
 ):
     if not hasattr(_client, _name):
         setattr(_client, _name, type(_name, (_NotImplementedName,), {}))
-if not hasattr(_client.asyncio, "_set_future"):  # the official asyncio module's private helper
-
-    def _set_future(*args: object, **kwargs: object) -> None:
-        raise NotImplementedError("_set_future is a private helper of the official client")
-
-    _client.asyncio._set_future = _set_future
 
 sys.modules.update({
     "pulsar": _client,

@@ -1,31 +1,20 @@
 """Splitting a delivered batch entry into Message objects: the consumer's hot loop.
 
-The batch is split here rather than with :func:`magnetar.protocol.batch.decode_batch`: this runs
-once per message received, so it is kept to the bare minimum (sizes are still checked), and a
-SingleMessageMetadata holding nothing but the payload size, or the payload size and the sequence
-id (as the official producer writes them), the usual cases, is read without the protobuf parser.
+The bytes are read by :func:`magnetar.protocol.batch_reading.split_batch_payload` (the usual
+SingleMessageMetadata shapes without the protobuf parser); what is left here runs once per message
+received and is kept to the bare minimum: which messages to hand out, and their Message objects.
 """
 
 from __future__ import annotations
 
-import re
-import struct
 from typing import Any
 
-from google.protobuf.message import DecodeError
-
 from magnetar.client.api.message import BATCH_INDEXES, IdPart, Message, MessageId, id_part
-from magnetar.protocol.framing import ProtocolError
-from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
+from magnetar.protocol.batch_reading import EMPTY_SINGLE, split_batch_payload
+from magnetar.protocol.schema import MessageMetadata
 
 _U64 = (1 << 64) - 1
-_U32 = struct.Struct(">I")
-#: the metadata of a batched message that has nothing but a payload size (shared, never modified)
-_NO_SINGLE_FIELDS = SingleMessageMetadata()
 _new_message_id = object.__new__
-#: a SingleMessageMetadata of payload_size (field 3, < 16384) and sequence_id (field 8, a varint
-#: of up to 9 bytes), in that order: kept serialized in the message, parsed if asked for
-_SIZE_AND_SEQUENCE = re.compile(rb"\x18(?:[\x00-\x7f]|[\x80-\xff][\x00-\x7f])\x40[\x80-\xff]{0,8}[\x00-\x7f]").fullmatch
 _new_message = object.__new__
 
 
@@ -88,65 +77,56 @@ def split_batch(
     malformed batch.
     """
     count = meta.num_messages_in_batch
+    singles, bodies = split_batch_payload(payload, count)
     ledger_id, entry_id = IdPart(entry[0]), IdPart(entry[1])
     topic, partition, schema = consumer.topic, id_part(consumer.partition), consumer.config.schema
     # only messages of the start entry itself (or before it) can precede the start position
     check_start = start is not None and entry <= (start.ledger_id, start.entry_id)
-    parse, size_and_sequence, unpack = SingleMessageMetadata.FromString, _SIZE_AND_SEQUENCE, _U32.unpack_from
-    new_id, new_message = _new_message_id, _new_message
+    new_id, new_message, empty = _new_message_id, _new_message, EMPTY_SINGLE
     indexes = BATCH_INDEXES if count <= len(BATCH_INDEXES) else [id_part(i) for i in range(count)]
     out = []
-    end = len(payload)
-    pos = 0
-    try:
-        for index in range(count):
-            (n,) = unpack(payload, pos)
-            pos += 4
-            # a metadata holding nothing but payload_size (field 3, a one or two byte varint)
-            b0 = payload[pos]
-            if n == 2 and b0 == 0x18 and payload[pos + 1] < 0x80:
-                single = _NO_SINGLE_FIELDS
-                size = payload[pos + 1]
-            elif n == 3 and b0 == 0x18 and payload[pos + 2] < 0x80:
-                single = _NO_SINGLE_FIELDS
-                size = (payload[pos + 1] & 0x7F) | (payload[pos + 2] << 7)
-            elif b0 == 0x18 and size_and_sequence(payload, pos, pos + n):
-                single = payload[pos : pos + n]
-                size = payload[pos + 1]
-                if size >= 0x80:
-                    size = (size & 0x7F) | (payload[pos + 2] << 7)
-            else:
-                single = parse(payload[pos : pos + n])
-                size = single.payload_size
-            pos += n
-            body = payload[pos : pos + size]
-            pos += size
-            if pos > end or size < 0:
-                raise ProtocolError(f"message {index} of a batch of {count} overruns its {end} bytes")
-            if (mask is not None and not (mask >> index) & 1) or (single.__class__ is not bytes and single.compacted_out):
+    if mask is None and not check_start:
+        # the usual case: every message of the entry is handed out (unless compacted out)
+        for index, single, body in zip(indexes, singles, bodies, strict=False):  # (indexes is longer)
+            if single is not empty and single.__class__ is not bytes and single.compacted_out:
                 continue
-            msg_id = None  # (made on first use: see Message._id)
-            if check_start:
-                msg_id = new_id(MessageId)
-                msg_id.ledger_id, msg_id.entry_id, msg_id.batch_index = ledger_id, entry_id, indexes[index]
-                msg_id.partition, msg_id.batch_size, msg_id.topic, msg_id._chunk_ids = partition, count, topic, None
-                if before_start(msg_id, start, inclusive):  # type: ignore[arg-type]
-                    continue
             msg = new_message(Message)
             msg._payload = body
             msg._meta = meta
             msg._single = single
-            msg._mid = msg_id
+            msg._mid = None  # (made on first use: see Message._id)
             msg._ledger = ledger_id
             msg._entry = entry_id
-            msg._index = indexes[index]
+            msg._index = index
             msg._topic = topic
             msg._redelivery_count = redelivery
             msg._schema = schema
             msg._consumer = consumer
             out.append(msg)
-    except (struct.error, DecodeError, IndexError) as exc:
-        raise ProtocolError(f"malformed batch of {count} messages: {exc}") from None
-    if pos != end:
-        raise ProtocolError(f"{end - pos} bytes left over after the {count} messages of a batch")
+        return out
+    for index, single, body in zip(indexes, singles, bodies, strict=False):
+        if mask is not None and not (mask >> index) & 1:
+            continue
+        if single is not empty and single.__class__ is not bytes and single.compacted_out:
+            continue
+        msg_id = None
+        if check_start:
+            msg_id = new_id(MessageId)
+            msg_id.ledger_id, msg_id.entry_id, msg_id.batch_index = ledger_id, entry_id, index
+            msg_id.partition, msg_id.batch_size, msg_id.topic, msg_id._chunk_ids = partition, count, topic, None
+            if before_start(msg_id, start, inclusive):  # type: ignore[arg-type]
+                continue
+        msg = new_message(Message)
+        msg._payload = body
+        msg._meta = meta
+        msg._single = single
+        msg._mid = msg_id
+        msg._ledger = ledger_id
+        msg._entry = entry_id
+        msg._index = index
+        msg._topic = topic
+        msg._redelivery_count = redelivery
+        msg._schema = schema
+        msg._consumer = consumer
+        out.append(msg)
     return out

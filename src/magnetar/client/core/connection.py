@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from magnetar import __version__
 from magnetar.client.api.auth import Authentication
+from magnetar.client.core.futures import settle
 from magnetar.client.exceptions import AuthenticationError, ConnectError, PulsarError, Timeout, error_for
 from magnetar.net.transport import FramedProtocol
 from magnetar.protocol import commands
@@ -334,8 +335,7 @@ class ClientConnection(FramedProtocol):
             self.connected.set_exception(reason)
             self.connected.exception()  # mark retrieved
         for fut in self._requests.values():
-            if not fut.done():
-                fut.set_exception(reason)
+            settle(fut, reason)
         self._requests.clear()
         producers, self.producers = list(self.producers.values()), {}
         consumers, self.consumers = list(self.consumers.values()), {}

@@ -12,7 +12,6 @@ messages, ids and payload bytes.
 from __future__ import annotations
 
 import logging
-import re
 import struct
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from magnetar.client.api.message import (
 from magnetar.client.core.batch_messages import ack_set_mask, before_start, split_batch
 from magnetar.client.core.crypto import MessageDecryptor
 from magnetar.protocol import commands
+from magnetar.protocol.batch_reading import plain_after_head, plain_metadata_head
 from magnetar.protocol.compression import decompress
 from magnetar.protocol.enums import AckType, CompressionType
 from magnetar.protocol.framing import ProtocolError, crc32c
@@ -51,15 +51,6 @@ _U64 = (1 << 64) - 1
 #: CommandAck.ValidationError.DecryptionError
 _DECRYPTION_ERROR = 4
 _new = object.__new__
-#: what may follow the producer name in a MessageMetadata known to be plain without parsing it:
-#: sequence_id, publish_time, then optionally uncompressed_size and event_time, each a varint of
-#: up to 9 bytes (the protobuf parser takes all of these)
-_PLAIN_AFTER_NAME = re.compile(
-    rb"\x10[\x80-\xff]{0,8}[\x00-\x7f]\x18[\x80-\xff]{0,8}[\x00-\x7f]"
-    rb"(?:\x48[\x80-\xff]{0,8}[\x00-\x7f])?(?:\x60[\x80-\xff]{0,8}[\x00-\x7f])?"
-).fullmatch
-
-
 class EntryOpening:
     """The receiving side of a consumer: MESSAGE frames in, messages to the queue (or the sink)."""
 
@@ -77,8 +68,8 @@ class EntryOpening:
     _possible_dlq: dict[tuple[int, int], list[Message]]
     consumer_id: int
     #: the producer_name field (tag, length, name) of the last plain entry's metadata, which
-    #: parsed: a metadata of the same producer with nothing but _PLAIN_AFTER_NAME after it is
-    #: plain (no batch, compression nor chunks) and parses, without parsing it
+    #: parsed: a metadata of the same producer that is_plain_metadata() recognises is plain (no
+    #: batch, compression nor chunks) and parses, without parsing it
     _meta_head: bytes = b""
     #: opens encrypted entries (made at the first one)
     _decryptor: MessageDecryptor | None = None
@@ -111,7 +102,7 @@ class EntryOpening:
         acks = self._acks
         topic, schema = self.topic, self.config.schema
         parse = MessageMetadata.FromString
-        plain_after_name = _PLAIN_AFTER_NAME
+        plain_after = plain_after_head
         pending, cumulative = acks.pending_entries, acks.last_cumulative
         seen = self._ledger_seen
         head = self._meta_head
@@ -122,7 +113,8 @@ class EntryOpening:
                 meta_size = _U32.unpack_from(entry, 0)[0]
                 # kept serialized, parsed again if asked for: fewer long-lived objects for the GC
                 meta_bytes = bytes(entry[4 : 4 + meta_size])
-                if meta_bytes.startswith(head) and plain_after_name(meta_bytes, len(head)):
+                # is_plain_metadata(meta_bytes, head), without a call per entry
+                if head and meta_bytes.startswith(head) and plain_after(meta_bytes, len(head)):
                     plain = True
                 else:
                     try:
@@ -133,8 +125,8 @@ class EntryOpening:
                         meta is not None and not meta.HasField("num_messages_in_batch")
                         and meta.num_chunks_from_msg <= 1 and not meta.compression and not meta.encryption_keys
                     )
-                    if plain and meta_size > 2 and meta_bytes[0] == 0x0A and meta_bytes[1] < 0x80:
-                        head = self._meta_head = meta_bytes[: 2 + meta_bytes[1]]
+                    if plain:
+                        head = self._meta_head = plain_metadata_head(meta_bytes)
                 if plain:
                     if seen[0] != ledger_id:
                         seen = self._ledger_seen = (ledger_id, IdPart(ledger_id if ledger_id <= _I64_MAX else ledger_id - (1 << 64)))

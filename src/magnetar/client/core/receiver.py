@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from magnetar.client.api.config import DEFAULT_BATCH_RECEIVE_POLICY, ConsumerConfig, MessageListener
 from magnetar.client.api.message import Message
 from magnetar.client.api.policies import ConsumerBatchReceivePolicy
+from magnetar.client.core.futures import settle
 from magnetar.client.exceptions import AlreadyClosed, InvalidConfiguration, PulsarError, Timeout
 
 log = logging.getLogger("magnetar.client.core.consumer")
@@ -258,8 +259,6 @@ class ReceiverBase:
             self._listener_task.cancel()
         self._arrived.set()
         while self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():
-                fut.set_exception(exc)
+            settle(self._waiters.popleft(), exc)
         if self.on_delivered is not None:
             self.on_delivered()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -50,6 +51,7 @@ from magnetar.protocol.enums import ProducerAccessMode, SubType
 
 ConsumerType = SubType
 
+log = logging.getLogger("magnetar.client")
 T = TypeVar("T")
 
 
@@ -184,6 +186,32 @@ class Client:
         self.close()
 
 
+def _acknowledge_many(core: AsyncConsumer | AsyncMultiTopicsConsumer) -> Callable[[list[Any]], None]:
+    """How the loop thread acknowledges a run of messages queued by the sync face: a single-topic
+    core in one call (the messages of one batch entry taken off its pending indexes at once); one
+    by one when that fails part way (acknowledging a message twice is harmless), so that one bad
+    message costs only its own acknowledgement."""
+    many = core.acknowledge_many if isinstance(core, AsyncConsumer) else None
+
+    def each(messages: list[Any]) -> None:
+        for message in messages:
+            try:
+                core.acknowledge(message)
+            except Exception:  # the caller is gone: the error can only be logged
+                log.exception("deferred acknowledgement on the client loop failed")
+
+    if many is None:
+        return each
+
+    def grouped(messages: list[Any]) -> None:
+        try:
+            many(messages)
+        except Exception:
+            each(messages)
+
+    return grouped
+
+
 class Consumer:
     """Synchronous consumer.
 
@@ -200,7 +228,7 @@ class Consumer:
         self._client = client
         self._core = core
         self._loop = client.loop
-        self._calls = CallBatcher(self._loop, core.acknowledge)
+        self._calls = CallBatcher(self._loop, _acknowledge_many(core))
         #: a multi-topic consumer refuses, at once, an id that does not say which topic it is of
         #: (an acknowledgement queued for the loop would otherwise fail unseen)
         self._owner_check = core.child_for if isinstance(core, AsyncMultiTopicsConsumer) else None

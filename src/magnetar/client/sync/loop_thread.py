@@ -77,9 +77,9 @@ class CallBatcher:
     Acknowledgements, the hot case, are queued as bare messages; other calls as (fn, args).
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, ack: Callable[[Any], None] | None = None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, ack_many: Callable[[list[Any]], None] | None = None) -> None:
         self._loop = loop
-        self._ack = ack
+        self._ack_many = ack_many
         self._items: collections.deque = collections.deque()
         self._scheduled = False
 
@@ -105,22 +105,35 @@ class CallBatcher:
             raise AlreadyClosed("the client is closed") from None
 
     def drain(self) -> None:
-        """(loop thread) Run every call queued so far, in order."""
+        """(loop thread) Run every call queued so far, in order; the acknowledgements queued
+        between two calls go to ``ack_many`` together (one call per run, not one per message)."""
         self._scheduled = False
         items = self._items
-        ack = self._ack
+        popleft = items.popleft
+        acks: list[Any] = []
         while items:
             try:
-                item = items.popleft()
+                item = popleft()
             except IndexError:
                 break
+            if item.__class__ is not tuple:
+                acks.append(item)
+                continue
+            if acks:
+                self._acknowledge(acks)
+                acks = []
             try:
-                if item.__class__ is tuple:
-                    item[0](*item[1])
-                else:
-                    ack(item)  # type: ignore[misc]
+                item[0](*item[1])
             except Exception:  # the caller is gone: the error can only be logged
                 log.exception("deferred call on the client loop failed")
+        if acks:
+            self._acknowledge(acks)
+
+    def _acknowledge(self, messages: list[Any]) -> None:
+        try:
+            self._ack_many(messages)  # type: ignore[misc]
+        except Exception:  # the caller is gone: the error can only be logged
+            log.exception("deferred acknowledgement on the client loop failed")
 
 
 __all__ = ["CallBatcher", "LoopThread"]

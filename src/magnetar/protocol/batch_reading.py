@@ -1,0 +1,103 @@
+"""Reading what a consumer is delivered, by hand where it is hot: the few shapes the protocol's
+generated decoder would otherwise parse once per message.
+
+- :func:`split_batch_payload`: a batch entry's payload into each message's SingleMessageMetadata
+  and payload bytes. A metadata of nothing but ``payload_size`` (the bulk of batches) is
+  :data:`EMPTY_SINGLE`; one of ``payload_size`` then ``sequence_id`` (as the official producers
+  write them) is kept serialized (bytes: ``SingleMessageMetadata.FromString`` reads it when a
+  field is asked for); any other is parsed.
+- :func:`plain_metadata_head` and :func:`is_plain_metadata`: whether an entry's MessageMetadata
+  is that of a plain message (no batch, compression, chunks nor encryption) without parsing it:
+  it starts with the ``producer_name`` field of a metadata known to be plain, and nothing but
+  ``sequence_id``, ``publish_time`` and optionally ``uncompressed_size`` and ``event_time`` follow.
+
+Each reading is tested against the generated decoder (``magnetar.protocol.schema``), byte for
+byte, in tests/protocol/test_batch_reading.py.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from typing import Final
+
+from google.protobuf.message import DecodeError
+
+from magnetar.protocol.framing import ProtocolError
+from magnetar.protocol.schema import SingleMessageMetadata
+
+_U32: Final = struct.Struct(">I")
+#: the metadata of a batched message that has nothing but a payload size (shared: never modify it)
+EMPTY_SINGLE: Final = SingleMessageMetadata()
+#: a SingleMessageMetadata of payload_size (field 3, < 16384) and sequence_id (field 8, a varint
+#: of up to 9 bytes), in that order
+_SIZE_AND_SEQUENCE = re.compile(rb"\x18(?:[\x00-\x7f]|[\x80-\xff][\x00-\x7f])\x40[\x80-\xff]{0,8}[\x00-\x7f]").fullmatch
+#: what may follow the producer name in a plain MessageMetadata: sequence_id (2), publish_time
+#: (3), then optionally uncompressed_size (9) and event_time (12), each a varint of up to 9 bytes
+#: (``plain_after_head(meta, len(head))``: :func:`is_plain_metadata` without the call, for a
+#: caller's per-entry loop that has checked ``meta.startswith(head)`` and a non-empty head)
+plain_after_head: Final = re.compile(
+    rb"\x10[\x80-\xff]{0,8}[\x00-\x7f]\x18[\x80-\xff]{0,8}[\x00-\x7f]"
+    rb"(?:\x48[\x80-\xff]{0,8}[\x00-\x7f])?(?:\x60[\x80-\xff]{0,8}[\x00-\x7f])?"
+).fullmatch
+
+
+def split_batch_payload(payload: bytes, count: int) -> tuple[list[SingleMessageMetadata | bytes], list[bytes]]:
+    """The ``count`` messages of a batch payload: their metadata (:data:`EMPTY_SINGLE`, kept
+    serialized bytes, or parsed; see the module) and their payload bytes, in order. Raises
+    ProtocolError on a malformed batch (a message overrunning it, or bytes left over)."""
+    unpack, size_and_sequence, parse, empty = _U32.unpack_from, _SIZE_AND_SEQUENCE, SingleMessageMetadata.FromString, EMPTY_SINGLE
+    singles: list[SingleMessageMetadata | bytes] = []
+    bodies: list[bytes] = []
+    add_single, add_body = singles.append, bodies.append
+    end = len(payload)
+    pos = 0
+    try:
+        for index in range(count):
+            (n,) = unpack(payload, pos)
+            pos += 4
+            b0 = payload[pos]
+            if n == 2 and b0 == 0x18 and payload[pos + 1] < 0x80:
+                add_single(empty)
+                size = payload[pos + 1]
+            elif n == 3 and b0 == 0x18 and payload[pos + 2] < 0x80:
+                add_single(empty)
+                size = (payload[pos + 1] & 0x7F) | (payload[pos + 2] << 7)
+            elif b0 == 0x18 and size_and_sequence(payload, pos, pos + n):
+                add_single(payload[pos : pos + n])
+                size = payload[pos + 1]
+                if size >= 0x80:
+                    size = (size & 0x7F) | (payload[pos + 2] << 7)
+            else:
+                single = parse(payload[pos : pos + n])
+                add_single(single)
+                size = single.payload_size
+            pos += n
+            add_body(payload[pos : pos + size])
+            pos += size
+            if pos > end or size < 0:
+                raise ProtocolError(f"message {index} of a batch of {count} overruns its {end} bytes")
+    except (struct.error, DecodeError, IndexError) as exc:
+        raise ProtocolError(f"malformed batch of {count} messages: {exc}") from None
+    if pos != end:
+        raise ProtocolError(f"{end - pos} bytes left over after the {count} messages of a batch")
+    return singles, bodies
+
+
+def plain_metadata_head(meta: bytes) -> bytes:
+    """The ``producer_name`` field (tag, one-byte length, name) a MessageMetadata starts with, to
+    recognise the next metadata of the same producer with :func:`is_plain_metadata` (empty when
+    the name is not the first field or is 128 bytes or longer)."""
+    if len(meta) > 2 and meta[0] == 0x0A and meta[1] < 0x80:
+        return meta[: 2 + meta[1]]
+    return b""
+
+
+def is_plain_metadata(meta: bytes, head: bytes) -> bool:
+    """Whether ``meta`` (a serialized MessageMetadata) is plain, known without parsing it: it
+    starts with ``head`` (from :func:`plain_metadata_head` of a metadata that parsed as plain; an
+    empty ``head`` recognises nothing) and holds nothing else but the fields a plain message has."""
+    return bool(head) and meta.startswith(head) and plain_after_head(meta, len(head)) is not None
+
+
+__all__ = ["EMPTY_SINGLE", "is_plain_metadata", "plain_after_head", "plain_metadata_head", "split_batch_payload"]

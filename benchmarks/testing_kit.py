@@ -15,7 +15,10 @@ Every pytest run (and the brokers it starts) runs from cached bytecode (a PYTHON
 by a warm-up run), as an installed package does: with PYTHONDONTWRITEBYTECODE the broker's process and
 the client would be compiled anew in every run, which is not what a user's test session pays.
 
-usage: python benchmarks/testing_kit.py [--tests 200] [--rounds 3] [--out results/testing_kit.json]
+usage: python benchmarks/testing_kit.py [--tests 200] [--rounds 3] [--connect-only] [--out results/testing_kit.json]
+
+``--connect-only`` measures 1. alone (for old / new comparisons: run it alternately with each tree's
+interpreter and PYTHONPATH; the pytest runs use this interpreter, so its environment's pytest11 entry point).
 """
 
 from __future__ import annotations
@@ -130,6 +133,7 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--connect-only", action="store_true", help="only the fixture-to-CONNECTED figures")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="testing-kit-bench-"))
     first, later, namespace, with_ns, without_ns = [], [], [], [], []
@@ -139,29 +143,42 @@ def main() -> None:
         times = run(CONNECT_TESTS, workdir)
         first.append(times["setup"][0])
         later.extend(times["setup"][1:])
+        if args.connect_only:
+            continue
         for kind, source in (("ns", NAMESPACE_TESTS), ("plain", PLAIN_TESTS)):
             times = run(source.format(tests=args.tests), workdir)
             session = times["last_teardown"] - times["first_setup"]
             (with_ns if kind == "ns" else without_ns).append(session)
             if kind == "ns":
                 namespace.extend(times["namespace"][1:])
-    result = {
+    result: dict[str, object] = {
         "first_test_to_connected_s": statistics.median(first),
         "later_test_to_connected_s": statistics.median(later),
-        "namespace_fixture_median_ms": statistics.median(namespace) * 1000,
-        "namespace_fixture_p90_ms": percentile(namespace, 0.9) * 1000,
-        f"{args.tests}_tests_with_namespace_s": statistics.median(with_ns),
-        f"{args.tests}_tests_without_namespace_s": statistics.median(without_ns),
-        "ratio": statistics.median(with_ns) / statistics.median(without_ns),
         "rounds": args.rounds,
-        "per_round": {"first_test_to_connected_s": first, "with_namespace_s": with_ns, "without_namespace_s": without_ns},
         "load_average_before": load_before,
         "load_average": os.getloadavg(),
     }
+    if args.connect_only:
+        result["per_round"] = {"first_test_to_connected_s": first}
+    else:
+        result |= _session_figures(args.tests, first, namespace, with_ns, without_ns)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
+
+
+def _session_figures(tests: int, first: list[float], namespace: list[float], with_ns: list[float],
+                     without_ns: list[float]) -> dict[str, object]:
+    """The namespace fixture's and the N tests' figures."""
+    return {
+        "namespace_fixture_median_ms": statistics.median(namespace) * 1000,
+        "namespace_fixture_p90_ms": percentile(namespace, 0.9) * 1000,
+        f"{tests}_tests_with_namespace_s": statistics.median(with_ns),
+        f"{tests}_tests_without_namespace_s": statistics.median(without_ns),
+        "ratio": statistics.median(with_ns) / statistics.median(without_ns),
+        "per_round": {"first_test_to_connected_s": first, "with_namespace_s": with_ns, "without_namespace_s": without_ns},
+    }
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+from fake_docker import serve_in_thread
 from go_suite_report import TestResult, parse_go_output, render_report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +61,8 @@ SETUP_CALLS = [
         "token-principal",
     ],
 ]
+#: what testcontainers-go needs to use the fake Docker: no Ryuk (the reaper container), containers on localhost
+FAKE_DOCKER_ENV = {"TESTCONTAINERS_RYUK_DISABLED": "true", "TESTCONTAINERS_HOST_OVERRIDE": "localhost"}
 _GO_TEST_FUNC = re.compile(r"^func (Test\w+)\(\w+ \*testing\.T\)", re.M)
 _BUILD_TAG = re.compile(r"^//go:build (.+)$", re.M)
 
@@ -284,8 +287,8 @@ def set_up(client_conf: Path, retry_first: float = 0.0) -> list[str]:
 
 
 # -- running the tests ---------------------------------------------------------------------------------
-def run_one(test: TestResult, pkg: dict, timeout: int, log_dir: Path) -> TestResult:
-    """Run one top-level test in its own process and record its outcome and output."""
+def run_one(test: TestResult, pkg: dict, timeout: int, log_dir: Path, env: dict[str, str] | None = None) -> TestResult:
+    """Run one top-level test in its own process (``env``: its environment) and record its outcome and output."""
     cmd = [
         pkg["binary"],
         "-test.run",
@@ -303,6 +306,7 @@ def run_one(test: TestResult, pkg: dict, timeout: int, log_dir: Path) -> TestRes
             errors="replace",
             timeout=timeout + 30,
             check=False,
+            env=env,
         )
         output, code = proc.stdout + proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as exc:
@@ -336,6 +340,14 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
         notes.insert(0, f"NOTE broker: Apache Pulsar standalone from {args.pulsar_lib}, not magnetar")
     by_package = {p["package"]: p for p in packages}
     deadline = time.monotonic() + args.budget
+    env, docker = None, None
+    if args.fake_docker and args.pulsar_lib is None:
+        # the tests that start Pulsar with testcontainers-go get a magnetar "container" (tools/fake_docker.py)
+        socket_path = work / "docker.sock"
+        docker = serve_in_thread(socket_path, str(PYTHON), work / "containers")
+        env = {**os.environ, **FAKE_DOCKER_ENV, "DOCKER_HOST": f"unix://{socket_path}"}
+        notes.append(f"NOTE Docker: the fake Docker Engine of tools/fake_docker.py at {socket_path} (its "
+                     "containers are magnetar brokers on the mapped ports)")
     try:
         for index, test in enumerate(tests, 1):
             if time.monotonic() > deadline:
@@ -346,13 +358,16 @@ def run_all(args: argparse.Namespace, work: Path) -> None:
                     f"NOTE the broker had exited (code {broker.proc.returncode}) before {test.name}: restarted"
                 )
                 broker.start()
-            run_one(test, by_package[test.package], args.per_test_timeout, work / "logs")
+            run_one(test, by_package[test.package], args.per_test_timeout, work / "logs", env)
             log(
                 f"[{index}/{len(tests)}] {test.status:7} {test.package}/{test.file}:{test.name} ({test.seconds:.1f}s)"
             )
             _save(work, tests, notes)
     finally:
         broker.stop()
+        if docker is not None:
+            docker.shutdown()
+            docker.engine.close()
     _save(work, tests, notes)
 
 
@@ -403,6 +418,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--compare-with",
         type=Path,
         help="WORK dir of a --pulsar-lib run: show each failure's outcome on Pulsar",
+    )
+    parser.add_argument(
+        "--no-fake-docker",
+        dest="fake_docker",
+        action="store_false",
+        help="run the testcontainers tests without tools/fake_docker.py (they fail: no Docker)",
     )
     parser.add_argument("--report-only", action="store_true", help="print the report of the last run")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)

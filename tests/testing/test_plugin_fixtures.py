@@ -129,7 +129,7 @@ def test_a_conftest_fixture_of_the_same_name_wins_and_no_broker_starts(pytester:
             return "the project's own"
 
         def pytest_sessionfinish(session):
-            from magnetar.testing.pytest_plugin import _KIT
+            from magnetar.pytest_plugin import _KIT
             kit = session.config.stash.get(_KIT, None)
             json.dump({{"kit": kit is not None}}, open({str(record)!r}, "w"))
         """

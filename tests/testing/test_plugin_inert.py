@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("magnetar.testing.broker", "magnetar.testing.kit", "magnetar.testing.admin", "magnetar.client",
+HEAVY = ("magnetar.testing", "magnetar.client",
          "magnetar.broker", "magnetar.protocol", "asyncio", "subprocess", "http.client")
 
 
 def test_importing_the_plugin_loads_only_pytest_and_the_standard_library() -> None:
     probe = (
         "import sys, json; import pytest; before = set(sys.modules); "
-        "import magnetar.testing.pytest_plugin; print(json.dumps(sorted(set(sys.modules) - before)))"
+        "import magnetar.pytest_plugin; print(json.dumps(sorted(set(sys.modules) - before)))"
     )
     loaded = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                                        check=True).stdout)
     assert [name for name in loaded if name.startswith(HEAVY)] == []
     assert [name for name in loaded if name.startswith("magnetar")] == [
-        "magnetar", "magnetar.lazy_names", "magnetar.testing", "magnetar.testing.pytest_plugin"]
+        "magnetar", "magnetar.pytest_plugin"]
 
 
 def test_a_run_without_its_fixtures_starts_nothing(pytester: pytest.Pytester) -> None:
@@ -32,7 +32,7 @@ def test_a_run_without_its_fixtures_starts_nothing(pytester: pytest.Pytester) ->
         import json, sys
 
         def pytest_sessionfinish(session):
-            loaded = [name for name in sys.modules if name.startswith({HEAVY[:5]!r})]
+            loaded = [name for name in sys.modules if name.startswith({HEAVY[:4]!r})]
             json.dump(loaded, open({str(record)!r}, "w"))
         """
     )

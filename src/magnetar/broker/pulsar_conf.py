@@ -14,7 +14,6 @@ key), builds the :class:`SecuritySettings`, and lists the keys it ignores.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -328,6 +327,9 @@ def looks_like_pulsar_conf(path: str | Path, text: str) -> bool:
     keys = {line.split("=", 1)[0].split(":", 1)[0].strip() for line in text.splitlines() if _KEY_LINE.match(line)}
     if keys & KNOWN_PULSAR_KEYS:
         return True
+    # tomllib only to tell an unknown file's format: 4-6 ms of every broker start (python -X importtime)
+    import tomllib
+
     try:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError:

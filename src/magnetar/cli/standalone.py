@@ -96,6 +96,7 @@ async def run_standalone(config: BrokerConfig) -> None:
     # collections traffic causes walk only what traffic allocates: shorter pauses in the tail
     gc.collect()
     gc.freeze()
+    gc.enable()  # magnetar.cli.main turns it off for the start-up
     await stop.wait()
     log.info("shutting down")
     await server.stop()

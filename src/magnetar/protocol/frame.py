@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from typing import Final
 
-import crc32c as _crc32c
-
+from magnetar.checksum import crc32c
 from magnetar.protocol.schema import BaseCommand
 
 MAGIC_CHECKSUM: Final = 0x0E01
 
-crc32c = _crc32c.crc32c
 
 
 class ProtocolError(Exception):

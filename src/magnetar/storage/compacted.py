@@ -25,8 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
-from crc32c import crc32c
-
+from magnetar.checksum import crc32c
 from magnetar.storage.cursor import longs_to_mask
 from magnetar.storage.ledger import Entry, ManagedLedger
 from magnetar.storage.segment import StorageError

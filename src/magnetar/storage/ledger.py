@@ -9,8 +9,7 @@ from functools import partial
 from pathlib import Path
 from types import TracebackType
 
-from crc32c import crc32c
-
+from magnetar.checksum import crc32c
 from magnetar.storage.closing import Reaper, close_off_thread, wait_for_pending_close
 from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo
 from magnetar.storage.entry_reader import EntryReader, decoding, decoding_each

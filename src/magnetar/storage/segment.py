@@ -16,8 +16,7 @@ from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
-from crc32c import crc32c
-
+from magnetar.checksum import crc32c
 from magnetar.storage.files import FileLayer, default_file_layer
 
 logger = logging.getLogger("magnetar.storage")

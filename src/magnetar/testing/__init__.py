@@ -1,28 +1,14 @@
 """Brokers for tests: :class:`Broker` (a child process, as a context manager or its async form), the
-admin helper, free ports, and the pytest plugin's fixtures (:mod:`magnetar.testing.pytest_plugin`).
-
-Names load on first use (the one lazy package left, with magnetar.protocol): the pytest plugin, registered
-by its entry point ``magnetar.testing.pytest_plugin`` for every pytest run, imports this package, and a
-test run that uses none of its fixtures must not pay for a broker's imports. Explicit imports here would
-cost every pytest run 250-300 ms CPU after pytest (python -X importtime on a loaded machine: ``thread``
-250 ms, it imports the broker; ``broker`` 60 ms; ``process`` 30 ms; ``admin`` 20 ms). Moving the plugin
-out of this package (a ``magnetar.pytest_plugin`` module) would let this package import explicitly, at
-the price of a new entry point (a re-install of every environment).
+admin helper, free ports, and the project's own test brokers (:class:`BrokerProcess`,
+:class:`BrokerThread`). The pytest plugin's fixtures live in :mod:`magnetar.pytest_plugin`, outside this
+package, so that a pytest run that uses none of them never imports it.
 """
 
-from magnetar.lazy_names import lazy_names
+from magnetar.testing.admin import Admin, AdminError
+from magnetar.testing.broker import Broker, BrokerStartError
+from magnetar.testing.ports import free_port, wait_for_port
+from magnetar.testing.process import BrokerProcess
+from magnetar.testing.thread import BrokerThread
 
-_MODULES = {
-    "Admin": "admin",
-    "AdminError": "admin",
-    "Broker": "broker",
-    "BrokerStartError": "broker",
-    "BrokerProcess": "process",
-    "BrokerThread": "thread",
-    "free_port": "ports",
-    "wait_for_port": "ports",
-}
-
-__all__ = sorted(_MODULES)
-
-__getattr__, __dir__ = lazy_names(__name__, _MODULES)
+__all__ = ["Admin", "AdminError", "Broker", "BrokerProcess", "BrokerStartError", "BrokerThread", "free_port",
+           "wait_for_port"]

@@ -1,7 +1,7 @@
 """The state of the pytest plugin in one test process: its options, the session broker, the brokers
 a factory made, the namespaces waiting to be deleted and the data directories kept for inspection.
 
-Kept apart from :mod:`magnetar.testing.pytest_plugin` so that the plugin module, loaded by every
+Kept apart from :mod:`magnetar.pytest_plugin` so that the plugin module, loaded by every
 pytest run, imports none of this until a test asks for a fixture.
 """
 

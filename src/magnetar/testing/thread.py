@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import TYPE_CHECKING
 
-from magnetar.admin.standalone import StandaloneServer
-from magnetar.broker.config import BrokerConfig
+if TYPE_CHECKING:
+    from magnetar.admin.standalone import StandaloneServer
+    from magnetar.broker.config import BrokerConfig
 
 
 class BrokerThread:
@@ -31,6 +33,11 @@ class BrokerThread:
 
     def start(self) -> BrokerThread:
         """Start the loop thread and the broker on it; returns once the broker and its HTTP app serve."""
+        # the broker and its admin app: 380-570 ms with python -X importtime on a loaded machine, kept off
+        # `import magnetar.testing` (the pytest plugin's fixtures import this package and start brokers
+        # in child processes)
+        from magnetar.admin.standalone import StandaloneServer
+
         self._thread.start()
         self.server = StandaloneServer(self.config)
         asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(15)

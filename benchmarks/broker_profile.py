@@ -4,7 +4,7 @@ consume + ack, with the official client), then the functions with the most sampl
 time and with what they call.
 
 usage: python benchmarks/broker_profile.py [--driver official|magnetar-client] [--size 100] [--count 200000]
-       [--unbatched] [--rate 200] [--top 30] [--out FILE.txt]
+       [--unbatched | --batch 50] [--rate 200] [--top 30] [--out FILE.txt]
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--unbatched", action="store_true")
+    parser.add_argument("--batch", type=int, default=1000,
+                        help="messages per batch at most (a loaded machine's official producer fills ~50)")
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--out", type=Path)
@@ -78,7 +80,7 @@ def main() -> int:
                                    stderr=subprocess.DEVNULL)
             time.sleep(1.0)
             params = {"address": broker.service_url, "topic": f"profile-{time.time_ns()}", "count": args.count,
-                      "size": args.size, "batch": 1 if args.unbatched else 1000, "batch_delay_ms": 0 if args.unbatched else 10}
+                      "size": args.size, "batch": 1 if args.unbatched else args.batch, "batch_delay_ms": 0 if args.unbatched else 10}
             cpu0 = cpu_seconds(pid) or 0.0
             proc = subprocess.run([sys.executable, "-m", "benchmarks.suite.worker", args.driver, args.scenario,
                                    json.dumps(params)], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)

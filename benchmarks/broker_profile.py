@@ -64,6 +64,10 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--all-threads", action="store_true",
+                        help="sample every thread on the CPU (py-spy without --gil): the commit and "
+                             "metadata threads' work too; --gil samples the holder of the GIL, which on a "
+                             "loaded machine counts the time it spends descheduled")
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,7 +80,7 @@ def main() -> int:
                             json.dumps(warm)], cwd=ROOT, capture_output=True, timeout=300, check=False)
             raw = Path(tmp) / "profile.txt"
             spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--rate", str(args.rate), "--format", "raw",
-                                    "--nonblocking", "--gil", "-o", str(raw)], stdout=subprocess.DEVNULL,
+                                    "--nonblocking", *(() if args.all_threads else ("--gil",)), "-o", str(raw)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
             time.sleep(1.0)
             params = {"address": broker.service_url, "topic": f"profile-{time.time_ns()}", "count": args.count,

@@ -158,16 +158,11 @@ class FrameDecoder:
         buf += memoryview(source)[taken : taken + wanted]
         taken += wanted
         if len(buf) == 4 + total:
-            # the frame keeps the completed buffer (a view of it, not a copy: a batch of 1,000 x
-            # 100 B spans two reads, and its entry is copied once more when the broker keeps it);
-            # the next frame begins in a new one
-            self._buffer = bytearray()
-            if buf.startswith(MESSAGE_PREFIX, 8):
-                whole = bytes(buf)  # read_message_frame reads bytes
-                frames.append(read_message_frame(whole, memoryview(whole), 4, len(whole))
-                              or decode_frame_body(memoryview(whole)[4:]))
-            else:
-                frames.append(decode_frame_body(memoryview(buf)[4:]))
+            whole = bytes(buf)
+            buf.clear()
+            whole_view = memoryview(whole)
+            frame = read_message_frame(whole, whole_view, 4, len(whole)) if whole.startswith(MESSAGE_PREFIX, 8) else None
+            frames.append(frame or decode_frame_body(whole_view[4:]))
         return taken
 
 

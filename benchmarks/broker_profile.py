@@ -4,7 +4,7 @@ consume + ack, with the official client), then the functions with the most sampl
 time and with what they call.
 
 usage: python benchmarks/broker_profile.py [--driver official|magnetar-client] [--size 100] [--count 200000]
-       [--unbatched] [--rate 200] [--top 30] [--out FILE.txt]
+       [--unbatched | --batch 50] [--rate 200] [--top 30] [--out FILE.txt]
 """
 
 from __future__ import annotations
@@ -59,9 +59,15 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--unbatched", action="store_true")
+    parser.add_argument("--batch", type=int, default=1000,
+                        help="messages per batch at most (a loaded machine's official producer fills ~50)")
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--all-threads", action="store_true",
+                        help="sample every thread on the CPU (py-spy without --gil): the commit and "
+                             "metadata threads' work too; --gil samples the holder of the GIL, which on a "
+                             "loaded machine counts the time it spends descheduled")
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,11 +80,11 @@ def main() -> int:
                             json.dumps(warm)], cwd=ROOT, capture_output=True, timeout=300, check=False)
             raw = Path(tmp) / "profile.txt"
             spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--rate", str(args.rate), "--format", "raw",
-                                    "--nonblocking", "--gil", "-o", str(raw)], stdout=subprocess.DEVNULL,
+                                    "--nonblocking", *(() if args.all_threads else ("--gil",)), "-o", str(raw)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
             time.sleep(1.0)
             params = {"address": broker.service_url, "topic": f"profile-{time.time_ns()}", "count": args.count,
-                      "size": args.size, "batch": 1 if args.unbatched else 1000, "batch_delay_ms": 0 if args.unbatched else 10}
+                      "size": args.size, "batch": 1 if args.unbatched else args.batch, "batch_delay_ms": 0 if args.unbatched else 10}
             cpu0 = cpu_seconds(pid) or 0.0
             proc = subprocess.run([sys.executable, "-m", "benchmarks.suite.worker", args.driver, args.scenario,
                                    json.dumps(params)], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)

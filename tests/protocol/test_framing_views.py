@@ -52,3 +52,27 @@ def test_entry_view_of_a_bytearray_read_is_not_changed_by_reusing_it() -> None:
     (frame,) = FrameDecoder(1 << 20).feed(read)
     read[:] = b"\0" * len(read)
     assert bytes(frame.entry_view) == entry and frame.entry == entry
+
+
+def _send_frame(sequence_id: int, payload: bytes) -> tuple[bytes, bytes]:
+    cmd = BaseCommand(type=CommandType.SEND)
+    cmd.send.producer_id = 1
+    cmd.send.sequence_id = sequence_id
+    entry = encode_entry(MessageMetadata(producer_name="p", sequence_id=sequence_id, publish_time=1), payload)
+    return encode_payload_command(cmd, entry), entry
+
+
+def test_send_frames_completed_across_reads_keep_their_entries() -> None:
+    # a SEND finished from buffered bytes is a view of the completed buffer, not a copy: the next
+    # frames, begun in the same read, must go to a new buffer and leave it as it was
+    sends = [_send_frame(i, bytes([i]) * (30_000 + i)) for i in range(6)]
+    stream = b"".join(wire for wire, _ in sends)
+    decoder = FrameDecoder(1 << 20)
+    frames = []
+    for start in range(0, len(stream), 7_001):
+        frames += decoder.feed(stream[start : start + 7_001])
+    assert decoder.buffered == 0
+    assert [f.command.send.sequence_id for f in frames] == list(range(6))
+    assert [bytes(f.entry_view) for f in frames] == [entry for _, entry in sends]
+    assert [f.entry for f in frames] == [entry for _, entry in sends]
+    assert all(type(f.entry) is bytes and f.checksum_ok() for f in frames)

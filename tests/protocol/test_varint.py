@@ -23,7 +23,7 @@ def test_varints_match_protobuf_and_round_trip(value: int) -> None:
 
 
 def test_every_length_and_random_values_match_protobuf() -> None:
-    # the two-byte head + table path covers 16384 .. 2**28 - 1; each varint length's edges
+    # the table paths (one or two continued bytes + SMALL_VARINTS) cover 16384 .. 2**28 - 1; each length's edges
     edges = [v for bits in range(7, 71, 7) for v in (2**bits - 1, 2**bits, 2**bits + 1) if v < 2**64]
     rng = random.Random(22)
     values = [*edges, *(rng.getrandbits(rng.choice([14, 20, 28, 35, 64])) for _ in range(3000))]

@@ -82,3 +82,44 @@ def test_a_failed_write_in_begin_sync_fences_and_leaves_nothing_to_end(tmp_path:
         assert ledger.recover() == -1  # the sync mutex was released
         ledger.append(b"again")
         assert ledger.sync() == 0
+
+
+class _CountingFiles(FaultyFileLayer):
+    """Counts the descriptors a ledger duplicates and which of them are still open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dups = 0
+        self.open_dups: set[int] = set()
+
+    def dup(self, fd: int) -> int:
+        new = super().dup(fd)
+        self.dups += 1
+        self.open_dups.add(new)
+        return new
+
+    def close(self, fd: int) -> None:
+        self.open_dups.discard(fd)
+        super().close(fd)
+
+
+def test_a_sync_round_duplicates_each_segment_once_and_closes_every_duplicate(tmp_path: Path) -> None:
+    files = _CountingFiles()
+    with ManagedLedger.open(tmp_path / "l", 1, files=files, segment_max_bytes=4096) as ledger:
+        ledger.sync()
+        for round_ in range(5):
+            ledger.append(b"x" * 100)
+            dups, syncs = files.dups, files.calls.get("datasync", 0)
+            assert ledger.sync() == round_
+            # the write and the fdatasync share one duplicate of the segment's descriptor
+            assert files.dups == dups + 1 and files.calls.get("datasync", 0) == syncs + 1
+            assert files.open_dups == set()
+        for _ in range(60):  # 6,000 bytes over segments of 4 KiB: the round writes two segments
+            ledger.append(b"y" * 100)
+        syncs = files.calls.get("datasync", 0)
+        assert ledger.sync() == 64 and ledger.segment_count >= 2
+        assert files.calls.get("datasync", 0) >= syncs + 2 and files.open_dups == set()
+        ledger.append(b"z")
+        flushed = ledger.flush()  # fsync "never": written, its duplicate closed
+        assert flushed == 65 and files.open_dups == set()
+    assert [e.data for e in ManagedLedger.open(tmp_path / "l", 1).read_range(60, 65)] == [b"y" * 100] * 5 + [b"z"]

@@ -38,12 +38,22 @@ SMALL_VARINTS: Final[list[bytes]] = [bytes((i,)) for i in range(0x80)] + [
     bytes(((i & 0x7F) | 0x80, i >> 7)) for i in range(0x80, SMALL_VARINT_LIMIT)]
 
 
+#: a varint's first byte when more follow, per low 7 bits
+_CONTINUED: Final[list[bytes]] = [bytes((i | 0x80,)) for i in range(128)]
+#: values below this take at most three varint bytes: one continued byte and a SMALL_VARINTS entry
+_THREE_BYTES: Final = SMALL_VARINT_LIMIT << 7
+
+
 def encode_varint(value: int) -> bytes:
     """The varint bytes of ``value`` (taken modulo 2**64)."""
     if 0 <= value < SMALL_VARINT_LIMIT:
         return SMALL_VARINTS[value]
-    if 0 < value < _FOUR_BYTES:  # entry and sequence ids mostly: no loop over the bytes
-        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80)) + SMALL_VARINTS[value >> 14]
+    # entry and sequence ids mostly (a receipt and a MESSAGE head carry two or three): table
+    # look-ups, no loop over the bytes
+    if 0 < value < _THREE_BYTES:
+        return _CONTINUED[value & 0x7F] + SMALL_VARINTS[value >> 7]
+    if 0 < value < _FOUR_BYTES:
+        return _CONTINUED[value & 0x7F] + _CONTINUED[(value >> 7) & 0x7F] + SMALL_VARINTS[value >> 14]
     return _encode(value)
 
 

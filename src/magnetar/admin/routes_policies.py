@@ -40,6 +40,11 @@ BODY_TYPES: dict[str, Any] = {
     "retention": RetentionPolicies,
     "delayed_delivery": DelayedDeliveryPolicies,
     "auto_topic_creation": AutoTopicCreationOverride,
+    # rate limits and inactive topics: Pulsar's objects, checked field by field by the registry's validators
+    "publish_rate": dict[str, Any],
+    "dispatch_rate": dict[str, Any],
+    "subscribe_rate": dict[str, Any],
+    "inactive_topic_policies": dict[str, Any],
 }
 
 

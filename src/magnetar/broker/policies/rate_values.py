@@ -10,7 +10,8 @@ defaults come from Pulsar's settings: ``maxPublishRatePerTopicInMessages`` / ``I
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from magnetar.broker.config import BrokerConfig
@@ -143,3 +144,79 @@ def inactive_topic_default(config: BrokerConfig) -> dict[str, Any]:
         "maxInactiveDurationSeconds": int(seconds),
         "deleteWhileInactive": seconds > 0,
     }
+
+
+# -- the values in force for one topic ------------------------------------------------------------
+@dataclass(frozen=True)
+class RateLimit:
+    """A rate in force: at most ``messages`` and ``size`` bytes per ``period`` seconds (0: that one unlimited)."""
+
+    messages: int
+    size: int
+    period: float = 1.0
+
+
+@dataclass(frozen=True)
+class InactivePolicy:
+    """When a topic is deleted for inactivity (Pulsar's InactiveTopicPolicies, resolved)."""
+
+    mode: str = DELETE_MODES[0]
+    seconds: float = 0.0
+    enabled: bool = False
+
+
+@dataclass(frozen=True)
+class RatePolicies:
+    """The rate limits (None: none) and the inactive-topic policy of one topic."""
+
+    publish: RateLimit | None = None
+    dispatch: RateLimit | None = None
+    subscription_dispatch: RateLimit | None = None
+    replicator_dispatch: RateLimit | None = None
+    #: ``messages`` is the subscribes allowed per consumer per period
+    subscribe: RateLimit | None = None
+    inactive: InactivePolicy = InactivePolicy()
+
+
+def _limit(value: Any, msgs: str, size: str | None, period: str | None, default_period: float) -> RateLimit | None:
+    if not isinstance(value, dict):
+        return None
+    messages = max(0, _plain_int(value.get(msgs)))
+    nbytes = max(0, _plain_int(value.get(size))) if size else 0
+    seconds = _plain_int(value.get(period)) if period else 0
+    if not messages and not nbytes:
+        return None
+    return RateLimit(messages, nbytes, float(seconds) if seconds > 0 else default_period)
+
+
+def _plain_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _dispatch_limit(value: Any) -> RateLimit | None:
+    return _limit(value, "dispatchThrottlingRateInMsg", "dispatchThrottlingRateInByte", "ratePeriodInSecond", 1.0)
+
+
+def resolve_rates(lookup: Callable[[str], Any], config: BrokerConfig) -> RatePolicies:
+    """The rate policies of a topic: ``lookup(policy name)`` gives the topic's or its namespace's value
+    (None when neither sets it); the broker's settings fill in the rest."""
+
+    def of(name: str, default: Callable[[BrokerConfig], Any]) -> Any:
+        value = lookup(name)
+        return value if value is not None else default(config)
+
+    inactive = of("inactive_topic_policies", inactive_topic_default)
+    return RatePolicies(
+        publish=_limit(of("publishMaxMessageRate", publish_rate_default),
+                       "publishThrottlingRateInMsg", "publishThrottlingRateInByte", None, 1.0),
+        dispatch=_dispatch_limit(of("topicDispatchRate", topic_dispatch_default)),
+        subscription_dispatch=_dispatch_limit(of("subscriptionDispatchRate", subscription_dispatch_default)),
+        replicator_dispatch=_dispatch_limit(of("replicatorDispatchRate", replicator_dispatch_default)),
+        subscribe=_limit(of("clusterSubscribeRate", subscribe_rate_default),
+                         "subscribeThrottlingRatePerConsumer", None, "ratePeriodInSecond", 30.0),
+        inactive=InactivePolicy(
+            inactive.get("inactiveTopicDeleteMode", DELETE_MODES[0]),
+            float(max(0, _plain_int(inactive.get("maxInactiveDurationSeconds")))),
+            inactive.get("deleteWhileInactive") is True,
+        ),
+    )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.policies.rate_values import RatePolicies, resolve_rates
 from magnetar.broker.policies.registry import (
     BACKLOG_QUOTAS,
     COMPACTION_THRESHOLD,
@@ -62,6 +63,8 @@ class TopicPolicies:
     subscription_expiration_minutes: float = 0
     #: compact once the entries not yet compacted exceed this many bytes (0 = never by size)
     compaction_threshold: int = 0
+    #: rate limits and the inactive-topic policy
+    rates: RatePolicies = RatePolicies()
 
     @property
     def retains_acknowledged(self) -> bool:
@@ -125,6 +128,7 @@ def resolve(metadata: MetadataStore, config: BrokerConfig, topic_name: TopicName
             _int(of(SUBSCRIPTION_EXPIRATION), None) or config.subscription_expiration_minutes
         ),
         compaction_threshold=_int(of(COMPACTION_THRESHOLD), COMPACTION_THRESHOLD.default(config)),
+        rates=resolve_rates(lambda name: effective(metadata, topic_name, name), config),
     )
 
 

@@ -57,6 +57,8 @@ class SessionBase(FramedProtocol):
         #: bytes this connection appended that are not durable yet
         self.pending_publish_bytes = 0
         self.reading_paused = False
+        #: a topic's publish rate paused reading from this connection (policies/rate_limits.py)
+        self.publish_throttled = False
         #: whether the client came over TLS, and the certificate it presented (DER), if any
         self.tls = False
         self.peer_certificate: bytes | None = None
@@ -163,9 +165,22 @@ class SessionBase(FramedProtocol):
             self.service.paused_connections.add(self)
             self.transport.pause_reading()
 
+    def throttle_publish(self, seconds: float) -> None:
+        """A topic's publish rate is used up: read nothing from this connection for ``seconds``, as
+        Pulsar turns auto-read off on the producer's channel (what was read is still published)."""
+        if seconds > 0 and not self.publish_throttled and self.transport is not None and not self.closed:
+            self.pause_reading()
+            self.publish_throttled = True
+            asyncio.get_running_loop().call_later(seconds, self._end_publish_throttle)
+
+    def _end_publish_throttle(self) -> None:
+        self.publish_throttled = False
+        if self.pending_publish_bytes <= self.service.config.max_pending_publish_bytes_per_connection // 2:
+            self.resume_reading()
+
     def resume_reading(self) -> None:
-        """Read from the socket again."""
-        if self.reading_paused:
+        """Read from the socket again (not while a publish rate throttles the connection)."""
+        if self.reading_paused and not self.publish_throttled:
             self.reading_paused = False
             self.service.paused_connections.discard(self)
             if self.transport is not None and not self.closed:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from magnetar.broker.config import BrokerConfig
+from magnetar.broker.config import BrokerConfig, ConfigError
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.policies.rate_limits import (
     UNLIMITED,
@@ -18,8 +18,15 @@ from magnetar.broker.policies.rate_limits import (
     dispatch_throttle,
     refreshed,
 )
-from magnetar.broker.policies.rate_values import InactivePolicy, RateLimit, RatePolicies, resolve_rates
+from magnetar.broker.policies.rate_values import (
+    InactivePolicy,
+    RateLimit,
+    RatePolicies,
+    resolve_rates,
+    topic_dispatch_default,
+)
 from magnetar.broker.policies.resolution import TopicPolicies
+from magnetar.broker.pulsar_conf import PulsarConfError, load_pulsar_conf
 from magnetar.broker.topics.lifecycle import topic_inactive
 from magnetar.protocol.enums import ServerError
 
@@ -182,3 +189,28 @@ def test_retention_time_keeps_an_inactive_topic() -> None:
     kept = _Topic(_policies("delete_when_no_subscriptions", retention=1))
     assert not topic_inactive(kept, 59.0)
     assert topic_inactive(kept, 60.0)
+
+
+def test_broker_conf_keys_give_the_defaults() -> None:
+    conf = load_pulsar_conf(
+        "maxPublishRatePerTopicInMessages=500\nmaxPublishRatePerTopicInBytes=1048576\n"
+        "dispatchThrottlingRatePerTopicInMsg=1000\ndispatchThrottlingRatePerSubscriptionInByte=2048\n"
+        "dispatchThrottlingRatePerReplicatorInMsg=10\ndispatchThrottlingRateRelativeToPublishRate=true\n"
+        "subscribeThrottlingRatePerConsumer=3\nsubscribeRatePeriodPerConsumerInSecond=10\n"
+        "brokerDeleteInactiveTopicsEnabled=true\nbrokerDeleteInactiveTopicsMaxInactiveDurationSeconds=120\n"
+        "brokerDeleteInactiveTopicsMode=delete_when_subscriptions_caught_up\n"
+    )
+    assert conf.ignored == []
+    config = BrokerConfig(**conf.settings)
+    rates = resolve_rates({}.get, config)
+    assert rates.publish == RateLimit(500, 1048576, 1.0)
+    assert rates.dispatch == RateLimit(1000, 0, 1.0)
+    assert rates.subscription_dispatch == RateLimit(0, 2048, 1.0)
+    assert rates.replicator_dispatch == RateLimit(10, 0, 1.0)
+    assert rates.subscribe == RateLimit(3, 0, 10.0)
+    assert rates.inactive == InactivePolicy("delete_when_subscriptions_caught_up", 120.0, True)
+    assert topic_dispatch_default(config)["relativeToPublishRate"] is True
+    with pytest.raises(PulsarConfError, match="brokerDeleteInactiveTopicsMode"):
+        load_pulsar_conf("brokerDeleteInactiveTopicsMode=sometimes\n")
+    with pytest.raises(ConfigError, match="inactive_topic_delete_mode"):
+        BrokerConfig(inactive_topic_delete_mode="sometimes").validate()

@@ -22,7 +22,8 @@ RUN = 3.0  # seconds of a measured run; the rate is read over its last two secon
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    env = {"MAGNETAR_LIFECYCLE_CHECK_INTERVAL_SECONDS": "0.3"}
+    # a keep-alive of 1 s: a connection the publish rate holds for longer must not be closed as silent
+    env = {"MAGNETAR_LIFECYCLE_CHECK_INTERVAL_SECONDS": "0.3", "MAGNETAR_KEEPALIVE_SECONDS": "1"}
     proc = BrokerProcess(tmp_path_factory.mktemp("rates") / "data", args=("--fsync", "never"), env=env).start()
     yield proc
     proc.stop()
@@ -69,6 +70,28 @@ def test_publish_rate_holds_the_producer_at_the_limit(broker: BrokerProcess, adm
         assert RATE * 0.8 <= rate <= RATE * 1.2, (rate, len(receipts))
         producer.flush()
         assert errors == [] and len(receipts) == int(RATE * (RUN + 1))  # throttled, never refused
+    finally:
+        client.close()
+
+
+def test_a_connection_held_longer_than_the_keepalive_stays_open(broker: BrokerProcess, admin: Admin, ns: str) -> None:
+    topic = f"persistent://{ns}/slow"
+    admin.create_topic(topic)
+    admin.request("POST", f"persistent/{ns}/slow/publishRate", {"publishThrottlingRateInMsg": 5, "publishThrottlingRateInByte": -1})
+    time.sleep(0.2)
+    client = magnetar.client.Client(broker.service_url)
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        connected = admin.topic_stats(topic)["publishers"][0]["connectedSince"]
+        results: list[object] = []
+        start = time.monotonic()
+        for i in range(25):
+            producer.send_async(str(i).encode(), lambda result, _id: results.append(result))
+        producer.flush()
+        elapsed = time.monotonic() - start
+        assert results == [magnetar.client.Result.Ok] * 25
+        assert 3.2 <= elapsed <= 6.0, elapsed  # 5 at once, 20 more at 5 a second
+        assert admin.topic_stats(topic)["publishers"][0]["connectedSince"] == connected  # never reconnected
     finally:
         client.close()
 

@@ -199,7 +199,7 @@ class SessionBase(FramedProtocol):
     def check_keepalive(self, now: float, interval: float) -> None:
         """Ping a quiet client; close one silent for two intervals."""
         idle = now - self.last_received
-        if idle >= 2 * interval:
+        if idle >= 2 * interval and not self.publish_throttled:  # a throttled one is not read, not silent
             log.info("closing connection from %s: no traffic for %.0f s", self.peer, idle)
             self.abort()
         elif idle >= interval:

@@ -238,7 +238,7 @@ REPLICATION_CLUSTERS = Policy(
 )
 
 
-# -- rate limits and inactive topics (enforced by broker/topics/rate_limiter.py and the lifecycle sweep) ----
+# -- rate limits and inactive topics (enforced by policies/rate_limits.py and the lifecycle sweep) -----------
 # Stored on a namespace under the field of Pulsar's Policies, which keeps the rates per cluster
 # ({"standalone": {...}}): magnetar stores the value of its own cluster and shows it in that map.
 PUBLISH_RATE = Policy(

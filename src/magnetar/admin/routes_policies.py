@@ -55,6 +55,11 @@ BODY_TYPES: dict[str, Any] = {
     "entry_filters": dict[str, Any],
     "sub_types": list[str],
     "cluster_list": list[str],
+    # rate limits and inactive topics: Pulsar's objects, checked field by field by the registry's validators
+    "publish_rate": dict[str, Any],
+    "dispatch_rate": dict[str, Any],
+    "subscribe_rate": dict[str, Any],
+    "inactive_topic_policies": dict[str, Any],
 }
 
 

@@ -120,6 +120,22 @@ class BrokerConfig:
     default_message_ttl_seconds: int = 0
     #: delete topics without producers and subscriptions after this many idle seconds (0 = never)
     inactive_topic_expiry_seconds: float = 0.0
+    #: what makes a topic inactive (Pulsar's brokerDeleteInactiveTopicsMode): delete_when_no_subscriptions
+    #: or delete_when_subscriptions_caught_up
+    inactive_topic_delete_mode: str = "delete_when_no_subscriptions"
+    #: rate limits when no policy sets one (0 = none; Pulsar's maxPublishRatePerTopicIn*,
+    #: dispatchThrottlingRatePer*In*, subscribeThrottlingRatePerConsumer, subscribeRatePeriodPerConsumerInSecond)
+    max_publish_rate_per_topic_messages: int = 0
+    max_publish_rate_per_topic_bytes: int = 0
+    dispatch_throttling_rate_per_topic_messages: int = 0
+    dispatch_throttling_rate_per_topic_bytes: int = 0
+    dispatch_throttling_rate_per_subscription_messages: int = 0
+    dispatch_throttling_rate_per_subscription_bytes: int = 0
+    dispatch_throttling_rate_per_replicator_messages: int = 0
+    dispatch_throttling_rate_per_replicator_bytes: int = 0
+    dispatch_throttling_rate_relative_to_publish_rate: bool = False
+    subscribe_throttling_rate_per_consumer: int = 0
+    subscribe_rate_period_per_consumer_seconds: int = 30
     #: delete durable subscriptions without consumers after this many minutes (0 = never)
     subscription_expiration_minutes: float = 0.0
     #: how often retention, TTL, backlog quotas, compaction thresholds and expiry are checked
@@ -321,6 +337,11 @@ class BrokerConfig:
             raise ConfigError(
                 "key_shared_selector must be 'auto_split_hash_range' or 'consistent_hashing', "
                 f"not {self.key_shared_selector!r}"
+            )
+        if self.inactive_topic_delete_mode not in ("delete_when_no_subscriptions", "delete_when_subscriptions_caught_up"):
+            raise ConfigError(
+                "inactive_topic_delete_mode must be 'delete_when_no_subscriptions' or "
+                f"'delete_when_subscriptions_caught_up', not {self.inactive_topic_delete_mode!r}"
             )
 
 

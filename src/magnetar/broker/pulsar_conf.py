@@ -192,6 +192,12 @@ def _replication_start(key: str, text: str) -> str:
     return text.lower()
 
 
+def _inactive_mode(key: str, text: str) -> str:
+    if text not in ("delete_when_no_subscriptions", "delete_when_subscriptions_caught_up"):
+        raise PulsarConfError(key, f"{text!r} is not delete_when_no_subscriptions or delete_when_subscriptions_caught_up")
+    return text
+
+
 Converter = Callable[[str, str], Any]
 
 #: Pulsar key -> (BrokerConfig field, converter), for the keys that map one to one
@@ -238,6 +244,18 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "brokerClientAuthenticationPlugin": ("broker_client_authentication_plugin", _text),
     "brokerClientAuthenticationParameters": ("broker_client_authentication_parameters", _text),
     "replicationStartAt": ("replication_start_at", _replication_start),
+    "brokerDeleteInactiveTopicsMode": ("inactive_topic_delete_mode", _inactive_mode),
+    "maxPublishRatePerTopicInMessages": ("max_publish_rate_per_topic_messages", _non_negative),
+    "maxPublishRatePerTopicInBytes": ("max_publish_rate_per_topic_bytes", _non_negative),
+    "dispatchThrottlingRatePerTopicInMsg": ("dispatch_throttling_rate_per_topic_messages", _non_negative),
+    "dispatchThrottlingRatePerTopicInByte": ("dispatch_throttling_rate_per_topic_bytes", _non_negative),
+    "dispatchThrottlingRatePerSubscriptionInMsg": ("dispatch_throttling_rate_per_subscription_messages", _non_negative),
+    "dispatchThrottlingRatePerSubscriptionInByte": ("dispatch_throttling_rate_per_subscription_bytes", _non_negative),
+    "dispatchThrottlingRatePerReplicatorInMsg": ("dispatch_throttling_rate_per_replicator_messages", _non_negative),
+    "dispatchThrottlingRatePerReplicatorInByte": ("dispatch_throttling_rate_per_replicator_bytes", _non_negative),
+    "dispatchThrottlingRateRelativeToPublishRate": ("dispatch_throttling_rate_relative_to_publish_rate", _bool),
+    "subscribeThrottlingRatePerConsumer": ("subscribe_throttling_rate_per_consumer", _non_negative),
+    "subscribeRatePeriodPerConsumerInSecond": ("subscribe_rate_period_per_consumer_seconds", _positive),
 }
 #: keys read together with others (see _combined_settings)
 _COMBINED_KEYS = (

@@ -367,8 +367,8 @@ class BrokerService(TopicDirectory):
         self._expire_inactive(topic)
 
     def _expire_inactive(self, topic: Topic, now: float | None = None) -> None:
-        """Delete subscriptions without consumers past their expiration time, and topics inactive
-        for longer than ``inactive_topic_expiry_seconds`` (both off by default)."""
+        """Delete subscriptions without consumers past their expiration time, and topics their
+        inactive-topic policy deletes (both off by default)."""
         # with the first topic, not at start-up: 8 ms CPU (python -X importtime)
         from magnetar.broker.topics import lifecycle
 
@@ -377,7 +377,7 @@ class BrokerService(TopicDirectory):
             log.info("deleting subscription %s of %s: no consumer for longer than its expiration time", name, topic.name)
             topic.remove_subscription(name)
         compacting = topic.name in self.compactor.running
-        if not compacting and lifecycle.topic_inactive(topic, self.config.inactive_topic_expiry_seconds, now):
+        if not compacting and lifecycle.topic_inactive(topic, now):
             log.info("deleting inactive topic %s", topic.name)
             asyncio.get_running_loop().create_task(self.delete_topic_storage(topic.name))
 

@@ -16,6 +16,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.policies.rate_values import (
+    inactive_topic_default,
+    publish_rate_default,
+    replicator_dispatch_default,
+    subscribe_rate_default,
+    subscription_dispatch_default,
+    topic_dispatch_default,
+    validate_dispatch_rate,
+    validate_inactive_topic_policies,
+    validate_publish_rate,
+    validate_subscribe_rate,
+)
 from magnetar.broker.policies.validation import (
     AUTO_UPDATE_STRATEGIES,
     INT64_MAX,
@@ -80,7 +92,7 @@ class Policy:
     #: the field of Pulsar's Policies object (storage key and JSON field)
     name: str
     #: value shape: int, bool, seconds, str, retention, backlog_quotas, delayed_delivery, auto_topic_creation,
-    #: clusters
+    #: clusters, publish_rate, dispatch_rate, subscribe_rate, inactive_topic_policies
     shape: str
     #: (value, the other policies of the same scope) -> the value normalized; raises a broker error
     validate: Callable[[Any, Mapping[str, Any]], Any]
@@ -490,6 +502,87 @@ ALLOWED_CLUSTERS = Policy(
 # -- end of the stored policies of issue #28 ----------------------------------------------------
 
 
+# -- rate limits and inactive topics (enforced by policies/rate_limits.py and the lifecycle sweep) -----------
+# Stored on a namespace under the field of Pulsar's Policies, which keeps the rates per cluster
+# ({"standalone": {...}}): magnetar stores the value of its own cluster and shows it in that map.
+PUBLISH_RATE = Policy(
+    "publishMaxMessageRate",
+    "publish_rate",
+    validate_publish_rate,
+    publish_rate_default,
+    namespace=Scope("publishRate", "publish-rate", "the publish rate of each topic", "Set the publish rate of each topic."),
+    topic=Scope("publishRate", "publish-rate", "the topic's publish rate", "Set the topic's publish rate."),
+)
+DISPATCH_RATE = Policy(
+    "topicDispatchRate",
+    "dispatch_rate",
+    validate_dispatch_rate,
+    topic_dispatch_default,
+    namespace=Scope("dispatchRate", "dispatch-rate", "the dispatch rate of each topic", "Set the dispatch rate of each topic."),
+    topic=Scope("dispatchRate", "dispatch-rate", "the topic's dispatch rate", "Set the topic's dispatch rate."),
+)
+SUBSCRIPTION_DISPATCH_RATE = Policy(
+    "subscriptionDispatchRate",
+    "dispatch_rate",
+    validate_dispatch_rate,
+    subscription_dispatch_default,
+    namespace=Scope(
+        "subscriptionDispatchRate", "subscription-dispatch-rate", "the dispatch rate of each subscription",
+        "Set the dispatch rate of each subscription.",
+    ),
+    topic=Scope(
+        "subscriptionDispatchRate", "subscription-dispatch-rate", "the dispatch rate of each of the topic's subscriptions",
+        "Set the dispatch rate of each of the topic's subscriptions.",
+    ),
+)
+SUBSCRIBE_RATE = Policy(
+    "clusterSubscribeRate",
+    "subscribe_rate",
+    validate_subscribe_rate,
+    subscribe_rate_default,
+    namespace=Scope("subscribeRate", "subscribe-rate", "the subscribe rate per consumer", "Set the subscribe rate per consumer."),
+    topic=Scope("subscribeRate", "subscribe-rate", "the topic's subscribe rate per consumer", "Set the topic's subscribe rate."),
+)
+REPLICATOR_DISPATCH_RATE = Policy(
+    "replicatorDispatchRate",
+    "dispatch_rate",
+    validate_dispatch_rate,
+    replicator_dispatch_default,
+    namespace=Scope(
+        "replicatorDispatchRate", "replicator-dispatch-rate", "the dispatch rate of each replicator",
+        "Set the dispatch rate of each replicator.",
+    ),
+    topic=Scope(
+        "replicatorDispatchRate", "replicator-dispatch-rate", "the dispatch rate of the topic's replicators",
+        "Set the dispatch rate of the topic's replicators.",
+    ),
+)
+INACTIVE_TOPIC_POLICIES = Policy(
+    "inactive_topic_policies",
+    "inactive_topic_policies",
+    validate_inactive_topic_policies,
+    inactive_topic_default,
+    namespace=Scope(
+        "inactiveTopicPolicies", "inactive-topic-policies", "the inactive topic policies",
+        "Set when inactive topics are deleted.",
+    ),
+    topic=Scope(
+        "inactiveTopicPolicies", "inactive-topic-policies", "the topic's inactive topic policies",
+        "Set when the topic is deleted while inactive.",
+    ),
+)
+RATE_POLICIES: tuple[Policy, ...] = (
+    PUBLISH_RATE,
+    DISPATCH_RATE,
+    SUBSCRIPTION_DISPATCH_RATE,
+    SUBSCRIBE_RATE,
+    REPLICATOR_DISPATCH_RATE,
+    INACTIVE_TOPIC_POLICIES,
+)
+#: the Policies fields Pulsar keeps per cluster (a namespace's Policies object shows {cluster: value})
+PER_CLUSTER_FIELDS = frozenset(p.name for p in RATE_POLICIES if p is not INACTIVE_TOPIC_POLICIES)
+# -- end of rate limits and inactive topics ---------------------------------------------------------------
+
 #: every policy; the CLI lists its commands in this order
 POLICIES: tuple[Policy, ...] = (
     RETENTION,
@@ -530,6 +623,7 @@ POLICIES: tuple[Policy, ...] = (
     DISPATCHER_PAUSE_ON_ACK_STATE,
     ALLOWED_CLUSTERS,
     # -- end of the stored policies of issue #28 --
+    *RATE_POLICIES,
 )
 BY_NAME: dict[str, Policy] = {p.name: p for p in POLICIES}
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.policies.rate_values import RatePolicies, resolve_rates
 from magnetar.broker.policies.registry import (
     AUTO_SUBSCRIPTION_CREATION,
     BACKLOG_QUOTAS,
@@ -80,6 +81,8 @@ class TopicPolicies:
     encryption_required: bool = False
     #: durable subscriptions are created on first subscribe
     auto_subscription_creation: bool = True
+    #: rate limits and the inactive-topic policy
+    rates: RatePolicies = RatePolicies()
 
     @property
     def retains_acknowledged(self) -> bool:
@@ -150,6 +153,7 @@ def resolve(metadata: MetadataStore, config: BrokerConfig, topic_name: TopicName
         encryption_required=of(ENCRYPTION_REQUIRED) is True,
         auto_subscription_creation=bool((of(AUTO_SUBSCRIPTION_CREATION) or AUTO_SUBSCRIPTION_CREATION.default(config))
                                         .get("allowAutoSubscriptionCreation", True)),
+        rates=resolve_rates(lambda name: effective(metadata, topic_name, name), config),
     )
 
 

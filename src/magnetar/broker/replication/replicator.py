@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from magnetar.broker.policies.rate_limits import DispatchThrottle, RateLimiter, dispatch_throttle, refreshed
 from magnetar.broker.replication.credentials import ClientCredentials
 from magnetar.broker.replication.names import producer_name
 from magnetar.broker.replication.outbound import (
@@ -119,6 +120,9 @@ class Replicator:
         self.connected_since: float | None = None
         self._samples: deque[tuple[float, int, int]] = deque()
         self.last_error = ""
+        #: the replicator dispatch rate's limiter and throttle (None: no limit)
+        self._limiter: RateLimiter | None = None
+        self._throttle: DispatchThrottle | None = None
 
     @property
     def cursor(self) -> ManagedCursor:
@@ -208,16 +212,28 @@ class Replicator:
             if producer.in_flight >= MAX_IN_FLIGHT:
                 await self._wake.wait()
                 continue
-            entries = self.cursor.read_entries(min(READ_BATCH, MAX_IN_FLIGHT - producer.in_flight),
-                                               self.topic.last_readable_id)
+            count = min(READ_BATCH, MAX_IN_FLIGHT - producer.in_flight)
+            throttle = self._rate_throttle()
+            if throttle is not None and not (count := throttle.allowed(count, self.wake)):
+                await self._wake.wait()  # the replicator dispatch rate is used up until it refills
+                continue
+            entries = self.cursor.read_entries(count, self.topic.last_readable_id)
             if not entries:
                 await self._wake.wait()
                 continue
+            if throttle is not None:
+                throttle.consume(len(entries), sum(len(e.data) for e in entries))
             for entry in entries:
                 if not self.connected:
                     return
                 await self._replicate(entry)
             await asyncio.sleep(0)
+
+    def _rate_throttle(self) -> DispatchThrottle | None:
+        """The throttle of the replicator dispatch rate in force (None: no limit)."""
+        self._limiter = refreshed(self._limiter, self.topic.policies.rates.replicator_dispatch)
+        self._throttle = dispatch_throttle(self._throttle, (self._limiter,))
+        return self._throttle
 
     async def _replicate(self, entry: Entry) -> None:
         """Send one entry, or acknowledge it at once when it must not go to this remote."""

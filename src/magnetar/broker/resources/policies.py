@@ -16,6 +16,8 @@ from magnetar.broker.policies.registry import (
     AUTO_TOPIC_CREATION,
     BACKLOG_QUOTAS,
     BY_NAME,
+    DISPATCH_RATE,
+    PER_CLUSTER_FIELDS,
     RETENTION,
     SCHEMA_COMPATIBILITY,
     broker_default,
@@ -73,6 +75,11 @@ class PolicyResources:
         out = json.loads(json.dumps(_NAMESPACE_POLICIES_SHAPE))
         out["replication_clusters"] = [self.ctx.config.cluster_name]
         out.update(stored)
+        cluster = self.ctx.config.cluster_name
+        for key in PER_CLUSTER_FIELDS & stored.keys():
+            out[key] = {cluster: stored[key]}
+        if DISPATCH_RATE.name in stored:  # Pulsar sets both of its fields
+            out["clusterDispatchRate"] = {cluster: stored[DISPATCH_RATE.name]}
         return out
 
     def get_namespace_policy(self, ns: str, key: str) -> Any:

@@ -26,7 +26,7 @@ from magnetar.broker.security import (
 from magnetar.net.transport import FramedProtocol
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType, ServerError
-from magnetar.protocol.framing import ProtocolError, encode_entry_header
+from magnetar.protocol.framing import Frame, ProtocolError, encode_entry_header
 from magnetar.protocol.hot_frames import message_frame_head, send_receipt_frame
 from magnetar.protocol.schema import BaseCommand
 
@@ -57,6 +57,10 @@ class SessionBase(FramedProtocol):
         #: bytes this connection appended that are not durable yet
         self.pending_publish_bytes = 0
         self.reading_paused = False
+        #: a topic's publish rate paused reading from this connection (policies/rate_limits.py), and
+        #: the frames already read that wait, in order, for the pause to end (None: not throttled)
+        self.publish_throttled = False
+        self.held_frames: list[Frame] | None = None
         #: whether the client came over TLS, and the certificate it presented (DER), if any
         self.tls = False
         self.peer_certificate: bytes | None = None
@@ -163,9 +167,30 @@ class SessionBase(FramedProtocol):
             self.service.paused_connections.add(self)
             self.transport.pause_reading()
 
+    def throttle_publish(self, seconds: float) -> None:
+        """A topic's publish rate is used up: read nothing from this connection for ``seconds``, as
+        Pulsar turns auto-read off on the producer's channel (what was read is still published)."""
+        if seconds > 0 and not self.publish_throttled and self.transport is not None and not self.closed:
+            self.pause_reading()
+            self.publish_throttled = True
+            self.held_frames = []  # the rest of what was read waits too, or a burst would overdraw the rate
+            asyncio.get_running_loop().call_later(seconds, self._end_publish_throttle)
+
+    def _end_publish_throttle(self) -> None:
+        self.publish_throttled = False
+        held, self.held_frames = self.held_frames, None
+        for frame in held or ():
+            if self.closed:
+                return
+            self.frame_received(frame)  # a SEND that throttles again holds the rest again, in order
+        if not self.publish_throttled and (
+            self.pending_publish_bytes <= self.service.config.max_pending_publish_bytes_per_connection // 2
+        ):
+            self.resume_reading()
+
     def resume_reading(self) -> None:
-        """Read from the socket again."""
-        if self.reading_paused:
+        """Read from the socket again (not while a publish rate throttles the connection)."""
+        if self.reading_paused and not self.publish_throttled:
             self.reading_paused = False
             self.service.paused_connections.discard(self)
             if self.transport is not None and not self.closed:
@@ -174,7 +199,7 @@ class SessionBase(FramedProtocol):
     def check_keepalive(self, now: float, interval: float) -> None:
         """Ping a quiet client; close one silent for two intervals."""
         idle = now - self.last_received
-        if idle >= 2 * interval:
+        if idle >= 2 * interval and not self.publish_throttled:  # a throttled one is not read, not silent
             log.info("closing connection from %s: no traffic for %.0f s", self.peer, idle)
             self.abort()
         elif idle >= interval:

@@ -66,6 +66,9 @@ class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerC
 
     def frame_received(self, frame: Frame) -> None:
         """Answer one command: its handler's reply, or an ERROR when it refuses the request."""
+        if self.held_frames is not None:  # a publish rate pauses this connection: in order, later
+            self.held_frames.append(frame)
+            return
         command = frame.command
         ctype = command.type
         if not self.connected and ctype != CommandType.CONNECT:

@@ -96,6 +96,8 @@ class ConsumerCommands(DeferredCommands):
         existing_sub = topic.subscriptions.get(req.subscription)
         if existing_sub is not None:
             existing_sub.check_can_add(sub_type)
+        if topic.persistent:  # the subscribe rate policy, as Pulsar's PersistentTopic.subscribe
+            topic.rate_limits.check_subscribe(self.peer_host, req.consumer_name, req.consumer_id)
         if req.HasField("schema"):
             self.service.schemas.consumer_schema(name, declared_schema_from_wire(req.schema), topic_is_active(topic))
         start = None

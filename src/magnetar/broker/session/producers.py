@@ -171,6 +171,9 @@ class ProducerCommands(DeferredCommands):
         # no size check here: as Pulsar, only the frame limit (max_message_size + FRAME_HEADROOM,
         # the decoder's) bounds an entry, since max_message_size does not count the metadata
         context = SendContext(self, producer, send.sequence_id, send.highest_sequence_id, send.num_messages)
+        limiter = producer.topic.rate_limits.publish  # the publish rate policy: one check per SEND
+        if limiter is not None:
+            self.throttle_publish(limiter.consume_and_delay(send.num_messages, len(entry)))
         if send.HasField("txnid_most_bits"):
             self._send_in_txn(producer, (send.txnid_most_bits, send.txnid_least_bits), entry, crc, context)
             return

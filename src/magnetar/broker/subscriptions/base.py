@@ -15,6 +15,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from magnetar.broker.errors import BrokerError
+from magnetar.broker.policies.rate_limits import (
+    DispatchThrottle,
+    RateLimiter,
+    TopicRateLimits,
+    dispatch_throttle,
+    refreshed,
+)
 from magnetar.broker.subscriptions.dispatchers.base import Dispatcher
 from magnetar.broker.subscriptions.dispatchers.key_shared import KeySharedDispatcher
 from magnetar.broker.subscriptions.dispatchers.round_robin import RoundRobinDispatcher
@@ -49,6 +56,7 @@ class BaseSubscribedTopic(Protocol):
     partition_index: int
     config: BrokerConfig
     policies: TopicPolicies
+    rate_limits: TopicRateLimits
     subscriptions: dict
 
     def remove_subscription(self, name: str) -> None:
@@ -81,6 +89,10 @@ class SubscriptionBase(ABC):
         self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
         self._max_unacked = self._subscription_unacked_limit()
         self._blocked = False
+        #: this subscription's dispatch rate limiter, and the throttle the dispatcher asks (None: no limit)
+        self.dispatch_limiter: RateLimiter | None = None
+        self.dispatch_throttle: DispatchThrottle | None = None
+        self.rates_changed()
 
     @property
     @abstractmethod
@@ -110,6 +122,16 @@ class SubscriptionBase(ABC):
         self.max_unacked_per_consumer = override if override is not None else config.max_unacked_messages_per_consumer
         self._max_unacked = self._subscription_unacked_limit()
         self.update_blocked()
+        self.rates_changed()
+
+    def rates_changed(self) -> None:
+        """Pick up the dispatch rates: the topic's (shared by its subscriptions) and each subscription's."""
+        rates = self.topic.policies.rates
+        if rates.dispatch is None and rates.subscription_dispatch is None and self.dispatch_throttle is None:
+            return
+        limits = self.topic.rate_limits
+        self.dispatch_limiter = refreshed(self.dispatch_limiter, limits.policies.subscription_dispatch)
+        self.dispatch_throttle = dispatch_throttle(self.dispatch_throttle, (limits.dispatch, self.dispatch_limiter))
 
     def _subscription_unacked_limit(self) -> int:
         """The topic's max-unacked-messages-per-subscription policy, else the broker setting."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.policies import TopicPolicies
+from magnetar.broker.policies.rate_limits import TopicRateLimits
 from magnetar.protocol.enums import InitialPosition, ProducerAccessMode, ServerError
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ class Topic(ABC):
         self.producers: dict[str, Producer] = {}
         self.subscriptions: dict[str, SubscriptionBase] = {}
         self.policies = TopicPolicies()
+        #: the publish, dispatch and subscribe rate limiters of the policies in force
+        self.rate_limits = TopicRateLimits()
         #: a terminated topic accepts no more messages
         self.terminated = False
         #: when a producer or subscription last came or went (inactive-topic expiry)
@@ -70,6 +73,7 @@ class Topic(ABC):
     def apply_policies(self, policies: TopicPolicies) -> None:
         """Take newly resolved policies; what they change applies at once."""
         self.policies = policies
+        self.rate_limits.update(policies.rates)
         for sub in self.subscriptions.values():
             sub.policies_changed()
 

@@ -181,8 +181,27 @@ def expired_subscriptions(topic: ExpiringTopic, now: float) -> list[str]:
     ]
 
 
-def topic_inactive(topic: ExpiringTopic, expiry_seconds: float, now: float) -> bool:
-    """Whether a topic has had no producers and no subscriptions for ``expiry_seconds`` (0: never)."""
-    if expiry_seconds <= 0 or topic.producers or topic.subscriptions:
+def topic_inactive(topic: ExpiringTopic, now: float) -> bool:
+    """Whether the topic's inactive-topic policy deletes it now, as Pulsar's ``checkGC``.
+
+    A topic is active while it has producers or consumers, and also, in delete_when_no_subscriptions
+    mode, while it has subscriptions, in delete_when_subscriptions_caught_up mode while one of them
+    has a backlog; an active topic restarts its inactive time. One inactive for
+    ``maxInactiveDurationSeconds`` is deleted unless its retention time keeps it (-1: always).
+    """
+    policy = topic.policies.rates.inactive
+    if not policy.enabled:
         return False
-    return now - topic.last_active > expiry_seconds
+    subscriptions = topic.subscriptions.values()
+    if policy.mode == "delete_when_subscriptions_caught_up":
+        active = any(sub.backlog() > 0 for sub in subscriptions)
+    else:
+        active = bool(topic.subscriptions)
+    if active or topic.producers or any(sub.consumers for sub in subscriptions):
+        topic.last_active = now
+        return False
+    idle = now - topic.last_active
+    if idle < policy.seconds:
+        return False
+    retention = topic.policies.retention_minutes
+    return not (retention < 0 or idle < retention * 60)

@@ -16,6 +16,7 @@ import typer
 from magnetar.broker.policies.registry import NAMESPACE, POLICIES, TOPIC, Policy, Scope
 from magnetar.cli.admin.context import NsArg, TopicArg, call, fail, namespaces_app, show, state, topics_app
 from magnetar.cli.admin.parsing import ns_path, parse_bytes, parse_seconds, parse_size_mb, q, topic_path
+from magnetar.cli.admin.rate_policies import RATE_SETTERS
 
 TimeOpt = Annotated[str, typer.Option("--time", "-t", help="Time: 10m, 3h, 2d, 1w or -1 for no limit")]
 SizeOpt = Annotated[str, typer.Option("--size", "-s", help="Size: 100M, 10G or -1 for no limit")]
@@ -129,6 +130,7 @@ SETTERS: dict[str, Callable[[Scope], tuple[list[inspect.Parameter], Callable[...
     "delayed_delivery": _delayed_delivery,
     "auto_topic_creation": _auto_topic_creation,
     "clusters": _clusters,
+    **RATE_SETTERS,
 }
 
 

@@ -21,6 +21,7 @@ from magnetar.protocol.schema import MessageMetadata
 
 if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
+    from magnetar.broker.policies.rate_limits import DispatchThrottle
     from magnetar.broker.subscriptions.consumer import Consumer
     from magnetar.broker.subscriptions.delayed import DelayedDeliveryTracker
     from magnetar.protocol.topic_name import TopicName
@@ -66,6 +67,8 @@ class DispatchedSubscription(Protocol):
     redelivery: set[int]
     redelivery_counts: dict[int, int]
     batch_index_ack_enabled: bool
+    #: the dispatch rates in force (None: no limit)
+    dispatch_throttle: DispatchThrottle | None
 
     @property
     def read_position(self) -> int:
@@ -206,6 +209,9 @@ class Dispatcher:
                 return
             redelivering = bool(sub.redelivery)
             count = self.read_limit(batch)
+            throttle = sub.dispatch_throttle
+            if throttle is not None and not (count := throttle.allowed(count, self.schedule)):
+                return  # the dispatch rate is used up: dispatched again once it refills
             if redelivering:
                 ids = sub.take_redeliveries(count)
                 listed = sub.read_entry_list(ids)
@@ -240,6 +246,8 @@ class Dispatcher:
                 sent_messages += messages
                 budget -= 1
             self._sampled(sent_entries, sent_messages)
+            if throttle is not None:
+                throttle.consume(sent_messages, sum(len(e.data) for e in entries[: sent_upto + 1]))
             rest = entries[sent_upto + 1 :]
             if redelivering:
                 sub.return_redeliveries(e.entry_id for e in rest)

@@ -18,8 +18,10 @@ from magnetar.broker.resources.permissions import PermissionResources
 from magnetar.broker.resources.policies import PolicyResources
 from magnetar.broker.resources.stats import StatsResources
 from magnetar.broker.resources.stats_tracker import StatsTracker
+from magnetar.broker.resources.subscription_state import SubscriptionStateResources
 from magnetar.broker.resources.subscriptions import SubscriptionResources
 from magnetar.broker.resources.tenants import ClusterResources, TenantResources
+from magnetar.broker.resources.topic_storage import TopicStorageResources
 from magnetar.broker.resources.topics import TopicResources
 
 if TYPE_CHECKING:
@@ -43,6 +45,8 @@ class BrokerAdmin:
         self.messages = MessageResources(self.ctx)
         self.permissions = PermissionResources(self.ctx)
         self.stats = StatsResources(self.ctx, self.policies, self.tracker)
+        self.topic_storage = TopicStorageResources(self.ctx, self.stats)
+        self.subscription_state = SubscriptionStateResources(self.ctx)
 
     def start(self) -> None:
         """Start background sampling of statistics (needs a running loop)."""

@@ -12,6 +12,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from magnetar.broker.resources.base import ResourceContext
+from magnetar.broker.resources.cluster_topology import ClusterTopologyResources
 from magnetar.broker.resources.messages import MessageResources
 from magnetar.broker.resources.namespaces import NamespaceResources
 from magnetar.broker.resources.permissions import PermissionResources
@@ -40,6 +41,7 @@ class BrokerAdmin:
         self.topics = TopicResources(self.ctx, self.policies)
         self.namespaces = NamespaceResources(self.ctx, self.topics)
         self.clusters = ClusterResources(self.ctx, self.policies)
+        self.cluster_topology = ClusterTopologyResources(self.ctx)
         self.tenants = TenantResources(self.ctx, self.namespaces)
         self.subscriptions = SubscriptionResources(self.ctx)
         self.messages = MessageResources(self.ctx)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from magnetar.broker.resources.base import ResourceContext
 from magnetar.broker.resources.cluster_topology import ClusterTopologyResources
 from magnetar.broker.resources.messages import MessageResources
+from magnetar.broker.resources.namespace_properties import NamespacePropertyResources
 from magnetar.broker.resources.namespaces import NamespaceResources
 from magnetar.broker.resources.permissions import PermissionResources
 from magnetar.broker.resources.policies import PolicyResources
@@ -41,6 +42,7 @@ class BrokerAdmin:
         self.topics = TopicResources(self.ctx, self.policies)
         self.namespaces = NamespaceResources(self.ctx, self.topics)
         self.clusters = ClusterResources(self.ctx, self.policies)
+        self.namespace_properties = NamespacePropertyResources(self.ctx)
         self.cluster_topology = ClusterTopologyResources(self.ctx)
         self.tenants = TenantResources(self.ctx, self.namespaces)
         self.subscriptions = SubscriptionResources(self.ctx)

@@ -12,6 +12,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from magnetar.broker.resources.base import ResourceContext
+from magnetar.broker.resources.broker_stats import BrokerStatsResources
 from magnetar.broker.resources.cluster_topology import ClusterTopologyResources
 from magnetar.broker.resources.messages import MessageResources
 from magnetar.broker.resources.namespace_properties import NamespacePropertyResources
@@ -49,6 +50,7 @@ class BrokerAdmin:
         self.messages = MessageResources(self.ctx)
         self.permissions = PermissionResources(self.ctx)
         self.stats = StatsResources(self.ctx, self.policies, self.tracker)
+        self.broker_stats = BrokerStatsResources(self.ctx, self.stats, self.tracker)
         self.topic_storage = TopicStorageResources(self.ctx, self.stats)
         self.subscription_state = SubscriptionStateResources(self.ctx)
 

@@ -195,3 +195,21 @@ def test_trim_releases_what_every_subscription_acknowledged(small_segments: Brok
     assert http.post(_path(name) + "/subscription/s1/skip_all").status == 204
     assert http.post(_path(name) + "/trim").status == 204
     assert http.get(_path(name) + "/stats").json()["storageSize"] < full / 2
+
+
+def test_subscription_properties_outlive_a_restart(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
+    data = tmp_path / "data"
+    topic = _topic("kept")
+    with BrokerProcess(data, args=("--fsync", "always")) as broker:
+        client = magnetar.client.Client(broker.service_url)
+        try:
+            client.subscribe(topic, "s1").close()
+        finally:
+            client.close()
+        _publish(broker.service_url, topic, [b"a", b"b"])
+        http = Http(broker.http_url)
+        assert http.put(_path("kept") + "/subscription/s1/properties", {"owner": "team-a"}).status == 204
+    with BrokerProcess(data, args=("--fsync", "always")) as broker:
+        http = Http(broker.http_url)
+        assert http.get(_path("kept") + "/subscription/s1/properties").json() == {"owner": "team-a"}
+        assert http.post(_path("kept") + "/subscription/s1/analyzeBacklog").json()["messages"] == 2

@@ -1,18 +1,17 @@
 """What pulsar-admin reads and sets of a subscription beyond its cursor: the backlog analysis and the
 subscription's properties (the replicated subscription status is resources/policies.py's).
 
-A subscription's properties live in the metadata store under ``subscription-properties/<topic>/<sub>``
-(Pulsar keeps them in the cursor's ledger info), so they outlive restarts; deleting the subscription
-over the admin API deletes them.
+A subscription's properties are :mod:`magnetar.broker.subscriptions.properties`' (the metadata store);
+deleting the subscription over the admin API deletes them.
 """
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.resources.base import ResourceContext
 from magnetar.broker.resources.errors import NotAllowedError, PreconditionFailedError
+from magnetar.broker.subscriptions.properties import load_properties, store_properties
 from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import StorageError
@@ -22,12 +21,6 @@ if TYPE_CHECKING:
 
 #: at most this many entries are read by one backlog analysis (Pulsar's subscriptionBacklogScanMaxEntries)
 SCAN_MAX_ENTRIES = 10_000
-PROPERTIES_PREFIX = "subscription-properties/"
-
-
-def properties_key(topic: str, sub: str) -> str:
-    """The metadata key of a subscription's properties."""
-    return f"{PROPERTIES_PREFIX}{topic}/{sub}"
 
 
 class SubscriptionStateResources:
@@ -72,21 +65,19 @@ class SubscriptionStateResources:
     async def get_properties(self, tn: TopicName, sub: str) -> dict[str, str]:
         """A subscription's properties (of the first partition that has it, for a partitioned topic)."""
         found = await self.ctx.subscriptions_named(tn, sub)
-        stored = self.ctx.metadata.get_kv(properties_key(found[0][0].name, sub))
-        return json.loads(stored) if stored else {}
+        return load_properties(self.ctx.metadata, found[0][0].name, sub)
 
     async def set_properties(self, tn: TopicName, sub: str, properties: dict[str, str]) -> None:
         """Replace a subscription's properties (on every partition of a partitioned topic)."""
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
             raise PreconditionFailedError("Subscription properties must map names to strings")
-        value = json.dumps(dict(sorted(properties.items()))).encode()
         for topic, _ in await self.ctx.subscriptions_named(tn, sub):
-            self.ctx.metadata.put_kv(properties_key(topic.name, sub), value)
+            store_properties(self.ctx.metadata, topic.name, sub, properties)
 
     def forget_properties(self, topics: list[str], sub: str) -> None:
         """The subscription is gone: so are its properties."""
         for topic in topics:
-            self.ctx.metadata.delete_kv(properties_key(topic, sub))
+            store_properties(self.ctx.metadata, topic, sub, {})
 
 
 def _messages_in(topic: PersistentTopic, entry_id: int) -> int:

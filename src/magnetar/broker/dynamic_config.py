@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from magnetar.storage import MetadataStore
 
 KEY = "dynamic-configuration"
+#: the rate limits' broker defaults (policies/rate_values.py): defaults of the topics' policies, so
+#: dynamic as soon as the broker knows their keys
+_RATE_KEYS = (
+    "dispatchThrottlingRatePerTopicInMsg", "dispatchThrottlingRatePerTopicInByte",
+    "dispatchThrottlingRatePerSubscriptionInMsg", "dispatchThrottlingRatePerSubscriptionInByte",
+    "dispatchThrottlingRatePerReplicatorInMsg", "dispatchThrottlingRatePerReplicatorInByte",
+    "maxPublishRatePerTopicInMessages", "maxPublishRatePerTopicInBytes",
+)
 #: the dynamic keys: each read where it is used, or a default of the topics' policies (re-resolved)
 DYNAMIC_KEYS: tuple[str, ...] = (
     "allowAutoTopicCreation",
@@ -32,6 +40,7 @@ DYNAMIC_KEYS: tuple[str, ...] = (
     "maxProducersPerTopic",
     "maxTopicsPerNamespace",
     "subscriptionExpirationTimeMinutes",
+    *(key for key in _RATE_KEYS if key in PULSAR_BROKER_KEYS),
 )
 
 

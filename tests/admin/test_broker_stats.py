@@ -52,6 +52,8 @@ def test_load_report_counts_this_broker(http: Http, broker: BrokerProcess, name:
         assert report["pulsarServiceUrl"] == f"pulsar://127.0.0.1:{broker.port}"
         assert report["numTopics"] >= 1 and report["numProducers"] >= 1 and report["numConsumers"] >= 1
         assert f"public/default/{FULL}" in report["bundles"]
+        bundle = report["lastStats"][f"public/default/{FULL}"]
+        assert bundle["topics"] >= 1 and bundle["producerCount"] >= 1 and bundle["consumerCount"] >= 1
         assert report["memory"]["usage"] > 10
         assert set(report["cpu"]) == {"usage", "limit"}
     finally:

@@ -122,6 +122,23 @@ class BrokerStatsResources:
             "python_gc_pending_objects": sum(gc.get_count()),
         }
 
+    def _bundle_stats(self, topics: list[Topic]) -> dict[str, dict[str, Any]]:
+        """The load report's ``lastStats``: Pulsar's NamespaceBundleStats of each namespace's one bundle."""
+        out: dict[str, dict[str, Any]] = {}
+        for topic in topics:
+            ns = TopicName.parse(topic.name).namespace
+            b = out.setdefault(f"{ns}/{FULL_BUNDLE}", {
+                "msgRateIn": 0.0, "msgThroughputIn": 0.0, "msgRateOut": 0.0, "msgThroughputOut": 0.0,
+                "consumerCount": 0, "producerCount": 0, "topics": 0, "cacheSize": 0,
+            })
+            numbers = self.tracker.topic_numbers(topic)
+            for key in ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut"):
+                b[key] += numbers[key]
+            b["consumerCount"] += sum(len(s.consumers) for s in topic.subscriptions.values())
+            b["producerCount"] += len(topic.producers)
+            b["topics"] += 1
+        return out
+
     @staticmethod
     def mbeans() -> list[dict[str, Any]]:
         """Pulsar's JMX MBeans as Metrics: none in a Python process."""
@@ -177,6 +194,7 @@ class BrokerStatsResources:
             "numConsumers": consumers,
             "numProducers": sum(len(t.producers) for t in topics),
             "bundles": [f"{ns}/{FULL_BUNDLE}" for ns in namespaces],
+            "lastStats": self._bundle_stats(topics),
             "lastBundleGains": [],
             "lastBundleLosses": [],
             "brokerVersionString": __version__,

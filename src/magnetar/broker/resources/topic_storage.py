@@ -29,9 +29,12 @@ NOT_OFFLOADED = {
 }
 
 
-def java_date(seconds: float) -> str:
-    """A time as Java's ``Date.toString()`` prints it in UTC (``Sun Nov 29 04:33:00 UTC 2026``)."""
-    return time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(seconds))
+def iso_date(seconds: float) -> str:
+    """A time as Pulsar's DateFormatter prints it (ISO 8601 in UTC, the fraction of a second with the
+    digits it needs: ``2026-11-29T04:33:00.54Z``)."""
+    ms = int(round(seconds * 1000))
+    fraction = f".{ms % 1000:03d}".rstrip("0").rstrip(".")
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + fraction + "Z"
 
 
 class TopicStorageResources:
@@ -58,19 +61,18 @@ class TopicStorageResources:
         if self.ctx.partitions_of(tn) > 0:
             self.ctx.check_namespace(tn.namespace)
             partitions = {str(p): await self.ledger_info(p) for p in self.ctx.partitions(tn) if self.ctx.topic_exists(p)}
-            return {"version": 0, "ledgers": [], "cursors": {}, "properties": {}, "partitions": partitions}
+            return {"version": 0, "ledgers": [], "cursors": {}, "partitions": partitions}
         topic = await self._persistent(tn, "info-internal")
         info = self.ctx.metadata.get_topic_info(topic.name) or {"created_at": time.time()}
-        created = java_date(info["created_at"])
+        created = iso_date(info["created_at"])
         return {
             "version": 0,
             "creationDate": created,
             "modificationDate": created,
             # the one ledger is the current one: Pulsar gives an open ledger neither entries nor size
-            "ledgers": [{"ledgerId": topic.ledger_id, "isOffloaded": False}],
+            "ledgers": [{"ledgerId": topic.ledger_id, "timestamp": int(info["created_at"] * 1000), "isOffloaded": False}],
             "cursors": {sub.name: _cursor_info(topic, sub, created) for sub in topic.subscriptions.values()
                         if sub.cursor.durable},
-            "properties": {},
         }
 
     async def partitioned_internal_stats(self, tn: TopicName) -> dict[str, Any]:
@@ -144,14 +146,15 @@ def _cursor_info(topic: PersistentTopic, sub: Subscription, created: str) -> dic
     """ManagedLedgerInfo.CursorInfo of one durable cursor."""
     lid = topic.ledger_id
     ranges = sub.cursor.individually_acked.ranges()
-    return {
+    out: dict[str, Any] = {
         "version": 0,
         "creationDate": created,
         "modificationDate": created,
         "cursorsLedgerId": -1,
         "markDelete": {"ledgerId": lid, "entryId": sub.cursor.mark_delete},
-        "individualDeletedMessages": [
-            {"from": {"ledgerId": lid, "entryId": lo - 1}, "to": {"ledgerId": lid, "entryId": hi}} for lo, hi in ranges
-        ],
-        "properties": {},
     }
+    if ranges:  # Pulsar leaves out an empty list
+        out["individualDeletedMessages"] = [
+            {"from": {"ledgerId": lid, "entryId": lo - 1}, "to": {"ledgerId": lid, "entryId": hi}} for lo, hi in ranges
+        ]
+    return out

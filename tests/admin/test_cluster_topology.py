@@ -4,18 +4,31 @@ migration policy, with Pulsar's bodies and statuses."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
 
 from .admin_http import Http
 
 
-def _cluster(http: Http) -> str:
-    name = f"c-{uuid.uuid4().hex[:8]}"
-    assert http.put(f"/admin/v2/clusters/{name}", {"serviceUrl": "http://127.0.0.1:9"}).status == 204
-    return name
+@pytest.fixture
+def new_cluster(http: Http) -> Iterator[Callable[[], str]]:
+    """Clusters made for the test, deleted after it (the package's broker is shared)."""
+    made: list[str] = []
+
+    def make() -> str:
+        name = f"c-{uuid.uuid4().hex[:8]}"
+        assert http.put(f"/admin/v2/clusters/{name}", {"serviceUrl": "http://127.0.0.1:9"}).status == 204
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        http.delete(f"/admin/v2/clusters/{name}")
 
 
-def test_peer_clusters_are_set_shown_and_kept_by_an_update(http: Http) -> None:
-    a, b = _cluster(http), _cluster(http)
+def test_peer_clusters_are_set_shown_and_kept_by_an_update(http: Http, new_cluster: Callable[[], str]) -> None:
+    a, b = new_cluster(), new_cluster()
     r = http.get(f"/admin/v2/clusters/{a}/peers")
     assert (r.status, r.body) == (204, b"")
     assert http.post(f"/admin/v2/clusters/{a}/peers", [b, "standalone"]).status == 204
@@ -30,8 +43,8 @@ def test_peer_clusters_are_set_shown_and_kept_by_an_update(http: Http) -> None:
     assert http.get("/admin/v2/clusters/nowhere/peers").status == 404
 
 
-def test_failure_domains_create_get_update_list_delete(http: Http) -> None:
-    c = _cluster(http)
+def test_failure_domains_create_get_update_list_delete(http: Http, new_cluster: Callable[[], str]) -> None:
+    c = new_cluster()
     base = f"/admin/v2/clusters/{c}/failureDomains"
     assert http.get(base).json() == {}
     assert http.post(base + "/d1", {"brokers": ["127.0.0.1:9"]}).status == 204
@@ -51,8 +64,8 @@ def test_failure_domains_create_get_update_list_delete(http: Http) -> None:
     assert http.get(base).json() == {}
 
 
-def test_cluster_migration_policy(http: Http) -> None:
-    c = _cluster(http)
+def test_cluster_migration_policy(http: Http, new_cluster: Callable[[], str]) -> None:
+    c = new_cluster()
     r = http.get(f"/admin/v2/clusters/{c}/migrate")
     assert (r.status, r.reason) == (404, "Cluster does not exist")
     url = {"serviceUrl": "http://127.0.0.1:9", "brokerServiceUrl": "pulsar://127.0.0.1:9"}

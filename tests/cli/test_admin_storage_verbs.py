@@ -23,6 +23,7 @@ def test_cluster_topology_commands(admin, uid: str) -> None:  # noqa: ANN001 - f
     assert admin("clusters", "update-cluster-migration", c, "--migrated", "--broker-url", "pulsar://127.0.0.1:9").exit_code == 0
     got = admin("clusters", "get-cluster-migration", c, json_output=True).json()
     assert got["migrated"] is True and got["migratedClusterUrl"]["brokerServiceUrl"] == "pulsar://127.0.0.1:9"
+    assert admin("clusters", "delete", c).exit_code == 0
 
 
 def test_namespace_property_commands(admin, uid: str) -> None:  # noqa: ANN001

@@ -29,15 +29,14 @@ def test_runtime_configuration_names_the_cluster_under_pulsars_keys(http: Http, 
     assert "brokerClientAuthenticationParameters" not in runtime
 
 
-def test_there_is_no_dynamic_configuration(http: Http) -> None:
-    assert http.get("/admin/v2/brokers/configuration").json() == []
-    assert http.get("/admin/v2/brokers/configuration/values").json() == {}
-    r = http.post("/admin/v2/brokers/configuration/dispatchThrottlingRatePerTopicInMsg/10")
-    assert r.status == 412
-    assert r.reason == (
-        "Field dispatchThrottlingRatePerTopicInMsg is not a dynamic config: magnetar has no dynamic configuration"
-    )
-    assert http.delete("/admin/v2/brokers/configuration/dispatchThrottlingRatePerTopicInMsg").status == 412
+def test_a_setting_that_is_not_dynamic_is_refused(http: Http) -> None:
+    assert "maxProducersPerTopic" in http.get("/admin/v2/brokers/configuration").json()
+    r = http.post("/admin/v2/brokers/configuration/brokerServicePort/6651")
+    assert (r.status, r.reason) == (412, "Can't update non-dynamic configuration")
+    r = http.delete("/admin/v2/brokers/configuration/brokerServicePort")
+    assert (r.status, r.reason) == (412, "Can't delete non-dynamic configuration")
+    r = http.post("/admin/v2/brokers/configuration/maxProducersPerTopic/many")
+    assert (r.status, r.reason) == (412, " Invalid dynamic-config value")
 
 
 def test_version_internal_configuration_and_backlog_quota_check(http: Http) -> None:

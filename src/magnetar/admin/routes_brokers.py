@@ -1,8 +1,8 @@
 """/admin/v2/brokers: this broker as pulsar-admin's `brokers` verbs see it (a standalone is a cluster
 of one broker, its own leader). Health and readiness are core routes of the app (app.py).
 
-magnetar has no dynamic configuration: the list of dynamic settings is empty and setting one is
-refused with 412, as Pulsar refuses a name that is not dynamic.
+The dynamic configuration (the settings changed at run time) is broker/dynamic_config.py's: a key
+that is not dynamic is refused with Pulsar's 412.
 """
 
 from typing import Any
@@ -13,6 +13,7 @@ from fastapi.responses import PlainTextResponse
 from magnetar import __version__
 from magnetar.admin.access import AccessGuard
 from magnetar.admin.errors import HttpError
+from magnetar.broker.dynamic_config import dynamic_config_for
 from magnetar.broker.pulsar_conf import PULSAR_BROKER_KEYS
 from magnetar.broker.resources.admin import BrokerAdmin
 from magnetar.protocol.topic_name import TopicName
@@ -54,25 +55,31 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     async def version() -> str:
         return __version__
 
-    @r.get("/configuration", dependencies=super_user, summary="The names of the dynamic settings (none)")
-    async def dynamic_names() -> list[str]:
-        return []
+    dynamic = dynamic_config_for(admin.service)
 
-    @r.get("/configuration/values", dependencies=super_user, summary="The dynamic settings set (none)")
+    @r.get("/configuration", dependencies=super_user, summary="The names of the dynamic settings")
+    async def dynamic_names() -> list[str]:
+        return dynamic.names()
+
+    @r.get("/configuration/values", dependencies=super_user, summary="The dynamic settings overridden, and their values")
     async def dynamic_values() -> dict[str, str]:
-        return {}
+        return dict(dynamic.overrides)
 
     @r.get("/configuration/runtime", dependencies=super_user, summary="The broker's settings under Pulsar's names")
     async def runtime() -> dict[str, str]:
         return runtime_configuration(admin)
 
-    @r.post("/configuration/{name}/{value}", dependencies=super_user, summary="Set a dynamic setting (refused)")
+    @r.post("/configuration/{name}/{value}", status_code=204, dependencies=super_user,
+            summary="Override a dynamic setting (stored, applied at once and after restarts)")
     async def set_dynamic(name: str, value: str) -> Response:
-        raise HttpError(412, f"Field {name} is not a dynamic config: magnetar has no dynamic configuration")
+        dynamic.update(name, value)
+        return Response(status_code=204)
 
-    @r.delete("/configuration/{name}", dependencies=super_user, summary="Remove a dynamic setting (refused)")
+    @r.delete("/configuration/{name}", status_code=204, dependencies=super_user,
+              summary="Remove a dynamic setting's override (back to the configuration file's value)")
     async def delete_dynamic(name: str) -> Response:
-        raise HttpError(412, f"Field {name} is not a dynamic config: magnetar has no dynamic configuration")
+        dynamic.delete(name)
+        return Response(status_code=204)
 
     @r.get("/internal-configuration", dependencies=super_user, summary="Where the broker keeps its metadata")
     async def internal_configuration() -> dict[str, Any]:

@@ -5,6 +5,7 @@ replication policies of namespaces (``/namespaces/{t}/{ns}/replication``) and to
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Response
+from fastapi.responses import JSONResponse
 
 from magnetar.admin.access import AccessGuard
 from magnetar.admin.models import ClusterData, dump
@@ -35,12 +36,59 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
         clusters.update_cluster(cluster, dump(data))
         return Response(status_code=204)
 
+    _add_topology_routes(r, admin, super_user)
+
     @r.delete("/{cluster}", status_code=204, dependencies=super_user, summary="Delete a cluster")
     async def delete_cluster(cluster: str) -> Response:
         clusters.delete_cluster(cluster)
         return Response(status_code=204)
 
     return r
+
+
+def _add_topology_routes(r: APIRouter, admin: BrokerAdmin, super_user: list) -> None:
+    """Peer clusters, failure domains and the migration policy of a cluster (superusers only)."""
+    topology = admin.cluster_topology
+
+    @r.get("/{cluster}/peers", dependencies=super_user, summary="The cluster's peer clusters")
+    async def get_peers(cluster: str) -> Response:
+        peers = topology.get_peers(cluster)
+        return Response(status_code=204) if peers is None else JSONResponse(peers)
+
+    @r.post("/{cluster}/peers", status_code=204, dependencies=super_user, summary="Replace the cluster's peer clusters")
+    async def set_peers(cluster: str, peers: Annotated[list[str] | None, Body()] = None) -> Response:
+        topology.set_peers(cluster, peers)
+        return Response(status_code=204)
+
+    @r.get("/{cluster}/failureDomains", dependencies=super_user, summary="The cluster's failure domains")
+    async def list_domains(cluster: str) -> dict[str, dict]:
+        return topology.list_domains(cluster)
+
+    @r.get("/{cluster}/failureDomains/{domain}", dependencies=super_user, summary="A failure domain")
+    async def get_domain(cluster: str, domain: str) -> dict:
+        return topology.get_domain(cluster, domain)
+
+    @r.post("/{cluster}/failureDomains/{domain}", status_code=204, dependencies=super_user,
+            summary="Create or replace a failure domain")
+    async def set_domain(cluster: str, domain: str, data: Annotated[dict | None, Body()] = None) -> Response:
+        topology.set_domain(cluster, domain, data)
+        return Response(status_code=204)
+
+    @r.delete("/{cluster}/failureDomains/{domain}", status_code=204, dependencies=super_user,
+              summary="Delete a failure domain")
+    async def delete_domain(cluster: str, domain: str) -> Response:
+        topology.delete_domain(cluster, domain)
+        return Response(status_code=204)
+
+    @r.get("/{cluster}/migrate", dependencies=super_user, summary="The cluster's migration policy")
+    async def get_migration(cluster: str) -> dict:
+        return topology.get_migration(cluster)
+
+    @r.post("/{cluster}/migrate", status_code=204, dependencies=super_user,
+            summary="Mark the cluster migrated (or not) to another cluster's URLs")
+    async def set_migration(cluster: str, migrated: bool = False, url: Annotated[dict | None, Body()] = None) -> Response:
+        topology.set_migration(cluster, migrated, url)
+        return Response(status_code=204)
 
 
 def namespace_replication_router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:

@@ -3,6 +3,7 @@
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Response
+from fastapi.responses import PlainTextResponse
 
 from magnetar.admin.access import AccessGuard
 from magnetar.admin.errors import HttpError
@@ -51,6 +52,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
         return namespaces.namespace_topics(name(tenant, namespace), mode)
 
     _add_namespace_operations(r, admin, access)
+    _add_property_routes(r, admin, access)
     add_namespace_policy_routes(r, admin, access)
     add_namespace_permission_routes(r, admin, access)
     return r
@@ -106,4 +108,46 @@ def _add_namespace_operations(r: APIRouter, admin: BrokerAdmin, access: AccessGu
         for tn in topics_of(name(tenant, namespace)):
             if sub in await subscriptions.list_subscriptions(tn):
                 await subscriptions.delete_subscription(tn, sub)
+        return Response(status_code=204)
+
+
+def _text(value: str | None) -> Response:
+    """A property's value as Pulsar answers it: the text itself, or 204 when there is none."""
+    return Response(status_code=204) if value is None else PlainTextResponse(value)
+
+
+def _add_property_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) -> None:
+    """A namespace's properties: set-property, get-property, remove-property, set-properties,
+    get-properties, clear-properties."""
+    name = admin.ctx.namespace_name
+    props = admin.namespace_properties
+    read, write = [access.namespace_policy(write=False)], [access.namespace_policy(write=True)]
+    one = "/{tenant}/{namespace}/property/{key}"
+    every = "/{tenant}/{namespace}/properties"
+
+    @r.put(one + "/{value}", status_code=204, dependencies=write, summary="Set one property of the namespace")
+    async def set_property(tenant: str, namespace: str, key: str, value: str) -> Response:
+        props.put_all(name(tenant, namespace), {key: value})
+        return Response(status_code=204)
+
+    @r.get(one, dependencies=read, summary="One property of the namespace (204 when not set)")
+    async def get_property(tenant: str, namespace: str, key: str) -> Response:
+        return _text(props.get(name(tenant, namespace), key))
+
+    @r.delete(one, dependencies=write, summary="Remove one property of the namespace: its old value")
+    async def remove_property(tenant: str, namespace: str, key: str) -> Response:
+        return _text(props.remove(name(tenant, namespace), key))
+
+    @r.put(every, status_code=204, dependencies=write, summary="Add or replace properties of the namespace")
+    async def set_properties(tenant: str, namespace: str, properties: Annotated[dict[str, str], Body()]) -> Response:
+        props.put_all(name(tenant, namespace), properties)
+        return Response(status_code=204)
+
+    @r.get(every, dependencies=read, summary="The namespace's properties")
+    async def get_properties(tenant: str, namespace: str) -> dict[str, str]:
+        return props.get_all(name(tenant, namespace))
+
+    @r.delete(every, status_code=204, dependencies=write, summary="Remove every property of the namespace")
+    async def clear_properties(tenant: str, namespace: str) -> Response:
+        props.clear(name(tenant, namespace))
         return Response(status_code=204)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body
 from magnetar.admin.access import AccessGuard
 from magnetar.admin.errors import HttpError
 from magnetar.broker.resources.admin import BrokerAdmin
-from magnetar.broker.schemas import SchemaData
+from magnetar.broker.schemas import SchemaData, StoredSchema
 from magnetar.broker.schemas.compatibility import IncompatibleSchemaError
 from magnetar.broker.security import TopicOperation
 
@@ -31,6 +31,14 @@ def _schema_from_body(body: Any) -> SchemaData:
     if not isinstance(properties, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
         raise HttpError(400, "Schema payload's properties must map strings to strings")
     return SchemaData(kind.upper(), definition.encode(), properties)
+
+
+def schema_metadata(versions: list[StoredSchema]) -> dict[str, Any]:
+    """Pulsar's SchemaMetadata: the latest version's locator (``info``) and every version's (``index``).
+    magnetar keeps schemas in its metadata store, not in ledgers: a locator's ledger id is -1 and its
+    entry id the version."""
+    index = [{"ledgerId": -1, "entryId": s.version, "version": s.version} for s in versions]
+    return {"info": index[-1], "index": index}
 
 
 def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
@@ -67,6 +75,13 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
         if not versions:
             raise HttpError(404, "Schema not found")
         return {"getSchemaResponses": [s.to_rest() for s in versions]}
+
+    @r.get(_BASE + "/metadata", dependencies=read, summary="Where each version of a topic's schema is stored")
+    async def metadata(tenant: str, namespace: str, topic: str) -> dict:
+        versions = registry.all_versions(_tn(tenant, namespace, topic))
+        if not versions:
+            raise HttpError(404, "Schema not found")
+        return schema_metadata(versions)
 
     @r.post(_BASE + "/schema", dependencies=[access.topic(TopicOperation.PRODUCE)], summary="Upload a new schema version")
     async def post(tenant: str, namespace: str, topic: str, body: Any = _PAYLOAD) -> dict:

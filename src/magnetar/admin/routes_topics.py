@@ -14,6 +14,7 @@ from magnetar.admin.messages import entry_response
 from magnetar.admin.models import MessageIdData, PartitionedTopicMetadata
 from magnetar.admin.routes_permissions import add_topic_permission_routes
 from magnetar.admin.routes_policies import add_topic_policy_routes
+from magnetar.admin.routes_topic_storage import add_topic_storage_routes
 from magnetar.broker.resources.admin import BrokerAdmin
 from magnetar.broker.resources.base import LATEST_LEDGER
 from magnetar.broker.security import NamespaceOperation, TopicOperation
@@ -78,6 +79,7 @@ def router(admin: BrokerAdmin, access: AccessGuard, domain: str) -> APIRouter:
     _add_missed_partition_route(r, admin, name, need)
     add_topic_policy_routes(r, admin, access, domain)
     add_topic_permission_routes(r, admin, access, domain)
+    add_topic_storage_routes(r, admin, access, domain, name)
     return r
 
 
@@ -201,7 +203,9 @@ def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer,
     async def delete_subscription(
         tenant: str, namespace: str, topic: str, subName: str, force: bool = False  # noqa: N803
     ) -> Response:
-        await subscriptions_of.delete_subscription(name(tenant, namespace, topic), subName, force)
+        tn = name(tenant, namespace, topic)
+        await subscriptions_of.delete_subscription(tn, subName, force)
+        admin.subscription_state.forget_properties([str(t) for t in admin.ctx.partitions(tn)] or [str(tn)], subName)
         return _no_content()
 
 

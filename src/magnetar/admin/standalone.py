@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from magnetar.admin.commit_latencies import record_commit_latencies
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.dynamic_config import apply_stored_overrides
 from magnetar.broker.security.tls import server_context
 from magnetar.broker.server import BrokerServer, bind_socket
 from magnetar.broker.service import BrokerService
@@ -113,6 +114,7 @@ class StandaloneServer:
                     config.with_security(web_service_port_tls=self.https_port)
             self.broker.bind()
             await self.broker.service.start()
+            await apply_stored_overrides(self.broker.service)  # the dynamic configuration, before any client
             await self.broker.listen()
         except BaseException:
             for sock, _context in sockets:

@@ -12,14 +12,19 @@ import weakref
 from typing import TYPE_CHECKING
 
 from magnetar.broker.resources.base import ResourceContext
+from magnetar.broker.resources.broker_stats import BrokerStatsResources
+from magnetar.broker.resources.cluster_topology import ClusterTopologyResources
 from magnetar.broker.resources.messages import MessageResources
+from magnetar.broker.resources.namespace_properties import NamespacePropertyResources
 from magnetar.broker.resources.namespaces import NamespaceResources
 from magnetar.broker.resources.permissions import PermissionResources
 from magnetar.broker.resources.policies import PolicyResources
 from magnetar.broker.resources.stats import StatsResources
 from magnetar.broker.resources.stats_tracker import StatsTracker
+from magnetar.broker.resources.subscription_state import SubscriptionStateResources
 from magnetar.broker.resources.subscriptions import SubscriptionResources
 from magnetar.broker.resources.tenants import ClusterResources, TenantResources
+from magnetar.broker.resources.topic_storage import TopicStorageResources
 from magnetar.broker.resources.topics import TopicResources
 
 if TYPE_CHECKING:
@@ -38,11 +43,16 @@ class BrokerAdmin:
         self.topics = TopicResources(self.ctx, self.policies)
         self.namespaces = NamespaceResources(self.ctx, self.topics)
         self.clusters = ClusterResources(self.ctx, self.policies)
+        self.namespace_properties = NamespacePropertyResources(self.ctx)
+        self.cluster_topology = ClusterTopologyResources(self.ctx)
         self.tenants = TenantResources(self.ctx, self.namespaces)
         self.subscriptions = SubscriptionResources(self.ctx)
         self.messages = MessageResources(self.ctx)
         self.permissions = PermissionResources(self.ctx)
         self.stats = StatsResources(self.ctx, self.policies, self.tracker)
+        self.broker_stats = BrokerStatsResources(self.ctx, self.stats, self.tracker)
+        self.topic_storage = TopicStorageResources(self.ctx, self.stats)
+        self.subscription_state = SubscriptionStateResources(self.ctx)
 
     def start(self) -> None:
         """Start background sampling of statistics (needs a running loop)."""

@@ -7,6 +7,7 @@ from typing import Any
 from magnetar.broker.policies.registry import REPLICATION_CLUSTERS
 from magnetar.broker.policies.validation import validate_clusters
 from magnetar.broker.resources.base import NAME, ResourceContext
+from magnetar.broker.resources.cluster_topology import DOMAINS_PREFIX, POLICIES_PREFIX
 from magnetar.broker.resources.errors import (
     ConflictError,
     ForbiddenError,
@@ -111,8 +112,12 @@ class ClusterResources:
         """Replace a cluster's ClusterData."""
         if self.ctx.metadata.get_cluster(cluster) is None:
             raise NotFoundError("Cluster does not exist")
+        config = cluster_data(data)
+        peers = (self.ctx.metadata.get_cluster(cluster) or {}).get("peerClusterNames")
+        if peers and "peerClusterNames" not in config:
+            config["peerClusterNames"] = peers  # set by update-peer-clusters, not by an update of the URLs
         try:
-            self.ctx.metadata.update_cluster(cluster, cluster_data(data))
+            self.ctx.metadata.update_cluster(cluster, config)
         except MetadataNotFoundError:
             raise NotFoundError("Cluster does not exist") from None
         self.ctx.policies_changed(None)
@@ -130,6 +135,8 @@ class ClusterResources:
             meta.delete_cluster(cluster)
         except MetadataNotFoundError:
             raise NotFoundError("Cluster does not exist") from None
+        meta.delete_kv(DOMAINS_PREFIX + cluster)
+        meta.delete_kv(POLICIES_PREFIX + cluster)
 
     def check_replication_clusters(self, ns: str, clusters: list[str]) -> None:
         """Pulsar's checks of a replication policy: known clusters the namespace's tenant may use."""

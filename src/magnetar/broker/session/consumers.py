@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from magnetar.broker.schemas.topics import topic_is_active
 from magnetar.broker.session.deferred import DeferredCommands, PendingRequest
 from magnetar.broker.subscriptions.consumer import Consumer
 from magnetar.broker.subscriptions.dispatchers.key_shared import check_key_shared_meta
+from magnetar.broker.subscriptions.properties import store_properties
 from magnetar.protocol.commands import u64
 from magnetar.protocol.enums import AckType, CommandType, InitialPosition, ServerError, SubType
 from magnetar.protocol.schema import BaseCommand, KeySharedMeta
@@ -123,9 +125,17 @@ class ConsumerCommands(DeferredCommands):
                 topic.remove_subscription(sub.name)
             raise
         self.consumers[req.consumer_id] = consumer
+        if existing_sub is None and req.subscription_properties and req.durable and topic.persistent:
+            self._keep_properties(topic.name, sub.name, {kv.key: kv.value for kv in req.subscription_properties})
         if req.replicate_subscription_state and req.durable and topic.persistent:
             self.service.replication.subscription_replicated(topic, sub.name)
         self.send_success(req.request_id)
+
+    def _keep_properties(self, topic: str, subscription: str, properties: dict[str, str]) -> None:
+        """The SUBSCRIBE that created a durable subscription gave it properties: stored off the loop."""
+        metadata = self.service.metadata
+        if metadata is not None:
+            asyncio.get_running_loop().run_in_executor(None, store_properties, metadata, topic, subscription, properties)
 
     def _on_flow(self, command: BaseCommand, frame: Frame) -> None:
         flow = command.flow

@@ -22,16 +22,16 @@ from magnetar.cli.admin.context import admin_app
 
 #: every module registering commands, in --help order
 MODULES = (
-    "clusters", "tenants", "namespaces", "topics", "subscriptions", "messages", "topic_lifecycle", "policies", "permissions",
-    "transactions",
+    "clusters", "cluster_topology", "tenants", "namespaces", "namespace_properties", "topics", "subscriptions", "messages",
+    "topic_lifecycle", "topic_storage", "policies", "permissions", "transactions",
 )
 #: group -> the modules registering commands in it (tests/cli/test_admin_groups.py checks this against the whole app)
 GROUP_MODULES = {
-    "clusters": ("clusters",),
+    "clusters": ("clusters", "cluster_topology"),
     "tenants": ("tenants",),
     "transactions": ("transactions",),
-    "namespaces": ("namespaces", "policies", "permissions"),
-    "topics": ("topics", "subscriptions", "messages", "topic_lifecycle", "policies", "permissions"),
+    "namespaces": ("namespaces", "namespace_properties", "policies", "permissions"),
+    "topics": ("topics", "subscriptions", "messages", "topic_lifecycle", "topic_storage", "policies", "permissions"),
 }
 
 

@@ -95,3 +95,14 @@ def split_csv(values: list[str] | None) -> list[str]:
     for value in values or []:
         out.extend(v.strip() for v in value.split(",") if v.strip())
     return out
+
+
+def parse_pairs(values: list[str] | None) -> dict[str, str]:
+    """``k=v`` pairs (repeated or comma separated) as a dict; one line of error for a bad pair."""
+    out: dict[str, str] = {}
+    for pair in split_csv(values):
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            fail(f"invalid property {pair!r}: expected key=value")
+        out[key] = value
+    return out

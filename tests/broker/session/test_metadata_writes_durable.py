@@ -121,3 +121,40 @@ def test_a_new_schema_version_is_answered_once_durable(broker: BrokerThread, mon
         assert (resp.request_id, resp.schema_version) == (cmd.get_or_create_schema.request_id, b"\x00" * 8)
     finally:
         client.close()
+
+
+def _producer(client: WireClient, topic: str, producer_id: int, schema: SchemaData | None) -> BaseCommand:
+    cmd = BaseCommand(type=CommandType.PRODUCER)
+    cmd.producer.topic = topic
+    cmd.producer.producer_id = producer_id
+    cmd.producer.request_id = client.next_request_id()
+    if schema is not None:
+        fill_schema(cmd.producer.schema, schema)
+    client.send(cmd)
+    return cmd
+
+
+def test_a_producer_with_a_new_schema_is_answered_once_durable(broker: BrokerThread,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    client = _client(broker)
+    try:
+        topic = f"persistent://public/default/schema-{uuid.uuid4().hex}-partition-0"
+        _producer(client, topic, 1, None)
+        client.expect(CommandType.PRODUCER_SUCCESS)  # the topic is loaded
+        held = HeldSync(monkeypatch)
+        cmd = _producer(client, topic, 2, SchemaData("AVRO", V0))
+        assert held.entered.wait(10)
+        with pytest.raises(TimeoutError):
+            client.recv(0.5)
+        again = _producer(client, topic, 2, SchemaData("AVRO", V0))  # the same id while it waits: refused
+        error = client.expect(CommandType.ERROR).command.error
+        assert error.request_id == again.producer.request_id
+        held.release.set()
+        ok = client.expect(CommandType.PRODUCER_SUCCESS).command.producer_success
+        assert (ok.request_id, ok.schema_version) == (cmd.producer.request_id, b"\x00" * 8)
+        held.release.clear()  # the same schema: found, nothing written, answered at once
+        cmd = _producer(client, topic, 3, SchemaData("AVRO", V0))
+        ok = client.expect(CommandType.PRODUCER_SUCCESS, timeout=5).command.producer_success
+        assert (ok.request_id, ok.schema_version) == (cmd.producer.request_id, b"\x00" * 8)
+    finally:
+        client.close()

@@ -61,25 +61,26 @@ class DeferredCommands(SessionBase):
         self._deferred.add(task)
         task.add_done_callback(self._deferred.discard)
 
-    def after_metadata_write(self, command: BaseCommand, write: Callable[[], T], answer: Callable[[T], None]) -> None:
+    def after_metadata_write(self, command: BaseCommand, write: Callable[[], T], answer: Callable[[T], None]) -> bool:
         """Run ``write`` (which may write the metadata store), then ``answer`` its result: at once when
-        it committed nothing; else its commits were made without their fsync on the loop
-        (``deferring_sync``, as the admin API's) and ``answer`` waits for the metadata thread's sync
-        (:class:`~magnetar.broker.metadata_sync.MetadataSync`): nothing is acknowledged before it is
-        durable. What ``write`` raises propagates."""
+        it committed nothing (True); else (False) its commits were made without their fsync on the
+        loop (``deferring_sync``, as the admin API's) and ``answer`` runs once the metadata thread's
+        sync (:class:`~magnetar.broker.metadata_sync.MetadataSync`) made them durable: nothing is
+        acknowledged before it is durable. What ``write`` raises propagates."""
         service = self.service
         sync: MetadataSync | None = getattr(service, "metadata_sync", None)
         if sync is None:
             answer(write())
-            return
+            return True
         metadata = service.metadata
         before = metadata.deferred_commits
         with deferring_sync():
             result = write()
         if metadata.deferred_commits == before:
             answer(result)
-            return
+            return True
         self.answer_later(command, self._answer_when_durable(sync, result, answer))
+        return False
 
     async def _answer_when_durable(self, sync: MetadataSync, result: T, answer: Callable[[T], None]) -> None:
         try:

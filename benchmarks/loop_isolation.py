@@ -186,9 +186,16 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
     result["load_avg_end"] = round(os.getloadavg()[0], 2)
     if isinstance(broker, ProbedBroker):
         seen = broker.probes()
+        stalls = seen["stalls"]
         result["probe"] = {"loop_lag_ms": seen["loop_lag_ms"], "gc_ms": seen["gc_ms"],
                            "fdatasync_ms": seen["broker_fdatasync_ms"], "cpu_s": seen["cpu_s"],
-                           "stalls": seen["stalls"][:10], "stall_stacks": seen["stall_stacks"][:8]}
+                           # the loop's stalls (up to the 200 longest): how long, how much of it the loop
+                           # thread ran (its own work) and how much it was runnable with no CPU free
+                           "stall_summary": {"count": len(stalls), "ms": round(sum(s[0] for s in stalls), 1),
+                                             "loop_cpu_ms": round(sum(s[3].get("MainThread", 0) for s in stalls), 1),
+                                             "loop_waiting_for_cpu_ms":
+                                                 round(sum(s[3].get("MainThread wait", 0) for s in stalls), 1)},
+                           "stalls": stalls[:10], "stall_stacks": seen["stall_stacks"][:8]}
     return result
 
 

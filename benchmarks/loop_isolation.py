@@ -18,8 +18,12 @@ Printed and written to ``--out`` (default benchmarks/results/loop_isolation.json
 p99 / p99.9 / max in ms, the sends counted, the load average (1 min) at its start and end, and for
 the loaded phase how long the catch-up and the namespace script took.
 
+``--probe``: the broker runs under benchmarks/loop_probe.py, and each phase's record adds what it saw
+(loop lag percentiles, the ten longest stalls and the loop's stacks during stalls): where the loaded
+tail comes from.
+
 usage: python benchmarks/loop_isolation.py [--backlog 1000000] [--batch 10] [--seconds 20]
-       [--namespaces 200] [--rounds 1] [--broker-src DIR] [--out FILE]
+       [--namespaces 200] [--rounds 1] [--broker-src DIR] [--probe] [--out FILE]
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.publish_tail import ProbedBroker  # noqa: E402
 
 from magnetar.client import AsyncClient  # noqa: E402
 from magnetar.testing import BrokerProcess  # noqa: E402
@@ -177,7 +184,31 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
             raise RuntimeError("the load processes did not finish in 30 minutes")
         time.sleep(0.1)
     result["load_avg_end"] = round(os.getloadavg()[0], 2)
+    if isinstance(broker, ProbedBroker):
+        seen = broker.probes()
+        stalls = seen["stalls"]
+        result["probe"] = {"loop_lag_ms": seen["loop_lag_ms"], "gc_ms": seen["gc_ms"],
+                           "fdatasync_ms": seen["broker_fdatasync_ms"], "cpu_s": seen["cpu_s"],
+                           # the loop's stalls (up to the 200 longest): how long, how much of it the loop
+                           # thread ran (its own work) and how much it was runnable with no CPU free
+                           "stall_summary": {"count": len(stalls), "ms": round(sum(s[0] for s in stalls), 1),
+                                             "loop_cpu_ms": round(sum(s[3].get("MainThread", 0) for s in stalls), 1),
+                                             "loop_waiting_for_cpu_ms":
+                                                 round(sum(s[3].get("MainThread wait", 0) for s in stalls), 1)},
+                           "stalls": stalls[:10], "stall_stacks": seen["stall_stacks"][:8]}
     return result
+
+
+def start_broker(data: Path, src: Path, probe: bool, broker: BrokerProcess | None = None) -> BrokerProcess:
+    """A broker on ``data`` running ``src``'s magnetar (through the loop probe with ``probe``), on
+    ``broker``'s ports when given."""
+    if probe:
+        new: BrokerProcess = ProbedBroker(data, src, data.with_name("probe.jsonl"))
+    else:
+        new = BrokerProcess(data, env={"PYTHONPATH": str(src)})
+    if broker is not None:
+        new.port, new.http_port = broker.port, broker.http_port
+    return new.start()
 
 
 def main() -> None:
@@ -191,6 +222,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--broker-src", type=Path, default=ROOT / "src")
     parser.add_argument("--label", default="")
+    parser.add_argument("--probe", action="store_true", help="run the broker under benchmarks/loop_probe.py")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "loop_isolation.json")
     parser.add_argument("--role", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
@@ -200,11 +232,11 @@ def main() -> None:
     if args.role == "churn":
         churn_namespaces(rest[0], int(rest[1]))
         return
-    env = {"PYTHONPATH": str(args.broker_src.resolve())}
+    src = args.broker_src.resolve()
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
-        broker = BrokerProcess(data, env=env).start()
+        broker = start_broker(data, src, args.probe)
         try:
             # kept after the catch-up acknowledged it, for the next round (Pulsar's default retention is none)
             Admin(broker.http_url).set_namespace_policy("public/default", "retention",
@@ -216,7 +248,7 @@ def main() -> None:
             broker.stop()
         for n in range(args.rounds):
             # a fresh start: the backlog is on disk only (and the catch-up reads it from its start)
-            broker = BrokerProcess(data, port=broker.port, http_port=broker.http_port, env=env).start()
+            broker = start_broker(data, src, args.probe, broker)
             try:
                 alone = phase(broker, args.seconds, args.rate, None)
                 print(f"round {n + 1} alone:  {json.dumps(alone)}", flush=True)

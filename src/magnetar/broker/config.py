@@ -93,8 +93,10 @@ class BrokerConfig:
     #: managedLedgerCacheEvictionTimeThresholdMillis; 0: only the byte bounds evict): a reader further
     #: behind reads from the segment files (the page cache), at some CPU per entry
     entry_cache_eviction_seconds: float = 1.0
-    #: entries a dispatcher reads at once
+    #: entries a dispatcher reads at once, and hands out in one turn of the event loop
     dispatch_batch_entries: int = 100
+    #: bytes a dispatcher hands out in one turn of the event loop (at least one entry)
+    dispatch_max_read_bytes: int = 5 * MiB
     #: a consumer with this many unacked messages gets no more until it acks (0 = no limit)
     max_unacked_messages_per_consumer: int = 50000
     #: a subscription with this many unacked messages stops dispatching (0 = no limit)

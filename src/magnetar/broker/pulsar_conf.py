@@ -237,6 +237,7 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "managedLedgerMinLedgerRolloverTimeMinutes": ("segment_min_rollover_minutes", _non_negative),
     "managedLedgerMaxLedgerRolloverTimeMinutes": ("segment_max_rollover_minutes", _non_negative),
     "dispatcherMaxReadBatchSize": ("dispatch_batch_entries", _positive),
+    "dispatcherMaxReadSizeBytes": ("dispatch_max_read_bytes", _positive),
     "brokerServiceCompactionThresholdInBytes": ("compaction_threshold_bytes", _non_negative),
     "transactionCoordinatorEnabled": ("transaction_coordinator_enabled", _bool),
     "transactionCoordinatorCount": ("transaction_coordinator_count", _positive),

@@ -220,7 +220,7 @@ class BrokerService(TopicDirectory):
             # with the first compaction, not at start-up: 12 ms CPU (python -X importtime)
             from magnetar.broker.topics.compaction import Compactor
 
-            self._compactor = Compactor(self.config, self.topics)
+            self._compactor = Compactor(self.config, self.topics, getattr(self, "read_thread", None))
             if self.running and self.metadata is not None:
                 self._compactor.start(self.metadata)
         return self._compactor

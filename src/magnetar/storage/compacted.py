@@ -4,7 +4,9 @@ The broker's compaction job (``magnetar.broker.topics.compaction``) decides whic
 this module stores its output and reads it back:
 
 * :class:`CompactedWriter` writes one new compacted ledger (used by a single worker thread);
-* :class:`CompactedView` reads a finished one on the event loop (dispatch, and the next compaction).
+* :class:`CompactedView` reads a finished one (dispatch, and the next compaction); given a read
+  thread, its records can be read off the event loop (:meth:`ManagedLedger.read_later`, which a
+  cursor's read-ahead uses for the view as for the topic's ledger).
 
 Storage: ``<data_dir>/ledgers/<ledger id>-compacted/<n>/`` is a managed ledger whose records are
 ``[u64 original entry id][entry bytes]``, plus an ``index`` file (the original ids and, for
@@ -28,6 +30,7 @@ from typing import Protocol
 from magnetar.checksum import crc32c
 from magnetar.storage.cursor import longs_to_mask
 from magnetar.storage.ledger import Entry, ManagedLedger
+from magnetar.storage.read_thread import ReadThread
 from magnetar.storage.segment import StorageError
 
 log = logging.getLogger("magnetar.storage.compacted")
@@ -161,7 +164,8 @@ class CompactedEntry(Entry):
 
 
 class CompactedView:
-    """A finished compacted ledger, read on the event loop (dispatch, and the next compaction)."""
+    """A finished compacted ledger (dispatch reads it, and the next compaction). Its records are
+    numbered 0.. in its own ledger (the record's *index*); each carries the original entry id."""
 
     def __init__(
         self,
@@ -182,11 +186,14 @@ class CompactedView:
         self._last: MessageKey | None = None
 
     @classmethod
-    def open(cls, directory: Path, ledger_id: int, horizon: int, inspector: BatchInspector) -> CompactedView:
-        """Open a finished compacted ledger; its index is rebuilt if missing or damaged."""
+    def open(
+        cls, directory: Path, ledger_id: int, horizon: int, inspector: BatchInspector, reads: ReadThread | None = None
+    ) -> CompactedView:
+        """Open a finished compacted ledger; its index is rebuilt if missing or damaged. ``reads``: the
+        read thread its records may be read on (:meth:`ManagedLedger.read_later`)."""
         if not (directory / INDEX_FILE).exists() and not any(directory.glob("*.log")):
             raise StorageError(f"compacted ledger {directory} is missing")
-        ledger = ManagedLedger.open(directory, ledger_id, cache_max_bytes=0)
+        ledger = ManagedLedger.open(directory, ledger_id, cache_max_bytes=0, reads=reads)
         try:
             records = None
             try:
@@ -242,6 +249,14 @@ class CompactedView:
             else:
                 batch_size = size
         return CompactedEntry(entry_id, body, crc32c(body), ack_set, batch_size)
+
+    def index_of(self, entry_id: int) -> int:
+        """The index of the first record whose original id is ``>= entry_id`` (``len(self)``: none)."""
+        return bisect_left(self.ids, entry_id)
+
+    def entries_of(self, records: list[Entry]) -> list[CompactedEntry]:
+        """The compacted entries of records read from this view's ledger (by index)."""
+        return [self._entry(r) for r in records]
 
     def read_from(self, entry_id: int, count: int, max_bytes: int | None = DISPATCH_BYTES) -> list[CompactedEntry]:
         """Up to ``count`` compacted entries whose ids are ``>= entry_id``, in order."""

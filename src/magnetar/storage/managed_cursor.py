@@ -79,7 +79,7 @@ class ManagedCursor:
     :meth:`rewind_to` (entries read but not dispatched), :meth:`seek` and :meth:`skip_acknowledged`.
     """
 
-    __slots__ = ("topic", "name", "_source", "_state", "_read_position", "_store", "_dirty", "_reads")
+    __slots__ = ("topic", "name", "_source", "_state", "_read_position", "_store", "_dirty", "_reads", "_view_reads")
 
     def __init__(
         self,
@@ -100,6 +100,8 @@ class ManagedCursor:
         self._dirty = False
         #: reads of entries no longer in memory, off the loop (None: every read on the spot)
         self._reads: ReadAhead | None = None
+        #: the same for the compacted view last read (read_compacted), with that view
+        self._view_reads: tuple[CompactedView, ReadAhead] | None = None
 
     def read_off_loop(self, on_read: Callable[[], None]) -> None:
         """Read entries that are no longer in memory on the ledger's read thread: :meth:`read_entries`
@@ -259,6 +261,7 @@ class ManagedCursor:
         self._read_position = entry_id
         if self._reads is not None:
             self._reads.clear()
+        self._view_reads = None
         self._changed()
 
     # -- reading -----------------------------------------------------------------------------
@@ -277,10 +280,12 @@ class ManagedCursor:
         """
         position = self._read_position
         if compacted is not None and position <= compacted.horizon:
-            entries: list[Entry] = list(compacted.read_from(position, count))
-            if entries:
-                self._read_position = entries[-1].entry_id + 1
-                return entries
+            viewed = self._read_view(compacted, position, count)
+            if viewed is None:
+                return []  # being read off the loop
+            if viewed:
+                self._read_position = viewed[-1].entry_id + 1
+                return viewed
             self._read_position = compacted.horizon + 1
         while True:
             first = max(self._read_position, self._source.first_entry_id)
@@ -304,6 +309,22 @@ class ManagedCursor:
             if entries:
                 self._read_position = entries[-1].entry_id + 1
             return entries
+
+    def _read_view(self, view: CompactedView, position: int, count: int) -> list[Entry] | None:
+        """Up to ``count`` entries of a compacted view from ``position`` on; after :meth:`read_off_loop`,
+        its records are read on the read thread as the ledger's are (None while they are read)."""
+        index = view.index_of(position)
+        if index >= len(view):
+            return []
+        reads = self._reads
+        if reads is not None:
+            if self._view_reads is None or self._view_reads[0] is not view:
+                self._view_reads = (view, ReadAhead(view.ledger, reads.on_read))
+            last = len(view) - 1
+            records = self._view_reads[1].read(index, min(last, index + count - 1), last)
+            if records is not None:
+                return view.entries_of(records) if records else None
+        return list(view.read_from(position, count))
 
     def _read_around_damage(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` one by one, skipping (and acknowledging, as Pulsar does with

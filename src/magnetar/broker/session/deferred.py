@@ -1,4 +1,6 @@
-"""Commands answered after an await: PRODUCER, SUBSCRIBE and GET_OR_CREATE_SCHEMA of a topic not loaded.
+"""Commands answered after an await: PRODUCER, SUBSCRIBE and GET_OR_CREATE_SCHEMA of a topic not loaded,
+and commands whose handling wrote the metadata store (:meth:`DeferredCommands.after_metadata_write`:
+an auto-created partitioned topic, a new schema version), answered once that write is durable.
 
 Loading a topic reads and writes storage (:meth:`~magnetar.broker.service.BrokerService.load_topic`
 runs that in a thread), so the command's handler hands the rest of its work to :meth:`answer_later`,
@@ -14,20 +16,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.session.base import SessionBase
 from magnetar.protocol.commands import request_id_of
 from magnetar.protocol.enums import CommandType, ServerError
 from magnetar.storage import StorageError
+from magnetar.storage.metadata import deferring_sync
 
 if TYPE_CHECKING:
+    from magnetar.broker.metadata_sync import MetadataSync
     from magnetar.broker.service import BrokerService
     from magnetar.protocol.schema import BaseCommand
 
 log = logging.getLogger("magnetar.broker.session")
+
+T = TypeVar("T")
 
 
 class PendingRequest:
@@ -54,6 +60,35 @@ class DeferredCommands(SessionBase):
         task = asyncio.get_running_loop().create_task(self._answer(command, work))
         self._deferred.add(task)
         task.add_done_callback(self._deferred.discard)
+
+    def after_metadata_write(self, command: BaseCommand, write: Callable[[], T], answer: Callable[[T], None]) -> bool:
+        """Run ``write`` (which may write the metadata store), then ``answer`` its result: at once when
+        it committed nothing (True); else (False) its commits were made without their fsync on the
+        loop (``deferring_sync``, as the admin API's) and ``answer`` runs once the metadata thread's
+        sync (:class:`~magnetar.broker.metadata_sync.MetadataSync`) made them durable: nothing is
+        acknowledged before it is durable. What ``write`` raises propagates."""
+        service = self.service
+        sync: MetadataSync | None = getattr(service, "metadata_sync", None)
+        if sync is None:
+            answer(write())
+            return True
+        metadata = service.metadata
+        before = metadata.deferred_commits
+        with deferring_sync():
+            result = write()
+        if metadata.deferred_commits == before:
+            answer(result)
+            return True
+        self.answer_later(command, self._answer_when_durable(sync, result, answer))
+        return False
+
+    async def _answer_when_durable(self, sync: MetadataSync, result: T, answer: Callable[[T], None]) -> None:
+        try:
+            await sync.durable()
+        except OSError as exc:
+            raise StorageError(f"the metadata write could not be made durable: {exc}") from exc
+        if not self.closed:
+            answer(result)
 
     async def settled(self) -> None:
         """Wait until every command handed to :meth:`answer_later` so far has been answered (for

@@ -58,12 +58,24 @@ class LookupCommands(DeferredCommands):
                 resp.partitions = transactions.count if transactions is not None else 0
             else:
                 self.service.check_namespace(name)
-                resp.partitions = self.service.partitions_for_client(name, req.metadata_auto_creation_enabled)
+                self.after_metadata_write(
+                    command,
+                    lambda: self.service.partitions_for_client(name, req.metadata_auto_creation_enabled),
+                    lambda partitions: self._send_partitions(cmd, partitions),
+                )
+                return
             resp.response = PartitionedMetadataResult.Success
         except BrokerError as exc:
             resp.response = PartitionedMetadataResult.Failed
             resp.error = exc.code
             resp.message = exc.message
+        self.send_command(cmd)
+
+    def _send_partitions(self, cmd: BaseCommand, partitions: int) -> None:
+        """PARTITIONED_METADATA_RESPONSE with a topic's partition count."""
+        resp = cmd.partition_metadata_response
+        resp.partitions = partitions
+        resp.response = PartitionedMetadataResult.Success
         self.send_command(cmd)
 
     def _on_lookup(self, command: BaseCommand, frame: Frame) -> None:
@@ -148,11 +160,13 @@ class LookupCommands(DeferredCommands):
             self._send_schema_version(req.request_id, None, exc)
             return
         if str(name) in self.service.topics:
-            self._get_or_create_schema(req, name)
+            self._get_or_create_schema(command, req, name)
         else:
-            self.answer_later(command, self._get_or_create_schema_after_load(req, name))
+            self.answer_later(command, self._get_or_create_schema_after_load(command, req, name))
 
-    async def _get_or_create_schema_after_load(self, req: CommandGetOrCreateSchema, name: TopicName) -> None:
+    async def _get_or_create_schema_after_load(
+        self, command: BaseCommand, req: CommandGetOrCreateSchema, name: TopicName
+    ) -> None:
         """GET_OR_CREATE_SCHEMA of a topic not loaded: load it off the loop (it must exist), then answer."""
         try:
             await self.service.load_topic(name, create=False)
@@ -160,17 +174,20 @@ class LookupCommands(DeferredCommands):
             self._send_schema_version(req.request_id, None, exc)
             return
         if not self.closed:
-            self._get_or_create_schema(req, name)
+            self._get_or_create_schema(command, req, name)
 
-    def _get_or_create_schema(self, req: CommandGetOrCreateSchema, name: TopicName) -> None:
-        """Register (or find) the schema a GET_OR_CREATE_SCHEMA carries for a loaded topic and answer."""
+    def _get_or_create_schema(self, command: BaseCommand, req: CommandGetOrCreateSchema, name: TopicName) -> None:
+        """Register (or find) the schema a GET_OR_CREATE_SCHEMA carries for a loaded topic and answer
+        (a new version once it is durable)."""
         try:
             schema = schema_from_wire(req.schema) if req.HasField("schema") else None
-            version = self.service.schemas.producer_schema(name, schema)
+            self.after_metadata_write(
+                command,
+                lambda: self.service.schemas.producer_schema(name, schema),
+                lambda version: self._send_schema_version(req.request_id, version, None),
+            )
         except BrokerError as exc:
             self._send_schema_version(req.request_id, None, exc)
-        else:
-            self._send_schema_version(req.request_id, version, None)
 
     def _send_schema_version(self, request_id: int, version: int | None, error: BrokerError | None) -> None:
         cmd = BaseCommand(type=CommandType.GET_OR_CREATE_SCHEMA_RESPONSE)

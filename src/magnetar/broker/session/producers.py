@@ -87,28 +87,42 @@ class ProducerCommands(DeferredCommands):
         self.require_authorized("PRODUCER", lambda authz: authz.check_producer(name, self.role), name)
         topic = service.topics.get(str(name))
         if topic is not None:
-            self._open_producer(req, name, topic)
+            self._open_producer(command, req, name, topic)
             return
         request = self.pending_producers[req.producer_id] = PendingRequest()
-        self.answer_later(command, self._open_producer_after_load(req, name, request))
+        self.answer_later(command, self._open_producer_after_load(command, req, name, request))
 
-    async def _open_producer_after_load(self, req: CommandProducer, name: TopicName, request: PendingRequest) -> None:
+    async def _open_producer_after_load(
+        self, command: BaseCommand, req: CommandProducer, name: TopicName, request: PendingRequest
+    ) -> None:
         """PRODUCER of a topic not loaded: load it off the loop, then open the producer."""
         try:
             topic = await self.service.load_topic(name)
         finally:
             wanted = self.pending_done(self.pending_producers, req.producer_id, request)
         if wanted:
-            self._open_producer(req, name, topic)
+            self._open_producer(command, req, name, topic)
 
-    def _open_producer(self, req: CommandProducer, name: TopicName, topic: Topic) -> None:
-        """Add the producer a PRODUCER asks for to its loaded topic and answer."""
-        service = self.service
-        schema_version = service.schemas.producer_schema(
-            name, declared_schema_from_wire(req.schema) if req.HasField("schema") else None
-        )
+    def _open_producer(self, command: BaseCommand, req: CommandProducer, name: TopicName, topic: Topic) -> None:
+        """Find or register the producer's schema, then add the producer; a new schema version is
+        registered without an fsync on the loop and the producer added once it is durable (its id
+        held as pending meanwhile)."""
         if topic.policies.encryption_required and not req.encrypted:
             raise BrokerError(ServerError.MetadataError, f"Encryption is required in {name}")
+        schema = declared_schema_from_wire(req.schema) if req.HasField("schema") else None
+        request = PendingRequest()
+
+        def add(schema_version: int | None) -> None:
+            if self.pending_producers.get(req.producer_id) is request or request.cancelled:
+                if not self.pending_done(self.pending_producers, req.producer_id, request):
+                    return
+            self._add_producer(req, name, topic, schema_version)
+
+        if not self.after_metadata_write(command, lambda: self.service.schemas.producer_schema(name, schema), add):
+            self.pending_producers[req.producer_id] = request
+
+    def _add_producer(self, req: CommandProducer, name: TopicName, topic: Topic, schema_version: int | None) -> None:
+        """Add the producer a PRODUCER asks for to its loaded topic and answer."""
         user_named = bool(req.producer_name) and req.user_provided_producer_name
         producer_name = req.producer_name if req.producer_name else topic.generate_producer_name()
         try:

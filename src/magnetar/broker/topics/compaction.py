@@ -65,6 +65,7 @@ from magnetar.storage.compacted import (
 if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
     from magnetar.broker.topics.persistent import PersistentTopic as Topic
+    from magnetar.storage.read_thread import ReadThread
 
 log = logging.getLogger("magnetar.broker.topics.compaction")
 
@@ -258,9 +259,10 @@ class EntryBatches:
 ENTRY_BATCHES = EntryBatches()
 
 
-def open_view(directory: Path, ledger_id: int, horizon: int) -> CompactedView:
-    """Open a finished compacted ledger of a topic (its index is rebuilt if missing or damaged)."""
-    return CompactedView.open(directory, ledger_id, horizon, ENTRY_BATCHES)
+def open_view(directory: Path, ledger_id: int, horizon: int, reads: ReadThread | None = None) -> CompactedView:
+    """Open a finished compacted ledger of a topic (its index is rebuilt if missing or damaged);
+    ``reads``: the read thread dispatch reads its records on."""
+    return CompactedView.open(directory, ledger_id, horizon, ENTRY_BATCHES, reads)
 
 
 def write_compacted(writer: CompactedWriter, chunk: list[tuple[int, bytes]], latest: dict[str, MessageKey]) -> None:
@@ -277,12 +279,14 @@ def write_compacted(writer: CompactedWriter, chunk: list[tuple[int, bytes]], lat
 class Compactor:
     """Runs the compactions of a broker (one at a time per topic) and loads compacted views."""
 
-    def __init__(self, config: BrokerConfig, topics: Mapping[str, object]) -> None:
-        """Compact into ``config.data_dir``; ``topics`` are the loaded topics by name (a compaction
+    def __init__(self, config: BrokerConfig, topics: Mapping[str, object], reads: ReadThread | None = None) -> None:
+        """Compact into ``config.data_dir``; ``reads``: the read thread compacted views are read on for
+        dispatch; ``topics`` are the loaded topics by name (a compaction
         stops when its topic is no longer the one loaded under its name)."""
         self._data_dir = config.data_dir
         self._segment_max_bytes = config.segment_max_bytes
         self._topics = topics
+        self._reads = reads
         self._metadata_store: MetadataStore | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-compaction")
         #: running compactions by topic name
@@ -338,7 +342,7 @@ class Compactor:
         if pointer is None:
             return
         try:
-            topic.compacted = open_view(root / keep, topic.ledger_id, int(pointer["horizon"]))
+            topic.compacted = open_view(root / keep, topic.ledger_id, int(pointer["horizon"]), self._reads)
         except (StorageError, OSError, KeyError, ValueError) as exc:
             log.error("compacted view of %s cannot be opened (%s): reading it uncompacted", topic.name, exc)
             self._metadata.delete_kv(POINTER_PREFIX + topic.name)
@@ -465,7 +469,7 @@ class Compactor:
                 await loop.run_in_executor(self._executor, _write_chunk, writer, chunk, scan.latest, hook)
             await loop.run_in_executor(self._executor, writer.finish, horizon)
             view = await loop.run_in_executor(
-                self._executor, open_view, directory, topic.ledger_id, horizon
+                self._executor, open_view, directory, topic.ledger_id, horizon, self._reads
             )
             self._check_alive(topic)
             if topic.compacted is not previous:

@@ -5,6 +5,13 @@ first (in entry order), then new entries from the read position up to the last r
 entry, each to the consumer its subclass selects, never beyond the permits a consumer granted.
 It runs as one callback on the event loop, scheduled whenever something that could let it
 make progress happens (permits, new entries, acks, redeliveries, consumers joining).
+
+One run hands out at most one read batch (``dispatch_batch_entries`` entries, Pulsar's
+``dispatcherMaxReadBatchSize``, and ``dispatch_max_read_bytes`` bytes, its
+``dispatcherMaxReadSizeBytes``), then schedules itself again behind whatever else is ready on the
+loop, as Pulsar's dispatcher reads its next batch only after sending the previous one: a
+subscription catching up on a backlog holds the loop for one batch at a time, so other clients'
+publishes are served between its batches.
 """
 
 from __future__ import annotations
@@ -29,8 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("magnetar.broker.dispatch")
 
-#: entries dispatched in one run before yielding to other work on the loop
-_RUN_BUDGET = 2000
 #: entries read by a dispatcher's first read, before it knows how many messages an entry holds
 _FIRST_READ = 8
 
@@ -169,6 +174,12 @@ class Dispatcher:
         wanted = math.ceil(self.available_permits() / average - 0.01)
         return max(1, min(batch, wanted))
 
+    def turn_budget(self) -> tuple[int, int]:
+        """(entries, bytes) one run may hand out before it yields the loop to other work: one read
+        batch (a run sends at least one entry, whatever its size)."""
+        config = self.subscription.topic.config
+        return config.dispatch_batch_entries, config.dispatch_max_read_bytes
+
     def _sampled(self, entries: int, messages: int) -> None:
         """Record that ``entries`` entries of ``messages`` messages went out."""
         if entries:
@@ -198,17 +209,17 @@ class Dispatcher:
 
     def _dispatch_entries(self) -> None:
         sub = self.subscription
-        topic = sub.topic
         cursor = sub.cursor
-        batch = topic.config.dispatch_batch_entries
+        batch = sub.topic.config.dispatch_batch_entries
         delayed = sub.delayed
         now_ms = int(time.time() * 1000)
-        budget = _RUN_BUDGET
+        budget, turn_bytes = self.turn_budget()
+        bytes_left = turn_bytes
         while budget > 0:
             if not self.consumers or sub.blocked_on_unacked() or not self.has_capacity():
                 return
             redelivering = bool(sub.redelivery)
-            count = self.read_limit(batch)
+            count = min(budget, self.read_limit(batch))
             throttle = sub.dispatch_throttle
             if throttle is not None and not (count := throttle.allowed(count, self.schedule)):
                 return  # the dispatch rate is used up: dispatched again once it refills
@@ -230,6 +241,10 @@ class Dispatcher:
                 if cursor.is_acked(eid):
                     sent_upto = i
                     continue
+                size = len(entry.data)
+                if size > bytes_left and bytes_left < turn_bytes:
+                    budget = 0  # this turn's bytes are used: the rest goes next turn
+                    break
                 meta = entry_metadata(entry)
                 messages = max(1, meta.num_messages_in_batch) if meta is not None else 1
                 if delayed is not None and meta is not None and meta.deliver_at_time > now_ms:
@@ -244,7 +259,7 @@ class Dispatcher:
                 sent_upto = i
                 sent_entries += 1
                 sent_messages += messages
-                budget -= 1
+                bytes_left -= size
             self._sampled(sent_entries, sent_messages)
             if throttle is not None:
                 throttle.consume(sent_messages, sum(len(e.data) for e in entries[: sent_upto + 1]))
@@ -253,6 +268,7 @@ class Dispatcher:
                 sub.return_redeliveries(e.entry_id for e in rest)
             elif rest:
                 cursor.rewind_to(rest[0].entry_id)
-            if rest:
-                return
+            if rest and budget > 0:
+                return  # no consumer can take the next entry now
+            budget -= sent_upto + 1
         self.schedule()

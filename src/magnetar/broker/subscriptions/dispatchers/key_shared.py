@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 #: the sticky key of entries that carry neither an ordering key nor a partition key
 NONE_KEY = b"NONE_KEY"
 
-#: entries sent or held in one dispatch run before yielding to the loop
-_RUN_BUDGET = 2000
 #: held/redelivered entries beyond which no new entries are read (per consumer, and overall);
 #: Pulsar's keySharedLookAheadMsgInReplayThresholdPerConsumer / ...PerSubscription
 LOOKAHEAD_PER_CONSUMER = 2000
@@ -226,7 +224,7 @@ class KeySharedDispatcher(Dispatcher):
         self._release_joined()
         if sub.blocked_on_unacked() or not self.has_capacity():
             return
-        budget = _RUN_BUDGET
+        budget, _ = self.turn_budget()  # entries sent or held this turn (the bytes follow from them)
         #: key hashes with an earlier entry still waiting: their later entries wait too
         blocked: set[int] = set()
         complete, budget = self._replay(blocked, budget)

@@ -148,15 +148,23 @@ def main() -> None:
     rest = sys.argv[2:]
     given = {}
     if chosen == "admin":  # its own options may come first: ``admin --json topics list``
-        # the admin command (Typer, http.client) is imported by admin commands only: 100-150 ms CPU
+        # One request and out: the cyclic collector off for the call, and what it built frozen out of the
+        # collection at exit. Typer's imports allocate enough to run it dozens of times: 40-60 ms CPU of
+        # a 0.25 s call (benchmarks/cli_latency.py). Long-running commands (consume, perf) keep it.
+        gc.disable()
+        # the admin command (Typer, a socket) is imported by admin commands only: 100-150 ms CPU
         from magnetar.cli.admin import app_for
         from magnetar.cli.admin.context import split_global_options
 
         rest = split_global_options(rest)[1]
         given["admin"] = app_for(rest[0] if rest else None)  # only the modules of the group named
     app = build_app([chosen], given)
-    with only_named(app, [chosen, *leading_names(rest)]):
-        app(prog_name="magnetar")
+    try:
+        with only_named(app, [chosen, *leading_names(rest)]):
+            app(prog_name="magnetar")
+    finally:
+        if not gc.isenabled():
+            gc.freeze()
 
 
 if __name__ == "__main__":

@@ -126,3 +126,28 @@ def test_partitioned_stats_merge_publishers_and_consumers(
     p1 = stats["partitions"][f"{topic}-partition-1"]["subscriptions"]["psub"]
     assert (p0["msgBacklog"], p0["unackedMessages"], p1["msgBacklog"], p1["unackedMessages"]) == (0, 0, 3, 3)
     assert p0["lastAckedTimestamp"] > 0 and p1["lastAckedTimestamp"] == 0
+
+
+def test_a_readers_ack_before_the_first_entry_moves_nothing(http: Http, client: pulsar.Client, name: str) -> None:
+    """The C++ reader acknowledges the first message of a batch cumulatively as the entry before it
+    (entry -1 for the first batch): Pulsar's mark-delete stays, so the reader's backlog is all there is."""
+    topic = f"persistent://{NS}/{name}"
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=5,
+                                      batching_max_publish_delay_ms=1000)
+    for _ in range(10):
+        producer.send_async(b"x", None)
+    producer.flush()
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    assert [reader.read_next(10_000).message_id().batch_index() for _ in range(4)] == [0, 1, 2, 3]
+
+    def reader_stats() -> dict:
+        [sub] = http.get(_path(name) + "/stats").json()["subscriptions"].values()
+        return sub
+
+    wait_until(lambda: reader_stats()["lastAckedTimestamp"] > 0)  # the ack came
+    sub = reader_stats()
+    assert (sub["msgBacklog"], sub["lastMarkDeleteAdvancedTimestamp"], sub["isDurable"]) == (2, 0, False)
+    [cursor] = http.get(_path(name) + "/internalStats").json()["cursors"].values()
+    assert (cursor["markDeletePosition"].split(":")[1], cursor["messagesConsumedCounter"]) == ("-1", 0)
+    assert cursor["numberOfEntriesSinceFirstNotAckedMessage"] == 3  # (-1, 2]: read position 2
+    reader.close()

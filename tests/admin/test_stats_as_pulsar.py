@@ -126,6 +126,9 @@ def test_partitioned_stats_merge_publishers_and_consumers(
     p1 = stats["partitions"][f"{topic}-partition-1"]["subscriptions"]["psub"]
     assert (p0["msgBacklog"], p0["unackedMessages"], p1["msgBacklog"], p1["unackedMessages"]) == (0, 0, 3, 3)
     assert p0["lastAckedTimestamp"] > 0 and p1["lastAckedTimestamp"] == 0
+    # one message per entry: the dispatch average is 1 in each partition (Pulsar's too); not summed
+    assert (p0["consumers"][0]["avgMessagesPerEntry"], p1["consumers"][0]["avgMessagesPerEntry"]) == (1, 1)
+    assert merged["avgMessagesPerEntry"] == 0
 
 
 def test_a_readers_ack_before_the_first_entry_moves_nothing(http: Http, client: pulsar.Client, name: str) -> None:

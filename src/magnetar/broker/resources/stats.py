@@ -192,6 +192,8 @@ class StatsResources:
 
     def _consumer_stats(self, topic: Topic, sub: Subscription, c: Consumer) -> dict[str, Any]:
         cn = self.tracker.consumer_numbers(topic, sub, c)
+        # the subscription's dispatcher keeps the moving average Pulsar keeps per consumer
+        per_entry = getattr(sub.dispatcher, "avg_messages_per_entry", None) or 0
         return {
             **_CONSUMER_ZEROS,
             "msgRateOut": cn["msgRateOut"],
@@ -203,7 +205,7 @@ class StatsResources:
             "consumerName": c.name,
             "availablePermits": max(0, c.permits),
             "unackedMessages": c.unacked_messages if sub.sub_type in _INDIVIDUAL_ACK else 0,
-            "avgMessagesPerEntry": 0,
+            "avgMessagesPerEntry": round(per_entry),
             "blockedConsumerOnUnackedMsgs": c.blocked,
             "address": c.connection.peer,
             "connectedSince": iso_time(c.connected_since),

@@ -11,7 +11,7 @@ CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .DEFAULT_GOAL := help
-.PHONY: help standalone test lint bench clean reference go-client-suite python-client-suite dist scale-out-reference pulsar-admin-table spark-cluster-test replicated-subscriptions-reference
+.PHONY: help standalone test lint bench clean reference go-client-suite python-client-suite dist scale-out-reference pulsar-admin-table stats-compare spark-cluster-test replicated-subscriptions-reference
 
 ## list the targets (this text)
 help:
@@ -83,6 +83,11 @@ scale-out-reference: $(TEST_STAMP)
 ## assembled; heavy, not in CI): table in docs/PULSAR-ADMIN.md
 pulsar-admin-table: $(TEST_STAMP)
 	PYTHONPATH=src $(PY) tools/pulsar_admin_table.py $(ADMIN_TABLE_ARGS)
+
+## topic, subscription and internal stats field by field on magnetar and on Apache Pulsar standalone (the lib dir
+## `make reference` assembled; a JVM, not in CI): table in docs/STATS.md
+stats-compare: $(TEST_STAMP)
+	PYTHONPATH=src $(PY) tools/stats_compare.py
 
 ## remove .venv, ./data and the build outputs
 clean:

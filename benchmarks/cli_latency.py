@@ -7,7 +7,9 @@ round runs, alternating so that all share the machine's load equally:
 - ``python-floor``: ``python -c pass``, the interpreter alone;
 - ``http-floor``: ``python -c`` with ``http.client`` GET /admin/v2/tenants, the least a Python
   tool can do for the same answer;
-- ``admin-tenants-list``: ``magnetar admin tenants list`` of this checkout;
+- ``admin-tenants-list``: ``magnetar admin tenants list`` of this checkout, by the installed console
+  script (its module path first on PYTHONPATH), as a user types it; ``admin-tenants-list-m``: the
+  same as ``python -m magnetar.cli.main`` (runpy's imports on top);
 - ``version``: ``magnetar --version`` (no Typer);
 - ``help``: ``magnetar --help`` (the root's help: every sub-command listed, none imported);
 - every ``--compare NAME=PYTHONPATH``: ``magnetar admin tenants list`` (and, as ``NAME-help``,
@@ -61,19 +63,28 @@ def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def console_script() -> list[str]:
+    """How ``magnetar`` runs: the installed console script (``from magnetar.cli.main import main``)
+    next to this interpreter, or ``python -m magnetar.cli.main`` (which adds runpy) without one."""
+    script = Path(sys.executable).with_name("magnetar")
+    return [sys.executable, str(script)] if script.exists() else [sys.executable, "-m", "magnetar.cli.main"]
+
+
 def commands(broker: BrokerProcess, compare: list[str]) -> dict[str, tuple[list[str], dict[str, str]]]:
     """name -> (command line, environment)."""
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
     base["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="cli-latency-pyc-")
     base["MAGNETAR_ADMIN_URL"] = broker.http_url
     here = {**base, "PYTHONPATH": str(ROOT / "src")}
-    admin = [sys.executable, "-m", "magnetar.cli.main", "admin", "tenants", "list"]
-    root_help = [sys.executable, "-m", "magnetar.cli.main", "--help"]
+    magnetar = console_script()
+    admin = [*magnetar, "admin", "tenants", "list"]
+    root_help = [*magnetar, "--help"]
     chosen = {
         "python-floor": ([sys.executable, "-c", "pass"], base),
         "http-floor": ([sys.executable, "-c", HTTP_FLOOR.format(port=broker.http_port)], base),
         "admin-tenants-list": (admin, here),
-        "version": ([sys.executable, "-m", "magnetar.cli.main", "--version"], here),
+        "admin-tenants-list-m": ([sys.executable, "-m", "magnetar.cli.main", "admin", "tenants", "list"], here),
+        "version": ([*magnetar, "--version"], here),
         "help": (root_help, here),
     }
     for item in compare:

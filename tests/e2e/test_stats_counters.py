@@ -87,13 +87,14 @@ def test_earliest_publish_time_in_backlog(broker: BrokerProcess, clients: Client
     consumer.acknowledge(received[0])
     second_time = received[1].publish_timestamp()
     wait_until(
-        lambda: _stats(admin, topic)["subscriptions"]["s"]["earliestMsgPublishTimeInBacklog"] == second_time,
+        lambda: _stats(admin, topic, "?getEarliestTimeInBacklog=true")["subscriptions"]["s"]["earliestMsgPublishTimeInBacklog"]
+        == second_time,
         5, "the oldest unacknowledged message is the second one",
     )
     for msg in received[1:]:
         consumer.acknowledge(msg)
     wait_until(lambda: _stats(admin, topic)["subscriptions"]["s"]["msgBacklog"] == 0, 5, "no backlog")
-    stats = _stats(admin, topic)
+    stats = _stats(admin, topic, "?getEarliestTimeInBacklog=true")
     assert stats["subscriptions"]["s"]["earliestMsgPublishTimeInBacklog"] == 0
     assert stats["earliestMsgPublishTimeInBacklogs"] == 0
 

@@ -149,14 +149,14 @@ def _add_stats_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: 
     stats_access = need.topic(TopicOperation.GET_STATS)
 
     @r.get(T + "/stats", dependencies=stats_access, summary="Topic statistics")
-    async def stats(tenant: str, namespace: str, topic: str) -> dict:
-        return await stats_of.topic_stats(name(tenant, namespace, topic))
+    async def stats(tenant: str, namespace: str, topic: str, getEarliestTimeInBacklog: bool = False) -> dict:  # noqa: N803
+        return await stats_of.topic_stats(name(tenant, namespace, topic), getEarliestTimeInBacklog)
 
     @r.get(T + "/partitioned-stats", dependencies=stats_access, summary="Statistics of a partitioned topic, summed over its partitions")
     async def partitioned_stats(
-        tenant: str, namespace: str, topic: str, perPartition: bool = True  # noqa: N803
+        tenant: str, namespace: str, topic: str, perPartition: bool = True, getEarliestTimeInBacklog: bool = False  # noqa: N803
     ) -> dict:
-        return await stats_of.partitioned_stats(name(tenant, namespace, topic), perPartition)
+        return await stats_of.partitioned_stats(name(tenant, namespace, topic), perPartition, getEarliestTimeInBacklog)
 
     @r.get(T + "/internalStats", dependencies=stats_access, summary="Storage-level statistics: ledger and cursors")
     async def internal_stats(tenant: str, namespace: str, topic: str) -> dict:

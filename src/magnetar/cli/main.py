@@ -142,13 +142,28 @@ def main() -> None:
         from magnetar.cli.standalone import main as standalone_main
 
         sys.exit(standalone_main(sys.argv[2:]))
+    if chosen == "admin" or chosen not in SUBCOMMANDS:
+        # One answer and out (an admin request, the root's help): the cyclic collector off for the call,
+        # and what it built frozen out of the collection at exit. Typer's imports allocate enough to run
+        # it dozens of times: 40-60 ms CPU of a 0.25 s call (benchmarks/cli_latency.py). Long-running
+        # commands (consume, perf) keep it.
+        gc.disable()
+    try:
+        _run(chosen)
+    finally:
+        if not gc.isenabled():
+            gc.freeze()
+
+
+def _run(chosen: str | None) -> None:
+    """Build and run the command line's sub-command (the root's help or completion when it names none)."""
     if chosen not in SUBCOMMANDS:  # the root's help, a typo, or completion
         build_app(summaries_only=COMPLETION_ENV not in os.environ)(prog_name="magnetar")
         return
     rest = sys.argv[2:]
     given = {}
     if chosen == "admin":  # its own options may come first: ``admin --json topics list``
-        # the admin command (Typer, http.client) is imported by admin commands only: 100-150 ms CPU
+        # the admin command (Typer, a socket) is imported by admin commands only: 100-150 ms CPU
         from magnetar.cli.admin import app_for
         from magnetar.cli.admin.context import split_global_options
 

@@ -7,7 +7,6 @@ subscriptions, cursors and the rate tracker, which the HTTP layer has no busines
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -17,7 +16,9 @@ from magnetar.broker.replication.stats import replication_stats
 from magnetar.broker.resources.base import ResourceContext
 from magnetar.broker.resources.errors import NotFoundError
 from magnetar.broker.resources.policies import PolicyResources
+from magnetar.broker.resources.stats_partitioned import add_partition, finish, partitioned_sums
 from magnetar.broker.resources.stats_tracker import StatsTracker
+from magnetar.protocol.enums import SubType
 from magnetar.protocol.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -27,14 +28,54 @@ if TYPE_CHECKING:
     from magnetar.broker.topics.persistent import PersistentTopic
     from magnetar.broker.topics.producer import Producer
 
-_TOPIC_SUMS = (
-    "msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "bytesInCounter", "msgInCounter",
-    "bytesOutCounter", "msgOutCounter", "storageSize", "backlogSize", "nonContiguousDeletedMessagesRanges",
-)
-_SUBSCRIPTION_SUMS = (
-    "msgRateOut", "msgThroughputOut", "bytesOutCounter", "msgOutCounter", "msgBacklog", "backlogSize",
-    "msgBacklogNoDelayed", "unackedMessages", "totalMsgExpired", "nonContiguousDeletedMessagesRanges",
-)
+#: TopicStats fields of what magnetar does not have or never counts (offload, delayed-message index,
+#: publish rate limiting, system topics, internal bytes): Pulsar's values when they are unused
+_TOPIC_ZEROS: dict[str, Any] = {
+    "bytesOutInternalCounter": 0,
+    "systemTopicBytesInCounter": 0,
+    "publishRateLimitedTimes": 0,
+    "delayedMessageIndexSizeInBytes": 0,
+    "lastOffloadLedgerId": 0,
+    "lastOffloadSuccessTimeStamp": 0,
+    "lastOffloadFailureTimeStamp": 0,
+}
+#: SubscriptionStats fields of what magnetar does not have (dispatch throttling events, entry filters,
+#: Key_Shared draining hashes, the delayed-message index, the replay queue): zero, as Pulsar's when unused
+_SUBSCRIPTION_ZEROS: dict[str, Any] = {
+    "delayedMessageIndexSizeInBytes": 0,
+    "msgInReplay": 0,
+    "msgExpired": 0,
+    "dispatchThrottledMsgEventsBySubscriptionLimit": 0,
+    "dispatchThrottledBytesEventsBySubscriptionLimit": 0,
+    "dispatchThrottledMsgEventsByTopicLimit": 0,
+    "dispatchThrottledBytesEventsByTopicLimit": 0,
+    "dispatchThrottledMsgEventsByBrokerLimit": 0,
+    "dispatchThrottledBytesEventsByBrokerLimit": 0,
+    "filterProcessedMsgCount": 0,
+    "filterAcceptedMsgCount": 0,
+    "filterRejectedMsgCount": 0,
+    "filterRescheduledMsgCount": 0,
+    "drainingHashesCount": 0,
+    "drainingHashesClearedTotal": 0,
+    "drainingHashesUnackedMessages": 0,
+}
+#: ConsumerStats fields of Key_Shared's draining hashes (magnetar has none) and the ack rate
+_CONSUMER_ZEROS: dict[str, Any] = {
+    "messageAckRate": 0.0,
+    "drainingHashesCount": 0,
+    "drainingHashesClearedTotal": 0,
+    "drainingHashesUnackedMessages": 0,
+}
+#: subscription types whose consumers count unacknowledged messages: Pulsar keeps pending acks (and
+#: so ``unackedMessages``) only where messages are acknowledged one by one
+_INDIVIDUAL_ACK = frozenset({SubType.Shared, SubType.Key_Shared})
+
+
+def instant(ms: int) -> str:
+    """Epoch milliseconds as Java's ``Instant.toString()`` prints them (Pulsar's ``lastAckedTime``):
+    no fraction on a whole second, ``1970-01-01T00:00:00Z`` for 0."""
+    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000))
+    return f"{text}.{ms % 1000:03d}Z" if ms % 1000 else f"{text}Z"
 
 
 def iso_time(seconds: float) -> str:
@@ -78,14 +119,20 @@ class StatsResources:
         self.policies = policies
         self.tracker = tracker
 
-    async def topic_stats(self, tn: TopicName) -> dict[str, Any]:
-        """A topic's TopicStats."""
-        return self._stats_of(await self.ctx.load_topic(tn))
+    async def topic_stats(self, tn: TopicName, earliest: bool = False) -> dict[str, Any]:
+        """A topic's TopicStats; ``earliest``: with earliestMsgPublishTimeInBacklog(s) (Pulsar's
+        ``getEarliestTimeInBacklog``: it reads the oldest unacknowledged entry of each subscription)."""
+        return self._stats_of(await self.ctx.load_topic(tn), earliest)
 
-    def _stats_of(self, topic: Topic) -> dict[str, Any]:
+    def _stats_of(self, topic: Topic, earliest: bool = False) -> dict[str, Any]:
         numbers = self.tracker.topic_numbers(topic)
         out = empty_stats()
         out.update(numbers)
+        out.update(_TOPIC_ZEROS)
+        quotas = topic.policies
+        out["backlogQuotaLimitSize"] = quotas.size_quota.limit if quotas.size_quota is not None else -1
+        out["backlogQuotaLimitTime"] = quotas.time_quota.limit if quotas.time_quota is not None else -1
+        out["oldestBacklogMessageAgeSeconds"] = -1  # as Pulsar's, unless a time quota is checked
         entries = max(0, topic.last_entry_id - topic.first_entry_id + 1)
         storage = topic.stats_storage_size()
         avg_entry = storage / entries if entries else 0.0
@@ -100,7 +147,7 @@ class StatsResources:
         for sub in topic.subscriptions.values():
             if is_replicator(sub.name):
                 continue
-            s = self._subscription_stats(topic, sub, avg_entry)
+            s = self._subscription_stats(topic, sub, avg_entry, earliest)
             subs[sub.name] = s
             backlog_total = max(backlog_total, s["backlogSize"])
             ranges_total += s["nonContiguousDeletedMessagesRanges"]
@@ -111,7 +158,6 @@ class StatsResources:
         out["nonContiguousDeletedMessagesRanges"] = ranges_total
         dedup = self.policies.effective_policy(topic.topic_name, DEDUPLICATION.name)
         out["deduplicationStatus"] = "Enabled" if dedup else "Disabled"
-        out["topicEpoch"] = None
         config = self.ctx.config
         out["ownerBroker"] = f"{config.service_host}:{config.http_port}"
         out["compaction"] = {
@@ -141,14 +187,15 @@ class StatsResources:
             "address": producer.connection.peer,
             "connectedSince": iso_time(producer.connected_since),
             "clientVersion": producer.connection.client_version,
-            "msgInCounter": p["msgInCounter"],
-            "bytesInCounter": p["bytesInCounter"],
             "metadata": dict(producer.metadata),
         }
 
     def _consumer_stats(self, topic: Topic, sub: Subscription, c: Consumer) -> dict[str, Any]:
         cn = self.tracker.consumer_numbers(topic, sub, c)
+        # the subscription's dispatcher keeps the moving average Pulsar keeps per consumer
+        per_entry = getattr(sub.dispatcher, "avg_messages_per_entry", None) or 0
         return {
+            **_CONSUMER_ZEROS,
             "msgRateOut": cn["msgRateOut"],
             "msgThroughputOut": cn["msgThroughputOut"],
             "bytesOutCounter": cn["bytesOutCounter"],
@@ -157,28 +204,32 @@ class StatsResources:
             "chunkedMessageRate": 0.0,
             "consumerName": c.name,
             "availablePermits": max(0, c.permits),
-            "unackedMessages": c.unacked_messages,
-            "avgMessagesPerEntry": 0,
+            "unackedMessages": c.unacked_messages if sub.sub_type in _INDIVIDUAL_ACK else 0,
+            "avgMessagesPerEntry": round(per_entry),
             "blockedConsumerOnUnackedMsgs": c.blocked,
             "address": c.connection.peer,
             "connectedSince": iso_time(c.connected_since),
             "clientVersion": c.connection.client_version,
             "lastAckedTimestamp": c.last_acked_ms,
             "lastConsumedTimestamp": c.last_consumed_ms,
+            "lastAckedTime": instant(c.last_acked_ms),
+            "lastConsumedTime": instant(c.last_consumed_ms),
+            "firstConsumedFlowTimestamp": c.first_flow_ms,
+            "lastConsumedFlowTimestamp": c.last_flow_ms,
+            "firstMessagesSentTimestamp": c.first_sent_ms,
             "metadata": dict(c.metadata),
         }
 
-    def _subscription_stats(self, topic: Topic, sub: Subscription, avg_entry: float) -> dict[str, Any]:
+    def _subscription_stats(self, topic: Topic, sub: Subscription, avg_entry: float,
+                            earliest_wanted: bool = False) -> dict[str, Any]:
         numbers = self.tracker.subscription_numbers(topic, sub)
         backlog = sub.backlog()
-        active = getattr(sub.dispatcher, "active", None)
-        if active is None and sub.consumers:
-            active = sub.consumers[0]
         expired, last_expire, earliest = 0, 0.0, 0
         if sub.persistent:  # expiry (TTL and expire-messages) is counted by the subscription itself
             expired, last_expire = sub.msg_expired_counter, sub.last_expire_time
-            earliest = sub.earliest_publish_time_in_backlog() if backlog else 0
-        return {
+            earliest = sub.earliest_publish_time_in_backlog() if backlog and earliest_wanted else 0
+        individual = sub.sub_type in _INDIVIDUAL_ACK
+        out = {
             "msgRateOut": numbers["msgRateOut"],
             "msgThroughputOut": numbers["msgThroughputOut"],
             "bytesOutCounter": numbers["bytesOutCounter"],
@@ -192,9 +243,8 @@ class StatsResources:
             "msgBacklogNoDelayed": backlog,
             "blockedSubscriptionOnUnackedMsgs": sub.blocked_on_unacked(),
             "msgDelayed": 0,
-            "unackedMessages": sub.unacked_messages(),
+            "unackedMessages": sub.unacked_messages() if individual else 0,
             "type": sub.sub_type.name if sub.sub_type is not None else "Exclusive",
-            "activeConsumerName": active.name if active is not None else None,
             "msgRateExpired": 0.0,
             "totalMsgExpired": expired,
             "lastExpireTimestamp": int(last_expire * 1000),
@@ -205,32 +255,42 @@ class StatsResources:
             "lastMarkDeleteAdvancedTimestamp": sub.last_mark_delete_advanced_ms,
             "consumers": [self._consumer_stats(topic, sub, c) for c in sub.consumers],
             "isDurable": sub.durable,
+            "durable": sub.durable,
             "isReplicated": False,
+            "replicated": False,
             "allowOutOfOrderDelivery": False,
             "consumersAfterMarkDeletePosition": {},
             "nonContiguousDeletedMessagesRanges": sub.cursor.individually_acked.range_count() if sub.persistent else 0,
             "nonContiguousDeletedMessagesRangesSerializedSize": 0,
             "subscriptionProperties": {},
+            **_SUBSCRIPTION_ZEROS,
         }
+        if not individual:  # a single active consumer: Pulsar names it (and only then)
+            active = getattr(sub.dispatcher, "active", None)
+            if active is None and sub.consumers:
+                active = sub.consumers[0]
+            if active is not None:
+                out["activeConsumerName"] = active.name
+        return out
 
-    async def partitioned_stats(self, tn: TopicName, per_partition: bool = True) -> dict[str, Any]:
+    async def partitioned_stats(self, tn: TopicName, per_partition: bool = True, earliest: bool = False) -> dict[str, Any]:
         """A partitioned topic's stats: its partitions' summed (and each, with ``per_partition``)."""
         ctx = self.ctx
         ctx.check_namespace(tn.namespace)
         n = ctx.partitions_of(tn)
         if n <= 0:
             raise NotFoundError(f"Partitioned Topic {tn} not found")
-        out = empty_stats()
-        out["metadata"] = {"partitions": n}
+        out = partitioned_sums()
+        out["metadata"] = {"partitions": n, "deleted": False}
         out["partitions"] = {}
         for p in ctx.partitions(tn):
             if not ctx.topic_exists(p):
                 continue
-            stats = self._stats_of(await ctx.load_topic(p))
-            _add_partition(out, stats)
+            stats = self._stats_of(await ctx.load_topic(p), earliest)
+            add_partition(out, stats)
             if per_partition:
                 out["partitions"][str(p)] = stats
-        out["averageMsgSize"] = out["msgThroughputIn"] / out["msgRateIn"] if out["msgRateIn"] else 0.0
+        finish(out)
         return out
 
     async def internal_stats(self, tn: TopicName) -> dict[str, Any]:
@@ -241,6 +301,7 @@ class StatsResources:
         lid = topic.ledger_id
         entries = max(0, topic.last_entry_id - topic.first_entry_id + 1)
         size = topic.stats_storage_size()
+        cursors = {sub.name: _cursor_stats(topic, sub) for sub in topic.subscriptions.values()}
         return {
             "entriesAddedCounter": ledger.next_entry_id,
             "numberOfEntries": entries,
@@ -248,14 +309,16 @@ class StatsResources:
             "currentLedgerEntries": entries,
             "currentLedgerSize": size,
             "lastLedgerCreatedTimestamp": "",
-            "waitingCursorsCount": 0,
+            "waitingCursorsCount": sum(1 for c in cursors.values() if c["waitingReadOp"]),
             "pendingAddEntriesCount": max(0, ledger.last_entry_id - topic.last_entry_id),
             "lastConfirmedEntry": f"{lid}:{topic.last_entry_id}",
             "state": "LedgerOpened",
-            "ledgers": [{"ledgerId": lid, "entries": entries, "size": size, "offloaded": False, "underReplicated": False}],
-            "cursors": {sub.name: _cursor_stats(topic, sub) for sub in topic.subscriptions.values()},
+            # as Pulsar lists the ledger being written: its entries and size are counted once it is closed
+            "ledgers": [{"ledgerId": lid, "entries": 0, "size": 0, "offloaded": False, "underReplicated": False}],
+            "cursors": cursors,
             "schemaLedgers": [],
             "compactedLedger": _compacted_ledger(topic),
+            "properties": {},
         }
 
     async def last_message_id(self, tn: TopicName) -> dict[str, Any]:
@@ -268,43 +331,32 @@ class StatsResources:
         return out
 
 
-def _add_partition(out: dict[str, Any], stats: dict[str, Any]) -> None:
-    """Add one partition's stats to the partitioned topic's sums."""
-    for key in _TOPIC_SUMS:
-        out[key] += stats[key]
-    out["publishers"].extend(stats["publishers"])
-    for name, s in stats["subscriptions"].items():
-        agg = out["subscriptions"].get(name)
-        if agg is None:
-            out["subscriptions"][name] = json.loads(json.dumps(s))
-            continue
-        for key in _SUBSCRIPTION_SUMS:
-            agg[key] += s[key]
-        agg["consumers"].extend(s["consumers"])
-        agg["blockedSubscriptionOnUnackedMsgs"] |= s["blockedSubscriptionOnUnackedMsgs"]
-
-
 def _cursor_stats(topic: Topic, sub: Subscription) -> dict[str, Any]:
     """internal-stats of one cursor."""
     lid = topic.ledger_id
     cursor = sub.cursor
     ranges = cursor.individually_acked.ranges()
     deleted = ",".join(f"({lid}:{lo - 1}..{lid}:{hi}]" for lo, hi in ranges)
+    # caught up, with a consumer that asked for more: Pulsar's cursor has a read waiting for new entries
+    waiting = sub.read_position > topic.last_entry_id and any(c.permits > 0 for c in sub.consumers)
+    # a durable cursor that never moved has, in Pulsar, no ledger of its own yet
+    untouched = sub.durable and not sub.last_mark_delete_advanced_ms and not ranges
     return {
         "markDeletePosition": f"{lid}:{cursor.mark_delete}",
         "readPosition": f"{lid}:{sub.read_position}",
-        "waitingReadOp": False,
+        "waitingReadOp": waiting,
         "pendingReadOps": 0,
         "messagesConsumedCounter": max(0, cursor.mark_delete - topic.first_entry_id + 1),
         "cursorLedger": -1,
         "cursorLedgerLastEntry": -1,
         "individuallyDeletedMessages": f"[{deleted}]",
         "lastLedgerSwitchTimestamp": "",
-        "state": "Open",
+        "state": "NoLedger" if untouched else "Open",
         "active": bool(sub.consumers),
-        "numberOfEntriesSinceFirstNotAckedMessage": max(0, sub.read_position - cursor.mark_delete - 1),
+        # Pulsar counts the positions in (mark-delete, read position], the read position included
+        "numberOfEntriesSinceFirstNotAckedMessage": max(0, sub.read_position - cursor.mark_delete),
         "totalNonContiguousDeletedMessagesRange": len(ranges),
-        "subscriptionHavePendingRead": False,
+        "subscriptionHavePendingRead": waiting,
         "subscriptionHavePendingReplayRead": False,
         "properties": {},
     }

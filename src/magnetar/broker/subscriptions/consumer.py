@@ -78,6 +78,9 @@ class Consumer(Generic[SubscriptionT]):
         "connected_since",
         "last_consumed_ms",
         "last_acked_ms",
+        "first_flow_ms",
+        "last_flow_ms",
+        "first_sent_ms",
         "_ledger_id",
         "_partition",
     )
@@ -116,6 +119,11 @@ class Consumer(Generic[SubscriptionT]):
         #: lastConsumedTimestamp, lastAckedTimestamp)
         self.last_consumed_ms = 0
         self.last_acked_ms = 0
+        #: epoch ms of its first and last FLOW and of the first message sent to it (Pulsar's
+        #: firstConsumedFlowTimestamp, lastConsumedFlowTimestamp, firstMessagesSentTimestamp)
+        self.first_flow_ms = 0
+        self.last_flow_ms = 0
+        self.first_sent_ms = 0
         topic = subscription.topic
         self._ledger_id = topic.ledger_id
         #: as Pulsar does: a partition's messages carry its index (clients expose it in ids)
@@ -124,7 +132,10 @@ class Consumer(Generic[SubscriptionT]):
     def add_permits(self, n: int) -> None:
         """Record a FLOW grant of ``n`` messages."""
         self.permits += n
-        self.subscription.last_consumed_flow_ms = int(time.time() * 1000)
+        now_ms = int(time.time() * 1000)
+        self.subscription.last_consumed_flow_ms = self.last_flow_ms = now_ms
+        if not self.first_flow_ms:
+            self.first_flow_ms = now_ms
 
     def can_take(self, messages: int) -> bool:
         """Whether an entry of ``messages`` messages may be sent now.
@@ -149,6 +160,8 @@ class Consumer(Generic[SubscriptionT]):
         self.msg_out_counter += messages
         self.bytes_out_counter += len(entry.data)
         self.last_consumed_ms = int(time.time() * 1000)
+        if not self.first_sent_ms:
+            self.first_sent_ms = self.last_consumed_ms
         self.connection.send_message(self.consumer_id, self._ledger_id, self._partition, entry, redelivery_count, ack_set)
 
     def deliver_live(self, entry: Entry, messages: int) -> None:
@@ -157,6 +170,8 @@ class Consumer(Generic[SubscriptionT]):
         self.msg_out_counter += messages
         self.bytes_out_counter += len(entry.data)
         self.last_consumed_ms = int(time.time() * 1000)
+        if not self.first_sent_ms:
+            self.first_sent_ms = self.last_consumed_ms
         self.connection.send_message(self.consumer_id, self._ledger_id, self._partition, entry, 0, None)
 
     def close_by_broker(self) -> None:

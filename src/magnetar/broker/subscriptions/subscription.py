@@ -25,6 +25,9 @@ log = logging.getLogger("magnetar.broker.subscriptions.subscription")
 #: subscription types that honour deliver_at_time (Exclusive and Failover deliver at once)
 _DELAYING_TYPES = frozenset({SubType.Shared, SubType.Key_Shared})
 
+#: entry id -1 as a client writes it in the unsigned ``entry_id`` of an ACK
+_BEFORE_FIRST = (1 << 64) - 1
+
 
 class SubscribedTopic(BaseSubscribedTopic, Protocol):
     """What a persistent subscription (and its dispatcher) uses of its topic."""
@@ -297,10 +300,15 @@ class Subscription(SubscriptionBase):
             if mid.ledger_id != ledger_id:
                 continue
             entry_id = mid.entry_id
+            if entry_id == _BEFORE_FIRST:
+                # entry -1 in the unsigned field: the position before the ledger's first entry, which the
+                # C++ client acks cumulatively for the first message of a batch (the entry before it); as
+                # in Pulsar it moves nothing (it used to be taken for "everything": a reader's backlog read 0)
+                continue
             if entry_id > last:
                 if not cumulative:
                     continue
-                entry_id = last  # a reader's close acks "everything" with entry id 2^64-1
+                entry_id = last  # "latest" (2^63-1): everything there is
             if not cumulative and not (batch_index_acks and mid.ack_set):  # the usual id: a whole entry
                 whole.append(entry_id)
                 continue

@@ -1,15 +1,15 @@
-"""HTTP requests to a broker's admin REST API, with the standard library's ``http.client`` (lighter
-to import than ``urllib.request``: every ``magnetar admin`` command pays for its imports)."""
+"""HTTP requests to a broker's admin REST API: http:// over a plain socket
+(:mod:`magnetar.cli.admin.plain_http`), https:// with the standard library's ``http.client`` and
+``ssl`` (every ``magnetar admin`` command pays for its imports, and a plain one needs neither)."""
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 from dataclasses import dataclass
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
+
+from magnetar.cli.admin.plain_http import BrokenAnswer, connect, exchange
 
 if TYPE_CHECKING:
     import ssl
@@ -18,13 +18,6 @@ DEFAULT_ADMIN_URL = "http://localhost:8080"
 _NO_BODY = object()
 _REDIRECTS = (301, 302, 303, 307, 308)
 _MAX_REDIRECTS = 5
-
-
-def _connect(address: tuple[str, int], timeout: float, source: tuple[str, int] | None = None) -> socket.socket:
-    """``socket.create_connection`` with an ASCII host name as bytes: Python 3.11's getaddrinfo encodes a
-    str host with the idna codec, whose import (stringprep, unicodedata) every admin call would pay."""
-    host, port = address
-    return socket.create_connection((host.encode() if host.isascii() else host, port), timeout, source)  # type: ignore[arg-type]
 
 
 class AdminCliError(Exception):
@@ -96,24 +89,33 @@ class AdminClient:
     ) -> tuple[int, dict[str, str], bytes]:
         """One HTTP exchange: (status, headers with lower-case names, body)."""
         parts = urlsplit(url)
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
-        if parts.scheme == "https":
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-                parts.hostname or "", parts.port, timeout=self.timeout, context=self.ssl_context
-            )
-        else:
-            conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=self.timeout)
-        conn._create_connection = _connect  # type: ignore[attr-defined]
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
-            conn.request(method, target or "/", body=data, headers=headers)
-            resp = conn.getresponse()
-            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+            if parts.scheme == "https":
+                return self._exchange_tls(parts.hostname or "", parts.port, method, target, data, headers)
+            return exchange(parts.hostname or "", parts.port or 80, method, target, data, headers, self.timeout)
         except TimeoutError:
             raise AdminCliError(f"no answer from {self.base_url} within {self.timeout:.0f} s") from None
-        except (http.client.HTTPException, ConnectionResetError, ConnectionAbortedError) as exc:
+        except (BrokenAnswer, ConnectionResetError, ConnectionAbortedError) as exc:
             raise AdminCliError(f"broken answer from {self.base_url}: {exc}") from None
         except OSError as exc:
             raise AdminCliError(f"cannot reach {self.base_url}: {exc.strerror or exc}") from None
+
+    def _exchange_tls(
+        self, host: str, port: int | None, method: str, target: str, data: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One exchange over TLS, with ``http.client``."""
+        # http.client (with email and ssl): 20-30 ms CPU, for https:// only
+        import http.client
+
+        conn = http.client.HTTPSConnection(host, port, timeout=self.timeout, context=self.ssl_context)
+        conn._create_connection = connect  # type: ignore[attr-defined]
+        try:
+            conn.request(method, target, body=data, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+        except http.client.HTTPException as exc:
+            raise BrokenAnswer(str(exc) or type(exc).__name__) from None
         finally:
             conn.close()
 
@@ -135,6 +137,9 @@ class AdminClient:
 
 
 def _describe_http_error(status: int, body: bytes) -> str:
+    # the HTTPStatus enum (its 60-odd members built at import): 2-5 ms CPU, for a refused request only
+    from http import HTTPStatus
+
     try:
         phrase = HTTPStatus(status).phrase
     except ValueError:

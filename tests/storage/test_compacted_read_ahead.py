@@ -101,3 +101,49 @@ def test_without_a_read_thread_the_view_is_read_on_the_spot(tmp_path: Path) -> N
             ledger.close()
 
     assert asyncio.run(main()) == list(range(2 * KEYS, 3 * KEYS))
+
+
+def test_redeliveries_from_the_view_are_read_on_the_read_thread(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    readers: list[str] = []
+    original = segment_module.Segment.read_span
+
+    def recording(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        readers.append(threading.current_thread().name)
+        return original(self, *args, **kwargs)
+
+    async def main() -> tuple[list[int] | None, list[int], list[bytes]]:
+        loop = asyncio.get_running_loop()
+        reads = ReadThread(loop.call_soon_threadsafe)
+        view = _view(tmp_path / "view", reads)
+        ledger = ManagedLedger.open(tmp_path / "topic", 9, reads=reads, cache_max_bytes=0)
+        for data in _topic_entries():
+            ledger.append(data)
+        ledger.sync()
+        monkeypatch.setattr(segment_module.Segment, "read_span", recording)
+        woken = asyncio.Event()
+        cursor = ManagedCursor(ledger, "persistent://t/n/x", "sub")
+        cursor.read_off_loop(woken.set)
+        # 3 is compacted out (not in the view), 119 and 85 are; asked in that order
+        wanted = [119, 3, 85]
+        try:
+            first = cursor.read_ids(wanted, view)
+            for _ in range(10):
+                woken.clear()
+                got = cursor.read_ids(wanted, view)
+                if got is not None:
+                    break
+                await asyncio.wait_for(woken.wait(), 10)
+            assert got is not None
+            return (None if first is None else [e.entry_id for e in first]), [e.entry_id for e in got], \
+                [bytes(e.data) for e in got]
+        finally:
+            view.close()
+            ledger.close()
+            reads.shutdown()
+
+    first, got, data = asyncio.run(main())
+    assert first is None  # being read off the loop
+    assert got == [119, 85]
+    assert data == [single(f"k{n % KEYS:02d}", b"v%d" % n) for n in (119, 85)]
+    assert readers and all(name.startswith("magnetar-read") for name in readers)

@@ -277,6 +277,16 @@ class CompactedView:
             out.append((_ID.unpack_from(data, 0)[0], data[_ID.size :]))
         return out
 
+    def indexes_of(self, entry_ids: Iterable[int]) -> list[int]:
+        """The record indexes of those of ``entry_ids`` the view holds, in their order."""
+        out = []
+        ids = self.ids
+        for entry_id in entry_ids:
+            index = bisect_left(ids, entry_id)
+            if index < len(ids) and ids[index] == entry_id:
+                out.append(index)
+        return out
+
     def read_ids(self, entry_ids: Iterable[int]) -> list[CompactedEntry]:
         """The compacted entries with these ids (those that exist)."""
         out = []

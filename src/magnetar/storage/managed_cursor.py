@@ -316,15 +316,39 @@ class ManagedCursor:
         index = view.index_of(position)
         if index >= len(view):
             return []
-        reads = self._reads
-        if reads is not None:
-            if self._view_reads is None or self._view_reads[0] is not view:
-                self._view_reads = (view, ReadAhead(view.ledger, reads.on_read))
+        view_reads = self._view_read_ahead(view)
+        if view_reads is not None:
             last = len(view) - 1
-            records = self._view_reads[1].read(index, min(last, index + count - 1), last)
+            records = view_reads.read(index, min(last, index + count - 1), last)
             if records is not None:
                 return view.entries_of(records) if records else None
         return list(view.read_from(position, count))
+
+    def _read_view_ids(self, view: CompactedView, entry_ids: list[int]) -> list[Entry] | None:
+        """The entries of a compacted view with these ids (those it holds), for redelivery; after
+        :meth:`read_off_loop`, read on the read thread (None while they are read)."""
+        if not entry_ids:
+            return []
+        view_reads = self._view_read_ahead(view)
+        if view_reads is None:
+            return list(view.read_ids(entry_ids))
+        indexes = view.indexes_of(entry_ids)
+        if view_reads.fetch(indexes):
+            return None
+        records = []
+        for index in indexes:
+            kept = view_reads.take(index)
+            records.append(kept if kept is not None else view.ledger.read(index))
+        return list(view.entries_of(records))
+
+    def _view_read_ahead(self, view: CompactedView) -> ReadAhead | None:
+        """The read-ahead over ``view``'s records (by index), None without :meth:`read_off_loop`."""
+        reads = self._reads
+        if reads is None:
+            return None
+        if self._view_reads is None or self._view_reads[0] is not view:
+            self._view_reads = (view, ReadAhead(view.ledger, reads.on_read))
+        return self._view_reads[1]
 
     def _read_around_damage(self, first: int, last: int) -> list[Entry]:
         """Entries ``first..last`` one by one, skipping (and acknowledging, as Pulsar does with
@@ -359,9 +383,11 @@ class ManagedCursor:
             more = self.read_ids(rest) if rest else []
             if more is None:
                 return None
-            entries: list[Entry] = list(compacted.read_ids(e for e in entry_ids if e <= compacted.horizon))
-            entries.extend(more)
-            return entries
+            viewed = self._read_view_ids(compacted, [e for e in entry_ids if e <= compacted.horizon])
+            if viewed is None:
+                return None
+            viewed.extend(more)
+            return viewed
         reads = self._reads
         if reads is not None and reads.fetch(entry_ids):
             return None

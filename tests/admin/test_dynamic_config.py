@@ -60,3 +60,16 @@ def test_allow_auto_topic_creation_is_dynamic(tmp_path: Path) -> None:
         finally:
             client.close()
         assert http.get("/admin/v2/persistent/public/default").json() == []
+
+
+def test_the_dispatch_rate_default_is_dynamic(http: Http, name: str) -> None:
+    """dispatchThrottlingRatePerTopicInMsg (the rate limits' broker default) changes a topic's applied dispatch rate."""
+    path = f"/admin/v2/persistent/public/default/{name}"
+    assert http.put(path).status == 204
+    assert http.post("/admin/v2/brokers/configuration/dispatchThrottlingRatePerTopicInMsg/1000").status == 204
+    try:
+        assert http.get("/admin/v2/brokers/configuration/values").json()["dispatchThrottlingRatePerTopicInMsg"] == "1000"
+        assert http.get(path + "/dispatchRate?applied=true").json()["dispatchThrottlingRateInMsg"] == 1000
+    finally:
+        assert http.delete("/admin/v2/brokers/configuration/dispatchThrottlingRatePerTopicInMsg").status == 204
+    assert http.get(path + "/dispatchRate?applied=true").json()["dispatchThrottlingRateInMsg"] == 0

@@ -325,7 +325,11 @@ def test_read_compacted_sees_the_view_then_the_tail(tmp_path: Path) -> None:
         append(topic, single("b", b"2"), single(None, b"tail"))
         compacted_conn = attach(topic, "compacted", True)
         plain_conn = attach(topic, "plain", False)
-        await asyncio.sleep(0.05)
+        deadline = asyncio.get_running_loop().time() + 10
+        while (len(received(compacted_conn)) < 4 or len(received(plain_conn)) < 7) and (
+            asyncio.get_running_loop().time() < deadline
+        ):
+            await asyncio.sleep(0.01)  # the view is read on the read thread: delivery takes a few turns
         assert received(compacted_conn) == [
             (1, "b", b"1"),
             (1, "a", b"2"),
@@ -399,7 +403,9 @@ def test_retention_keeps_what_compaction_has_not_read(tmp_path: Path) -> None:
         assert topic.ledger.first_entry_id > 0  # compacted entries were released
         # a compacted reader still starts at the beginning of the view
         conn = attach(topic, "r", True)
-        await asyncio.sleep(0.05)
+        deadline = asyncio.get_running_loop().time() + 10
+        while len(received(conn)) < 105 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)  # the view is read on the read thread: delivery takes a few turns
         got = received(conn)
         assert got[:5] == [(95 + i, f"k{i}", b"x" * 200 + b"%d" % (95 + i)) for i in range(5)]
         assert len(got) == 105

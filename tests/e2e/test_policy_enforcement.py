@@ -111,6 +111,13 @@ def test_max_topics_per_namespace(broker: BrokerProcess, api: ModuleType, client
     assert admin.http.put(f"/admin/v2/persistent/{ns}/pt/partitions", 2).status == 204
     with pytest.raises(api.NotAllowedError):
         client.create_producer(f"persistent://{ns}/t2")
+    admin.set_namespace_policy(ns, "autoTopicCreation",
+                               {"allowAutoTopicCreation": True, "topicType": "partitioned", "defaultNumPartitions": 2})
+    with pytest.raises(api.NotAllowedError):  # an auto-created partitioned topic counts its partitions
+        client.create_producer(f"persistent://{ns}/apt")
+    admin.set_namespace_policy(ns, "maxTopicsPerNamespace", 6)
+    auto = client.create_producer(f"persistent://{ns}/apt")  # both partitions come into being
+    auto.send(b"x")
     admin.remove_namespace_policy(ns, "maxTopicsPerNamespace")
     client.create_producer(f"persistent://{ns}/t2").send(b"x")
 

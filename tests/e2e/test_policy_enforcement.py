@@ -111,6 +111,13 @@ def test_max_topics_per_namespace(broker: BrokerProcess, api: ModuleType, client
     assert admin.http.put(f"/admin/v2/persistent/{ns}/pt/partitions", 2).status == 204
     with pytest.raises(api.NotAllowedError):
         client.create_producer(f"persistent://{ns}/t2")
+    admin.set_namespace_policy(ns, "autoTopicCreation",
+                               {"allowAutoTopicCreation": True, "topicType": "partitioned", "defaultNumPartitions": 2})
+    with pytest.raises(api.NotAllowedError):  # an auto-created partitioned topic counts its partitions
+        client.create_producer(f"persistent://{ns}/apt")
+    admin.set_namespace_policy(ns, "maxTopicsPerNamespace", 6)
+    auto = client.create_producer(f"persistent://{ns}/apt")  # both partitions come into being
+    auto.send(b"x")
     admin.remove_namespace_policy(ns, "maxTopicsPerNamespace")
     client.create_producer(f"persistent://{ns}/t2").send(b"x")
 
@@ -245,3 +252,25 @@ def test_schema_flags(broker: BrokerProcess, api: ModuleType, client: Any) -> No
         client.create_producer(other, schema=api.schema.StringSchema())
     admin.set_namespace_policy(ns, "isAllowAutoUpdateSchema", True)
     client.create_producer(other, schema=api.schema.StringSchema()).send("ok")
+
+
+def test_schema_auto_update_strategy(broker: BrokerProcess, api: ModuleType, client: Any) -> None:
+    """AutoUpdateDisabled (the namespace strategy while schemaCompatibilityStrategy is unset) refuses
+    a new schema version; Forward takes one the old readers can read."""
+
+    class V1(api.schema.Record):
+        name = api.schema.String()
+
+    class V2(api.schema.Record):
+        name = api.schema.String()
+        age = api.schema.Integer()
+
+    V1.__name__ = V2.__name__ = "User"  # one record name, two versions
+    admin, ns = _ns(broker)
+    admin._ok("PUT", f"/admin/v2/namespaces/{ns}/schemaAutoUpdateCompatibilityStrategy", "AutoUpdateDisabled")
+    topic = f"persistent://{ns}/t"
+    client.create_producer(topic, schema=api.schema.AvroSchema(V1)).send(V1(name="a"))
+    with pytest.raises(api.IncompatibleSchema):
+        client.create_producer(topic, schema=api.schema.AvroSchema(V2))
+    admin._ok("PUT", f"/admin/v2/namespaces/{ns}/schemaAutoUpdateCompatibilityStrategy", "Forward")
+    client.create_producer(topic, schema=api.schema.AvroSchema(V2)).send(V2(name="b", age=3))

@@ -71,6 +71,9 @@ class LoadingBroker(Protocol):
     def auto_topic_creation(self, namespace: str) -> tuple[bool, int]:
         """(auto-creation allowed, partitions of auto-created topics) for a namespace."""
 
+    def check_topic_limit(self, namespace: str, adding: int) -> None:
+        """BrokerError NotAllowedError when ``adding`` topics would pass the namespace's limit."""
+
     def apply_policies(self, topic: Topic) -> None:
         """Resolve a topic's policies and apply what changes at once."""
 
@@ -211,13 +214,8 @@ class TopicLoader:
             if not create or not broker.auto_topic_creation(topic_name.namespace)[0]:
                 raise BrokerError(ServerError.TopicNotFound, f"topic {name} does not exist")
             broker.check_not_partitioned(topic_name)
-            # with the first topic, not at start-up: 10 ms CPU (python -X importtime), as resolve below
-            from magnetar.broker.policies.registry import MAX_TOPICS_PER_NAMESPACE
-            from magnetar.broker.policies.resolution import namespace_value
-
-            max_topics = namespace_value(metadata, broker.config, topic_name.namespace, MAX_TOPICS_PER_NAMESPACE)
-            if max_topics > 0 and len(metadata.list_topics(topic_name.namespace)) >= max_topics:
-                raise BrokerError(ServerError.NotAllowedError, "Exceed maximum number of topics in namespace.")
+            if topic_name.partition_index < 0:  # a partitioned topic's partitions were counted at its creation
+                broker.check_topic_limit(topic_name.namespace, 1)
             ledger_id = metadata.get_or_create_topic(name)
         return self._read_stored_topic(topic_name, ledger_id)
 

@@ -31,7 +31,7 @@ from benchmarks.suite.probe import cpu_seconds  # noqa: E402
 
 def _pin(pid: int, cpus: str | None) -> None:
     """Pin every thread of ``pid`` to ``cpus`` (taskset -a)."""
-    if cpus:
+    if cpus and pid:
         subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(pid)], capture_output=True, check=False)
 
 
@@ -85,7 +85,7 @@ def main() -> int:
         peers = start_peers(args.trees, args.pulsar_lite, Path(tmp))
         try:
             for name, peer in peers:
-                _pin(peer.pid() or 0, args.pin)
+                _pin(peer.pid() or 0, args.pin)  # all its threads, before the warm-up starts more
                 run_worker(peer.address, args.driver, 2000, args.batch, args.size)
                 results[name] = []
             for rnd in range(args.rounds):

@@ -6,7 +6,7 @@ client's batching producer fills 40-90 messages per 10 ms batch instead of 1,000
 per entry then decides.
 
 usage: python benchmarks/cost_ab.py [--driver official|magnetar-client] [--batch 50] [--count 100000]
-       [--rounds 3] [--pulsar-lite] [--pin CPUS] NAME=PYTHONPATH ...
+       [--rounds 3] [--pulsar-lite] [--pin CPUS] NAME=PYTHONPATH[,MAGNETAR_SETTING=VALUE...] ...
 """
 
 from __future__ import annotations
@@ -52,10 +52,15 @@ def start_peers(specs: list[str], lite: bool, work: Path) -> list[tuple[str, Pee
     peers: list[tuple[str, Peer]] = []
     saved = os.environ.get("PYTHONPATH")
     for spec in specs:
-        name, _, path = spec.partition("=")
+        name, _, rest = spec.partition("=")
+        path, *settings = rest.split(",")
         os.environ["PYTHONPATH"] = path
+        extra = dict(setting.split("=", 1) for setting in settings)
+        os.environ.update(extra)
         peer = MagnetarPeer(work / name)
         peer.start()
+        for key in extra:
+            del os.environ[key]
         peers.append((name, peer))
     if saved is None:
         os.environ.pop("PYTHONPATH", None)
@@ -71,7 +76,7 @@ def start_peers(specs: list[str], lite: bool, work: Path) -> list[tuple[str, Pee
 def main() -> int:
     """Start the brokers, warm each up, alternate the rounds, print the medians."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("trees", nargs="*", help="NAME=PYTHONPATH of a magnetar tree")
+    parser.add_argument("trees", nargs="*", help="NAME=PYTHONPATH of a magnetar tree, then ,MAGNETAR_X=V settings")
     parser.add_argument("--driver", default="official")
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--count", type=int, default=100_000)

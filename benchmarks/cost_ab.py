@@ -6,7 +6,7 @@ client's batching producer fills 40-90 messages per 10 ms batch instead of 1,000
 per entry then decides.
 
 usage: python benchmarks/cost_ab.py [--driver official|magnetar-client] [--batch 50] [--count 100000]
-       [--rounds 3] [--pulsar-lite] [--pin CPUS] NAME=PYTHONPATH ...
+       [--rounds 3] [--pulsar-lite] [--pin CPUS] NAME=PYTHONPATH[,MAGNETAR_SETTING=VALUE...] ...
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from benchmarks.suite.probe import cpu_seconds  # noqa: E402
 
 def _pin(pid: int, cpus: str | None) -> None:
     """Pin every thread of ``pid`` to ``cpus`` (taskset -a)."""
-    if cpus:
+    if cpus and pid:
         subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(pid)], capture_output=True, check=False)
 
 
@@ -52,10 +52,15 @@ def start_peers(specs: list[str], lite: bool, work: Path) -> list[tuple[str, Pee
     peers: list[tuple[str, Peer]] = []
     saved = os.environ.get("PYTHONPATH")
     for spec in specs:
-        name, _, path = spec.partition("=")
+        name, _, rest = spec.partition("=")
+        path, *settings = rest.split(",")
         os.environ["PYTHONPATH"] = path
+        extra = dict(setting.split("=", 1) for setting in settings)
+        os.environ.update(extra)
         peer = MagnetarPeer(work / name)
         peer.start()
+        for key in extra:
+            del os.environ[key]
         peers.append((name, peer))
     if saved is None:
         os.environ.pop("PYTHONPATH", None)
@@ -71,7 +76,7 @@ def start_peers(specs: list[str], lite: bool, work: Path) -> list[tuple[str, Pee
 def main() -> int:
     """Start the brokers, warm each up, alternate the rounds, print the medians."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("trees", nargs="*", help="NAME=PYTHONPATH of a magnetar tree")
+    parser.add_argument("trees", nargs="*", help="NAME=PYTHONPATH of a magnetar tree, then ,MAGNETAR_X=V settings")
     parser.add_argument("--driver", default="official")
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--count", type=int, default=100_000)
@@ -85,7 +90,7 @@ def main() -> int:
         peers = start_peers(args.trees, args.pulsar_lite, Path(tmp))
         try:
             for name, peer in peers:
-                _pin(peer.pid() or 0, args.pin)
+                _pin(peer.pid() or 0, args.pin)  # all its threads, before the warm-up starts more
                 run_worker(peer.address, args.driver, 2000, args.batch, args.size)
                 results[name] = []
             for rnd in range(args.rounds):

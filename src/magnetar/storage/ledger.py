@@ -304,9 +304,8 @@ class ManagedLedger:
 
     def _write_queued(self, keep: dict[int, int] | None = None) -> int:
         """(holding _sync_mutex) Write the queued records, one writev per segment; the last entry id
-        written. A failure fences the ledger (LedgerFencedError) and cuts the file back. With
-        ``keep``, the duplicated descriptors written through are left open there, by ``id`` of their
-        segment, for the caller to fdatasync and close (a sync round: one dup per segment, not two)."""
+        written. A failure fences the ledger (LedgerFencedError) and cuts the file back. ``keep``
+        takes the duplicated descriptors written through, by id of their segment, to fdatasync."""
         fds: list[int | None] = []
         batches: list = []
         chain = self._chain
@@ -330,11 +329,9 @@ class ManagedLedger:
             raise self._fence("write to", exc) from exc
         finally:
             for (segment, _, _), fd in zip(batches, fds, strict=False):
-                if fd is None:
-                    continue
-                if keep is not None and id(segment) not in keep:
+                if fd is not None and keep is not None and id(segment) not in keep:
                     keep[id(segment)] = fd
-                else:
+                elif fd is not None:
                     self._files.close(fd)
         if fds:
             storage_health.write_succeeded()
@@ -381,9 +378,9 @@ class ManagedLedger:
                 pending = list(self._unsynced.values())
                 self._unsynced.clear()
                 dir_dirty, self._chain.dir_dirty = self._chain.dir_dirty, False
-                # Duplicated descriptors stay valid even if trim/close closes the originals; the
-                # ones the writes just used serve again.
-                fds = [self._reuse_or_dup(written, s) for s in pending if not s.closed]
+                # Duplicates stay valid even if trim/close closes the originals (the writes' serve again).
+                fds = [written.pop(id(s)) if id(s) in written else self._files.dup(s.fileno())
+                       for s in pending if not s.closed]
         except BaseException:
             self._sync_mutex.release()
             raise
@@ -391,11 +388,6 @@ class ManagedLedger:
             for fd in written.values():
                 self._files.close(fd)
         return LedgerSync(self._files, target, fds, self._directory if dir_dirty else None)
-
-    def _reuse_or_dup(self, written: dict[int, int], segment: Segment) -> int:
-        """A descriptor of ``segment`` to fdatasync: the one its write used, else a new duplicate."""
-        fd = written.pop(id(segment), None)
-        return self._files.dup(segment.fileno()) if fd is None else fd
 
     def end_sync(self, pending: LedgerSync) -> int:
         """The end of :meth:`sync` once ``pending`` (from :meth:`begin_sync`) ran: the last durable

@@ -18,6 +18,9 @@ from pathlib import Path
 def _crc32c_function() -> Callable[..., int]:
     """crc32c's C function from its extension module, registered as ``crc32c._crc32c`` (a later ``import
     crc32c`` uses it); where the package keeps it elsewhere, from the package."""
+    loaded = sys.modules.get("crc32c._crc32c") or sys.modules.get("crc32c")
+    if loaded is not None:
+        return loaded.crc32c
     spec = importlib.util.find_spec("crc32c")
     for location in (spec.submodule_search_locations or []) if spec is not None else []:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:

@@ -17,11 +17,12 @@ helper use it):
   the partition registered first with ``AsyncTransaction.register_partition``).
 
 The machinery lives in the core (:mod:`magnetar.client.core.entry_reader`,
-:mod:`~magnetar.client.core.columns`, :mod:`~magnetar.client.core.batch_payload`).
+:mod:`~magnetar.client.core.batch_payload`) and, for the column split (the wire's bytes read
+into lists), in :mod:`magnetar.protocol.batch_columns`.
 """
 
 from magnetar.client.core.batch_payload import encode_batch_payload, send_batch
-from magnetar.client.core.columns import MessageColumns
 from magnetar.client.core.entry_reader import Entry, EntryReader, open_entry_reader
+from magnetar.protocol.batch_columns import MessageColumns
 
 __all__ = ["Entry", "EntryReader", "MessageColumns", "encode_batch_payload", "open_entry_reader", "send_batch"]

@@ -19,7 +19,8 @@ from magnetar.protocol.varint import SMALL_VARINT_LIMIT, SMALL_VARINTS, encode_v
 
 _U32: Final = struct.Struct(">I")
 #: SingleMessageMetadata tags: properties (1), partition_key (2), payload_size (3), event_time (5),
-#: ordering_key (7), sequence_id (8), null_value (9); KeyValue: key (1), value (2)
+#: partition_key_b64_encoded (6), ordering_key (7), sequence_id (8), null_value (9),
+#: null_partition_key (10); KeyValue: key (1), value (2)
 _PROPERTY: Final = b"\x0a"
 _KEY: Final = b"\x12"
 _PAYLOAD_SIZE: Final = b"\x18"
@@ -27,6 +28,8 @@ _EVENT_TIME: Final = b"\x28"
 _ORDERING_KEY: Final = b"\x3a"
 _SEQUENCE_ID: Final = b"\x40"
 _NULL_VALUE: Final = b"\x48\x01"
+_KEY_B64: Final = b"\x30\x01"
+_NULL_KEY: Final = b"\x50\x01"
 _KV_KEY: Final = b"\x0a"
 _KV_VALUE: Final = b"\x12"
 
@@ -44,9 +47,13 @@ def encode_single_metadata(
     event_time: int,
     sequence_id: int | None,
     null_value: bool = False,
+    key_b64: bool = False,
+    null_key: bool = False,
 ) -> bytes:
-    """A message's SingleMessageMetadata: ``None`` (and an ``event_time`` of 0, ``null_value``
-    False) leaves a field out; an empty key or properties value is written, as protobuf does."""
+    """A message's SingleMessageMetadata: ``None`` (and an ``event_time`` of 0, ``null_value``,
+    ``key_b64`` and ``null_key`` False) leaves a field out; an empty key or properties value is
+    written, as protobuf does. ``key_b64``: the key is base64 (``partition_key_b64_encoded``, a
+    KeyValue SEPARATED key); ``null_key``: a null key (``null_partition_key``)."""
     parts = []
     if properties:
         for k, v in properties.items():
@@ -56,12 +63,16 @@ def encode_single_metadata(
     parts.append(_PAYLOAD_SIZE + (SMALL_VARINTS[payload_size] if payload_size < SMALL_VARINT_LIMIT else encode_varint(payload_size)))
     if event_time:
         parts.append(_EVENT_TIME + encode_varint(event_time))
+    if key_b64:
+        parts.append(_KEY_B64)
     if ordering_key is not None:
         parts.append(_len_prefixed(_ORDERING_KEY, ordering_key))
     if sequence_id is not None:
         parts.append(_SEQUENCE_ID + encode_varint(sequence_id))
     if null_value:
         parts.append(_NULL_VALUE)
+    if null_key:
+        parts.append(_NULL_KEY)
     return b"".join(parts)
 
 
@@ -72,9 +83,12 @@ def batched_message_head(
     event_time: int = 0,
     null_value: bool = False,
     ordering_key: bytes | None = None,
+    key_b64: bool = False,
+    null_key: bool = False,
 ) -> bytes:
     """What precedes a message's payload in a batch: the size prefix and the SingleMessageMetadata
     (a message with nothing but a payload, or a payload and a key, has the same head as every
     other of its size: callers cache those)."""
-    single = encode_single_metadata(payload_size, properties, partition_key, ordering_key, event_time, None, null_value)
+    single = encode_single_metadata(payload_size, properties, partition_key, ordering_key, event_time, None, null_value,
+                                    key_b64, null_key)
     return _U32.pack(len(single)) + single

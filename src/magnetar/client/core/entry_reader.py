@@ -3,7 +3,7 @@
 :class:`EntryReader` is a non-durable reader that hands over the entries the broker delivers
 (metadata and payload, decompressed, chunks joined) instead of one ``Message`` object per
 message: on the client's loop the work is per entry, and
-:class:`~magnetar.client.core.columns.MessageColumns` later splits the batches of many entries
+:class:`~magnetar.protocol.batch_columns.MessageColumns` later splits the batches of many entries
 into plain lists, column by column.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import struct
 import time
 from collections import deque
 from typing import Any
@@ -28,7 +27,6 @@ from magnetar.protocol.enums import AckType, CommandType, CompressionType, Initi
 from magnetar.protocol.framing import ProtocolError, crc32c, split_entry
 from magnetar.protocol.schema import BaseCommand, MessageIdData, MessageMetadata
 
-_U32 = struct.Struct(">I")
 _U64 = (1 << 64) - 1
 #: consumer ids of entry readers: a range of their own, far above the consumers' counter
 _reader_ids = itertools.count(1 << 48)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -48,10 +47,6 @@ class B64Key(str):
 
 #: a null key (``null_partition_key``): a KeyValue SEPARATED pair whose key is None
 NULL_KEY = B64Key("")
-_U32 = struct.Struct(">I")
-#: SingleMessageMetadata partition_key_b64_encoded (6) and null_partition_key (10), both true
-_B64_FLAG = b"\x30\x01"
-_NULL_KEY_FLAG = b"\x50\x01"
 
 
 def separate(split: Callable[[Any], tuple[bytes | None, bytes | None]], content: Any,
@@ -76,12 +71,10 @@ def set_key(meta: Any, key: str) -> None:
 
 def b64_key_head(payload_size: int, key: B64Key, properties: dict[str, str] | None, event_time: int,
                  null_value: bool, ordering_key: bytes | None) -> bytes:
-    """The batched head of a message whose key is a :class:`B64Key`: marked base64 (fields may
-    come in any order on the wire), or a null key."""
-    head = batched_message_head(payload_size, None if key is NULL_KEY else key, properties, event_time, null_value,
-                                ordering_key)
-    single = head[4:] + (_NULL_KEY_FLAG if key is NULL_KEY else _B64_FLAG)
-    return _U32.pack(len(single)) + single
+    """The batched head of a message whose key is a :class:`B64Key`: marked base64, or a null key."""
+    null_key = key is NULL_KEY
+    return batched_message_head(payload_size, None if null_key else key, properties, event_time, null_value,
+                                ordering_key, key_b64=not null_key, null_key=null_key)
 
 
 def lone_message_metadata(meta: MessageMetadata, head: bytes) -> None:

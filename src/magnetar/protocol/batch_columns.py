@@ -1,16 +1,36 @@
 """The messages of many entries split into plain lists (payloads, keys, event times, properties),
 column by column, in one loop with no object per message: what bulk consumers (the Spark
-connector) build Arrow arrays from in one call each."""
+connector, through ``magnetar.client.bulk``) build Arrow arrays from in one call each.
+
+A batch's SingleMessageMetadata of the usual shapes (``[partition_key] payload_size``, nothing
+else) is read by hand, any other by the generated decoder; tested against the generated decoder
+in tests/protocol/test_batch_columns.py. An entry is anything with the attributes of
+:class:`ColumnEntry` (the client's ``bulk.Entry``).
+"""
 
 from __future__ import annotations
 
 import struct
+from typing import Protocol
 
-from magnetar.client.core.entry_reader import Entry
 from magnetar.protocol.framing import ProtocolError
-from magnetar.protocol.schema import SingleMessageMetadata
+from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
 
 _U32 = struct.Struct(">I")
+
+
+class ColumnEntry(Protocol):
+    """What :meth:`MessageColumns.add` reads of an entry: its metadata and payload (decompressed),
+    whether it is a batch of ``count`` messages, and which of them to take: ``first`` .. ``stop -
+    1`` that ``mask`` leaves (None: all)."""
+
+    meta: MessageMetadata
+    payload: bytes
+    count: int
+    batched: bool
+    first: int
+    stop: int
+    mask: int | None
 
 
 class MessageColumns:
@@ -40,13 +60,13 @@ class MessageColumns:
             self.properties = [None] * len(self.payloads)
         self.properties[row] = props
 
-    def add(self, entry: Entry) -> int:
+    def add(self, entry: ColumnEntry) -> int:
         """Append the messages of ``entry``; how many were appended."""
         if not entry.batched:
             return self._add_single(entry)
         return self._add_batch(entry)
 
-    def _add_single(self, entry: Entry) -> int:
+    def _add_single(self, entry: ColumnEntry) -> int:
         meta = entry.meta
         if entry.first > 0 or entry.stop < 1 or (entry.mask is not None and not entry.mask & 1):
             return 0
@@ -61,7 +81,7 @@ class MessageColumns:
             self._set_properties(row, {kv.key: kv.value for kv in meta.properties})
         return 1
 
-    def _add_batch(self, entry: Entry) -> int:  # noqa: C901 - the hot loop, kept in one piece
+    def _add_batch(self, entry: ColumnEntry) -> int:  # noqa: C901 - the hot loop, kept in one piece
         payload = entry.payload
         first, stop, mask = entry.first, entry.stop, entry.mask
         entry_event = entry.meta.event_time
@@ -132,4 +152,4 @@ class MessageColumns:
         return len(payloads) - start_rows
 
 
-__all__ = ["MessageColumns"]
+__all__ = ["ColumnEntry", "MessageColumns"]

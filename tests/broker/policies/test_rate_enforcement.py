@@ -116,16 +116,17 @@ def test_publish_rate_with_the_official_client(broker: BrokerProcess, admin: Adm
         client.close()
 
 
-def _consume_rate(broker: BrokerProcess, topic: str, subscription: str) -> float:
-    stamps, start = _consume(broker, topic, subscription)
+def _consume_rate(broker: BrokerProcess, topic: str, subscription: str, kind: str = "Exclusive") -> float:
+    stamps, start = _consume(broker, topic, subscription, kind)
     return _steady_rate(stamps, start)
 
 
-def _consume(broker: BrokerProcess, topic: str, subscription: str) -> tuple[list[float], float]:
+def _consume(broker: BrokerProcess, topic: str, subscription: str, kind: str = "Exclusive") -> tuple[list[float], float]:
     """When each message arrived over a run, and when the run began."""
     client = magnetar.client.Client(broker.service_url)
     try:
-        consumer = client.subscribe(topic, subscription, initial_position=magnetar.client.InitialPosition.Earliest)
+        consumer = client.subscribe(topic, subscription, initial_position=magnetar.client.InitialPosition.Earliest,
+                                    consumer_type=getattr(magnetar.client.ConsumerType, kind))
         stamps = []
         start = time.monotonic()
         while time.monotonic() - start < RUN:
@@ -150,7 +151,8 @@ def _fill(broker: BrokerProcess, topic: str, count: int) -> None:
         client.close()
 
 
-def test_subscription_dispatch_rate(broker: BrokerProcess, admin: Admin, ns: str) -> None:
+@pytest.mark.parametrize("kind", ["Exclusive", "Shared", "KeyShared"])
+def test_subscription_dispatch_rate(broker: BrokerProcess, admin: Admin, ns: str, kind: str) -> None:
     topic = f"persistent://{ns}/sub-dispatch"
     admin.create_topic(topic)
     _fill(broker, topic, 1000)
@@ -158,7 +160,7 @@ def test_subscription_dispatch_rate(broker: BrokerProcess, admin: Admin, ns: str
         "dispatchThrottlingRateInMsg": RATE, "dispatchThrottlingRateInByte": -1, "relativeToPublishRate": False,
         "ratePeriodInSecond": 1})
     time.sleep(0.2)
-    rate = _consume_rate(broker, topic, "s1")
+    rate = _consume_rate(broker, topic, "s1", kind)
     assert RATE * 0.8 <= rate <= RATE * 1.2, rate
 
 

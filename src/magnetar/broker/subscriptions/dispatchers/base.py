@@ -80,6 +80,16 @@ class DispatchedSubscription(Protocol):
         """The next entry never dispatched."""
         ...
 
+    @property
+    def msg_out_counter(self) -> int:
+        """Messages sent to consumers so far."""
+        ...
+
+    @property
+    def bytes_out_counter(self) -> int:
+        """Bytes sent to consumers so far."""
+        ...
+
     def blocked_on_unacked(self) -> bool:
         """Whether the subscription as a whole has too many unacknowledged messages."""
         ...

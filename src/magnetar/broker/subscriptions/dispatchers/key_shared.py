@@ -225,11 +225,18 @@ class KeySharedDispatcher(Dispatcher):
         if sub.blocked_on_unacked() or not self.has_capacity():
             return
         budget, _ = self.turn_budget()  # entries sent or held this turn (the bytes follow from them)
+        throttle = sub.dispatch_throttle
+        if throttle is not None:  # the dispatch rates: entries limited per run, what went counted after it
+            if not (budget := throttle.allowed(budget, self.schedule)):
+                return
+            sent_before = (sub.msg_out_counter, sub.bytes_out_counter)
         #: key hashes with an earlier entry still waiting: their later entries wait too
         blocked: set[int] = set()
         complete, budget = self._replay(blocked, budget)
         if complete and budget > 0:
             budget = self._read_new(blocked, budget)
+        if throttle is not None:
+            throttle.consume(sub.msg_out_counter - sent_before[0], sub.bytes_out_counter - sent_before[1])
         if len(self._keys) > 2 * len(sub.redelivery) + 1024:
             self._keys = {e: k for e, k in self._keys.items() if e in sub.redelivery}
         if budget <= 0:

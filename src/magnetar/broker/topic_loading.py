@@ -105,6 +105,8 @@ class PreparedTopic:
     compacted_root_exists: bool = True
     #: what the transaction component read of the topic (its replayed buffer, its pending acks)
     transactions: Any = None
+    #: when the topic was created (epoch seconds, from its metadata row; None: the row is gone)
+    created_at: float | None = None
 
 
 class TopicLoader:
@@ -250,6 +252,7 @@ class TopicLoader:
                 resolve(metadata, config, topic_name),
                 compacted_root(config.data_dir, ledger_id).is_dir(),
                 transactions.read_topic_state(name, ledger) if transactions is not None else None,
+                (metadata.get_topic_info(name) or {}).get("created_at"),
             )
         except BaseException:
             ledger.close()
@@ -293,6 +296,8 @@ class TopicLoader:
         topic.restore_sequence_ids(*prepared.dedup)
         topic.apply_policies(prepared.policies)
         topic.terminated = prepared.terminated
+        if prepared.created_at is not None:
+            topic.created_ms = int(prepared.created_at * 1000)
         broker.compactor.load(topic, prepared.compacted_root_exists)
         if prepared.transactions is not None:
             broker.transactions.attach(topic, prepared.transactions)  # type: ignore[attr-defined]

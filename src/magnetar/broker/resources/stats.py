@@ -7,6 +7,7 @@ subscriptions, cursors and the rate tracker, which the HTTP layer has no busines
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING, Any, cast
 
@@ -18,6 +19,7 @@ from magnetar.broker.resources.errors import NotFoundError
 from magnetar.broker.resources.policies import PolicyResources
 from magnetar.broker.resources.stats_partitioned import add_partition, finish, partitioned_sums
 from magnetar.broker.resources.stats_tracker import StatsTracker
+from magnetar.broker.subscriptions.properties import load_properties
 from magnetar.protocol.enums import SubType
 from magnetar.protocol.topic_name import TopicName
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from magnetar.broker.topics.base import Topic
     from magnetar.broker.topics.persistent import PersistentTopic
     from magnetar.broker.topics.producer import Producer
+    from magnetar.storage import MetadataStore
 
 #: TopicStats fields of what magnetar does not have or never counts (offload, delayed-message index,
 #: publish rate limiting, system topics, internal bytes): Pulsar's values when they are unused
@@ -78,6 +81,19 @@ def instant(ms: int) -> str:
     return f"{text}.{ms % 1000:03d}Z" if ms % 1000 else f"{text}Z"
 
 
+def date_time(ms: int) -> str:
+    """Epoch milliseconds as Pulsar's DateFormatter prints internal-stats times (ISO-8601 with the
+    zone's offset, UTC here): the fraction without its trailing zeros, none on a whole second."""
+    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000))
+    fraction = f".{ms % 1000:03d}".rstrip("0") if ms % 1000 else ""
+    return f"{text}{fraction}Z"
+
+
+def _stored_properties(metadata: MetadataStore, topic: str, names: list[str]) -> dict[str, dict[str, str]]:
+    """(blocking: a store read per name) The stored properties of a topic's durable subscriptions."""
+    return {name: load_properties(metadata, topic, name) for name in names}
+
+
 def iso_time(seconds: float) -> str:
     """An ISO 8601 UTC timestamp with milliseconds, as Pulsar prints dates in stats."""
     ms = int(round(seconds * 1000))
@@ -122,9 +138,18 @@ class StatsResources:
     async def topic_stats(self, tn: TopicName, earliest: bool = False) -> dict[str, Any]:
         """A topic's TopicStats; ``earliest``: with earliestMsgPublishTimeInBacklog(s) (Pulsar's
         ``getEarliestTimeInBacklog``: it reads the oldest unacknowledged entry of each subscription)."""
-        return self._stats_of(await self.ctx.load_topic(tn), earliest)
+        topic = await self.ctx.load_topic(tn)
+        return self._stats_of(topic, earliest, await self._properties(topic))
 
-    def _stats_of(self, topic: Topic, earliest: bool = False) -> dict[str, Any]:
+    async def _properties(self, topic: Topic) -> dict[str, dict[str, str]]:
+        """The subscription properties of a topic's durable subscriptions, read off the loop."""
+        names = [sub.name for sub in topic.subscriptions.values() if sub.durable and not is_replicator(sub.name)]
+        if not names:
+            return {}
+        return await asyncio.to_thread(_stored_properties, self.ctx.metadata, topic.name, names)
+
+    def _stats_of(self, topic: Topic, earliest: bool = False,
+                  properties: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
         numbers = self.tracker.topic_numbers(topic)
         out = empty_stats()
         out.update(numbers)
@@ -141,13 +166,19 @@ class StatsResources:
         out["publishers"] = [self._publisher_stats(topic, producer) for producer in topic.producers.values()
                              if producer.remote_cluster is None]
         out["replication"] = replication_stats(topic, self.ctx.service, self.tracker)
+        out["lastPublishTimeStamp"] = topic.last_publish_ms
+        out["topicCreationTimeStamp"] = topic.created_ms
         subs: dict[str, Any] = {}
         backlog_total = 0
         ranges_total = 0
+        replication = self.ctx.service.replication if topic.persistent else None
         for sub in topic.subscriptions.values():
             if is_replicator(sub.name):
                 continue
             s = self._subscription_stats(topic, sub, avg_entry, earliest)
+            s["subscriptionProperties"] = dict((properties or {}).get(sub.name, {}))
+            replicated = replication is not None and replication.is_subscription_replicated(topic, sub.name)
+            s["isReplicated"] = s["replicated"] = replicated
             subs[sub.name] = s
             backlog_total = max(backlog_total, s["backlogSize"])
             ranges_total += s["nonContiguousDeletedMessagesRanges"]
@@ -286,7 +317,8 @@ class StatsResources:
         for p in ctx.partitions(tn):
             if not ctx.topic_exists(p):
                 continue
-            stats = self._stats_of(await ctx.load_topic(p), earliest)
+            topic = await ctx.load_topic(p)
+            stats = self._stats_of(topic, earliest, await self._properties(topic))
             add_partition(out, stats)
             if per_partition:
                 out["partitions"][str(p)] = stats
@@ -308,7 +340,7 @@ class StatsResources:
             "totalSize": size,
             "currentLedgerEntries": entries,
             "currentLedgerSize": size,
-            "lastLedgerCreatedTimestamp": "",
+            "lastLedgerCreatedTimestamp": date_time(await _current_ledger_created_ms(topic)),
             "waitingCursorsCount": sum(1 for c in cursors.values() if c["waitingReadOp"]),
             "pendingAddEntriesCount": max(0, ledger.last_entry_id - topic.last_entry_id),
             "lastConfirmedEntry": f"{lid}:{topic.last_entry_id}",
@@ -350,7 +382,7 @@ def _cursor_stats(topic: Topic, sub: Subscription) -> dict[str, Any]:
         "cursorLedger": -1,
         "cursorLedgerLastEntry": -1,
         "individuallyDeletedMessages": f"[{deleted}]",
-        "lastLedgerSwitchTimestamp": "",
+        "lastLedgerSwitchTimestamp": date_time(sub.cursor_opened_ms),
         "state": "NoLedger" if untouched else "Open",
         "active": bool(sub.consumers),
         # Pulsar counts the positions in (mark-delete, read position], the read position included
@@ -360,6 +392,16 @@ def _cursor_stats(topic: Topic, sub: Subscription) -> dict[str, Any]:
         "subscriptionHavePendingReplayRead": False,
         "properties": {},
     }
+
+
+async def _current_ledger_created_ms(topic: PersistentTopic) -> int:
+    """When the ledger being written started (epoch ms), as Pulsar's lastLedgerCreatedTimestamp: the
+    active segment's start, the later of the ledger's opening here (Pulsar starts a ledger at every
+    load) and the last roll-over (when the newest sealed segment was last written: sealing writes it
+    last). The segment files are looked at off the loop."""
+    sealed = await asyncio.to_thread(topic.ledger.sealed_segments)
+    rolled = int(sealed[-1].modified * 1000) if sealed else 0
+    return max(topic.ledger_opened_ms, rolled)
 
 
 def _compacted_ledger(topic: PersistentTopic) -> dict[str, Any]:

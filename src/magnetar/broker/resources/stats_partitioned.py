@@ -50,6 +50,7 @@ def partitioned_sums() -> dict[str, Any]:
         "delayedMessageIndexSizeInBytes": 0, "lastOffloadLedgerId": 0, "lastOffloadSuccessTimeStamp": 0,
         "lastOffloadFailureTimeStamp": 0, "oldestBacklogMessageAgeSeconds": 0,
         "backlogQuotaLimitSize": -1, "backlogQuotaLimitTime": -1,
+        "lastPublishTimeStamp": 0, "topicCreationTimeStamp": 0,
     }
 
 
@@ -59,6 +60,10 @@ def add_partition(out: dict[str, Any], stats: dict[str, Any]) -> None:
         out[key] += stats[key]
     out["backlogQuotaLimitSize"] = stats["backlogQuotaLimitSize"]
     out["backlogQuotaLimitTime"] = stats["backlogQuotaLimitTime"]
+    # as Pulsar's sum: the latest publish of any partition, the creation of the oldest
+    out["lastPublishTimeStamp"] = max(out["lastPublishTimeStamp"], stats["lastPublishTimeStamp"])
+    created = [t for t in (out["topicCreationTimeStamp"], stats["topicCreationTimeStamp"]) if t]
+    out["topicCreationTimeStamp"] = min(created, default=0)
     if stats["earliestMsgPublishTimeInBacklogs"]:
         earliest = [t for t in (out["earliestMsgPublishTimeInBacklogs"], stats["earliestMsgPublishTimeInBacklogs"]) if t]
         out["earliestMsgPublishTimeInBacklogs"] = min(earliest)

@@ -82,6 +82,9 @@ class Subscription(SubscriptionBase):
         super().__init__(topic, name, sub_type=sub_type)
         self.topic: SubscribedTopic = topic
         self.cursor = cursor
+        #: when the cursor was opened here, created or loaded (epoch ms): Pulsar's cursor takes this
+        #: as its lastLedgerSwitchTimestamp (magnetar's cursors have no ledgers of their own to switch)
+        self.cursor_opened_ms = int(time.time() * 1000)
         # entries no longer in memory are read off the loop; the dispatcher runs again once they are in
         cursor.read_off_loop(self.schedule_dispatch)
         self.redelivery: set[int] = set()

@@ -56,6 +56,10 @@ class Topic(ABC):
         self.terminated = False
         #: when a producer or subscription last came or went (inactive-topic expiry)
         self.last_active = time.time()
+        #: when the topic was created (epoch ms; a stored topic's comes from its metadata row at load)
+        self.created_ms = int(self.last_active * 1000)
+        #: when an entry was last stored (epoch ms; Pulsar's ledger lastAddEntryTime, not kept over loads)
+        self.last_publish_ms = 0
         #: the Exclusive / ExclusiveWithFencing / promoted WaitForExclusive producer, if any
         self.exclusive_producer: Producer | None = None
         self._waiting: list[Producer] = []

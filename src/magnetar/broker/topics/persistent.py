@@ -124,6 +124,8 @@ class PersistentTopic(Topic):
     ) -> None:
         super().__init__(topic_name, ledger.ledger_id, config, producer_name_prefix)
         self.ledger = ledger
+        #: when this broker opened the ledger (epoch ms): where Pulsar starts a new ledger at every load
+        self.ledger_opened_ms = int(time.time() * 1000)
         self.subscriptions: dict[str, Subscription] = {}  # type: ignore[assignment]
         self._committer = committer
         self._cursors = cursors
@@ -275,6 +277,7 @@ class PersistentTopic(Topic):
                 context.completed(ledger_id, entry_id)
         if last_durable_id > self.durable_id:
             self.durable_id = last_durable_id
+            self.last_publish_ms = int(time.time() * 1000)  # once per group commit, not per entry
             self.txn_visibility_changed()
 
     def txn_visibility_changed(self) -> None:

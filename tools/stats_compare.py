@@ -8,6 +8,8 @@ tools/pulsar_reference.py's PulsarStandalone, stopped after):
   producer sends 10 x 100 B (2 batches of 5), a plain one 5 x 100 B (5 entries);
 - ``ex`` receives all 15 and acknowledges the first 8 one by one; ``sh`` receives all 15, acknowledges
   3, negatively acknowledges the 11th (the first plain one) and receives it again; a reader reads 4;
+  ``sh`` has the properties ``{"owner": "stats-compare"}`` (update-subscription-properties) and ``ex``
+  its state replicated (replicatedSubscriptionStatus, no remote cluster);
 - partitioned topic ``stats-compare-p`` (2 partitions): subscription ``psub`` (Shared), 6 x 100 B
   unbatched (round robin: 3 in each partition), 6 received, the 3 of partition 0 acknowledged;
 - with every consumer still connected: ``stats``, ``internalStats`` and ``partitioned-stats``
@@ -87,6 +89,9 @@ def run_scenario(service_url: str, http_url: str) -> dict[str, Any]:
         sh = client.subscribe(TOPIC, "sh", consumer_type=pulsar.ConsumerType.Shared,
                               negative_ack_redelivery_delay_ms=200)
         psub = client.subscribe(PARTITIONED, "psub", consumer_type=pulsar.ConsumerType.Shared)
+        # what the subscriptions keep besides positions: sh's properties, ex's state replicated
+        _admin(http_url, "PUT", _rest(TOPIC) + "/subscription/sh/properties", {"owner": "stats-compare"})
+        _admin(http_url, "POST", _rest(TOPIC) + "/subscription/ex/replicatedSubscriptionStatus", True)
         batched = client.create_producer(TOPIC, producer_name="p-batched", batching_enabled=True,
                                          batching_max_messages=5, batching_max_publish_delay_ms=1000)
         for _ in range(10):

@@ -89,10 +89,14 @@ def test_subscription_properties_and_replicated_state(http: Http, client: pulsar
     reader_sub = next(s for n, s in subs.items() if n not in ("s", "other"))
     assert [(s["subscriptionProperties"], s["isReplicated"], s["replicated"]) for s in (
         subs["s"], subs["other"], reader_sub)] == [({"a": "1", "b": "2"}, True, True), ({}, False, False), ({}, False, False)]
+    # Pulsar marks the replicated subscription's cursor
+    cursors = http.get(_path(name) + "/internalStats").json()["cursors"]
+    assert (cursors["s"]["properties"], cursors["other"]["properties"]) == ({"pulsar.replicated.subscription": 1}, {})
     assert http.put(_path(name) + "/subscription/s/properties", {}).status == 204
     assert http.post(_path(name) + "/subscription/s/replicatedSubscriptionStatus", False).status == 204
     s = http.get(_path(name) + "/stats").json()["subscriptions"]["s"]
     assert (s["subscriptionProperties"], s["isReplicated"], s["replicated"]) == ({}, False, False)
+    assert http.get(_path(name) + "/internalStats").json()["cursors"]["s"]["properties"] == {}
     for c in (consumer, other, reader):
         c.close()
 

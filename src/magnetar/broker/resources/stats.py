@@ -72,6 +72,8 @@ _CONSUMER_ZEROS: dict[str, Any] = {
 #: subscription types whose consumers count unacknowledged messages: Pulsar keeps pending acks (and
 #: so ``unackedMessages``) only where messages are acknowledged one by one
 _INDIVIDUAL_ACK = frozenset({SubType.Shared, SubType.Key_Shared})
+#: the cursor property of a replicated subscription (Pulsar's PersistentSubscription.REPLICATED_SUBSCRIPTION_PROPERTY)
+REPLICATED_PROPERTY = "pulsar.replicated.subscription"
 
 
 def instant(ms: int) -> str:
@@ -333,7 +335,9 @@ class StatsResources:
         lid = topic.ledger_id
         entries = max(0, topic.last_entry_id - topic.first_entry_id + 1)
         size = topic.stats_storage_size()
-        cursors = {sub.name: _cursor_stats(topic, sub) for sub in topic.subscriptions.values()}
+        replication = self.ctx.service.replication
+        cursors = {sub.name: _cursor_stats(topic, sub, replication.is_subscription_replicated(topic, sub.name))
+                   for sub in topic.subscriptions.values()}
         return {
             "entriesAddedCounter": ledger.next_entry_id,
             "numberOfEntries": entries,
@@ -363,8 +367,8 @@ class StatsResources:
         return out
 
 
-def _cursor_stats(topic: Topic, sub: Subscription) -> dict[str, Any]:
-    """internal-stats of one cursor."""
+def _cursor_stats(topic: Topic, sub: Subscription, replicated: bool) -> dict[str, Any]:
+    """internal-stats of one cursor; ``replicated``: its subscription's state is carried to other clusters."""
     lid = topic.ledger_id
     cursor = sub.cursor
     ranges = cursor.individually_acked.ranges()
@@ -390,7 +394,8 @@ def _cursor_stats(topic: Topic, sub: Subscription) -> dict[str, Any]:
         "totalNonContiguousDeletedMessagesRange": len(ranges),
         "subscriptionHavePendingRead": waiting,
         "subscriptionHavePendingReplayRead": False,
-        "properties": {},
+        # Pulsar marks a replicated subscription's cursor with this property
+        "properties": {REPLICATED_PROPERTY: 1} if replicated else {},
     }
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from magnetar.storage import segment as segment_module
+from magnetar.storage.entries import Entry
 from magnetar.storage.ledger import ManagedLedger
 from magnetar.storage.managed_cursor import ManagedCursor
-from magnetar.storage.read_ahead import READ_AHEAD_ENTRIES
+from magnetar.storage.read_ahead import READ_AHEAD_BYTES, READ_AHEAD_ENTRIES, ReadAhead
 from magnetar.storage.read_thread import ReadThread
 
 
@@ -222,3 +223,62 @@ def test_redeliveries_trimmed_or_damaged_meanwhile_are_left_out_as_on_the_spot(t
             h.close()
 
     _run(body)
+
+
+class _BigEntries:
+    """A detached source of ``count`` entries of 1 MiB (one shared bytes object) whose reads off the
+    loop are answered when the test says so, honouring their byte limit as the ledger does."""
+
+    SIZE = 1 << 20
+
+    def __init__(self, count: int) -> None:
+        self.data = bytes(self.SIZE)
+        self.count = count
+        self.pending: list[Callable[[], None]] = []
+        self.first_entry_id = 0
+
+    def in_memory(self, first: int) -> bool:
+        return False
+
+    def read_later(self, first: int, last: int, max_bytes: int | None, done: Callable[[object], None]) -> bool:
+        fits = max(1, (max_bytes or len(self.data)) // len(self.data))
+        entries = [Entry(i, self.data, 0) for i in range(first, min(last, first + fits - 1) + 1)]
+        self.pending.append(lambda: done(entries))
+        return True
+
+    def read_ids_later(self, entry_ids: list[int], done: Callable[[object], None]) -> bool:
+        return False
+
+
+def test_large_entries_read_off_the_loop_are_kept_within_a_few_reads_worth_of_bytes() -> None:
+    # 1 MiB batch entries: keeping READ_AHEAD_ENTRIES of them behind the cursor held 200 MB per
+    # subscription catching up (issue 27's consume-1024 peak)
+    source = _BigEntries(1000)
+    reads = ReadAhead(source, lambda: None)  # type: ignore[arg-type]
+    got: list[int] = []
+    most = 0
+    while len(got) < source.count:
+        first = len(got)
+        out = reads.read(first, first + 99, source.count - 1)
+        assert out is not None
+        got.extend(e.entry_id for e in out)
+        most = max(most, reads.kept_bytes)
+        while source.pending:  # the read thread answers (a read may start another)
+            source.pending.pop(0)()
+            most = max(most, reads.kept_bytes)
+    assert got == list(range(source.count))
+    assert most <= 3 * READ_AHEAD_BYTES + _BigEntries.SIZE
+    assert reads.kept_bytes <= 3 * READ_AHEAD_BYTES
+
+
+def test_small_entries_stay_kept_behind_for_a_rewind_up_to_read_ahead_entries() -> None:
+    source = _BigEntries(1000)
+    source.data = b"x" * 100
+    reads = ReadAhead(source, lambda: None)  # type: ignore[arg-type]
+    assert reads.read(0, 99, 999) == []
+    source.pending.pop(0)()
+    assert [e.entry_id for e in reads.read(0, 99, 999) or []] == list(range(100))
+    while source.pending:
+        source.pending.pop(0)()
+    # a rewind into what was handed out is served from memory, at once
+    assert [e.entry_id for e in reads.read(40, 139, 999) or []] == list(range(40, 140))

@@ -29,7 +29,8 @@ log = logging.getLogger("magnetar.storage.cursor")
 #: entries one read on the read thread fetches at most (their records are decoded on the loop when
 #: they are in, ~1-2 us each: 200 keep that under a dispatch turn of 100 entries) ...
 READ_AHEAD_ENTRIES = 200
-#: ... and bytes (at least one entry)
+#: ... and bytes (at least one entry); what is kept (read ahead, and left behind for a rewind) stays
+#: under about three reads of this many bytes: 1 MiB batch entries would otherwise keep 200 MB
 READ_AHEAD_BYTES = 4 * 1024 * 1024
 
 
@@ -72,7 +73,8 @@ class _Read:
 class ReadAhead:
     """The entries a cursor read off the loop and has not consumed yet, and the read under way."""
 
-    __slots__ = ("_source", "on_read", "_kept", "_reading", "_sync_at", "_kept_ids", "_fetching", "_sync_ids")
+    __slots__ = ("_source", "on_read", "_kept", "_kept_bytes", "_reading", "_sync_at", "_kept_ids", "_fetching",
+                 "_sync_ids")
 
     def __init__(self, source: DetachedSource, on_read: Callable[[], None]) -> None:
         """Read ``source`` off the loop; ``on_read`` runs on the loop when a read is in (the cursor's
@@ -81,6 +83,8 @@ class ReadAhead:
         self.on_read = on_read
         #: entries with consecutive ids, read and not yet left behind by the cursor
         self._kept: list[Entry] = []
+        #: the bytes of ``_kept``'s entries
+        self._kept_bytes = 0
         self._reading: _Read | None = None
         #: a read from here failed off the loop: the cursor reads it on the loop once
         self._sync_at = -1
@@ -89,6 +93,11 @@ class ReadAhead:
         self._fetching: _Read | None = None
         #: ids whose read off the loop failed (trimmed, damaged): read on the loop, as before
         self._sync_ids: set[int] = set()
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of the entries kept from reads off the loop (at most about three reads' worth)."""
+        return self._kept_bytes
 
     @property
     def reading(self) -> bool:
@@ -103,14 +112,17 @@ class ReadAhead:
             base, end = kept[0].entry_id, kept[-1].entry_id
             if base <= first <= end:
                 start = first - base
-                if start >= READ_AHEAD_ENTRIES:  # what the cursor left behind long ago goes
+                # what the cursor left behind (kept for a rewind) goes after READ_AHEAD_ENTRIES of them,
+                # or sooner when large entries make what is kept weigh more than two reads
+                if start >= READ_AHEAD_ENTRIES or (start and self._kept_bytes > 2 * READ_AHEAD_BYTES):
                     kept = self._kept = kept[start:]
+                    self._kept_bytes = sum(len(entry.data) for entry in kept)
                     start = 0
                 out = kept[start : start + last - first + 1]
-                if end - out[-1].entry_id < READ_AHEAD_ENTRIES // 2:
+                if end - out[-1].entry_id < READ_AHEAD_ENTRIES // 2 and self._kept_bytes <= 2 * READ_AHEAD_BYTES:
                     self._prefetch(end + 1, last_readable)
                 return out
-            self._kept = []
+            self._kept, self._kept_bytes = [], 0
         if self._sync_at == first:
             self._sync_at = -1
             return None
@@ -147,10 +159,12 @@ class ReadAhead:
             self._sync_at = read.first
         else:
             kept = self._kept
+            size = sum(len(entry.data) for entry in result)
             if kept and kept[-1].entry_id + 1 == result[0].entry_id:
                 self._kept = kept + result
+                self._kept_bytes += size
             else:
-                self._kept = result
+                self._kept, self._kept_bytes = result, size
         self.on_read()
 
     # -- reads by id (redeliveries) ----------------------------------------------------------
@@ -198,7 +212,7 @@ class ReadAhead:
 
     def clear(self) -> None:
         """Drop what is kept and the reads under way (their results will be ignored)."""
-        self._kept = []
+        self._kept, self._kept_bytes = [], 0
         self._reading = None
         self._sync_at = -1
         self._kept_ids = {}

@@ -84,8 +84,11 @@ class BrokerConfig:
     #: ... but never sooner than this after it was started or its topic loaded
     #: (managedLedgerMinLedgerRolloverTimeMinutes): a topic without subscriptions keeps that long
     segment_min_rollover_minutes: float = 10.0
-    #: recent entries kept in memory per topic for dispatch
-    entry_cache_max_bytes: int = 16 * MiB
+    #: recent entries kept in memory per topic for dispatch (a reader up to this far behind the tail
+    #: reads from memory, one further behind from the segment files on the read thread): 4 MiB keeps a
+    #: producing topic's broker within ~10 MB of its idle size (issue 27); raise it, with
+    #: entry_cache_eviction_seconds, for faster catch-up of readers a few seconds behind
+    entry_cache_max_bytes: int = 4 * MiB
     #: all topics' entry caches together (a topic over the shared budget evicts its own oldest);
     #: by default 1/64 of the machine's memory, between 16 and 64 MiB (docs/CONFIGURATION.md)
     entry_cache_total_bytes: int = default_entry_cache_total_bytes()

@@ -117,7 +117,7 @@ def test_producer_outrunning_a_stalled_consumer_for_60_s(tmp_path: Path, brokers
     """60 s of 1000-byte messages as fast as the client sends them (batched, 1000 pending at
     most; ~1.7 million messages, ~1.7 GB here) to a topic whose only consumer never receives.
     The drain takes ~20 s of the ~80 s: the 10-permit consumer re-grants 5 permits at a time."""
-    broker = BrokerProcess(tmp_path / "data").start()  # defaults: fsync always, 16 MiB entry cache
+    broker = BrokerProcess(tmp_path / "data").start()  # defaults: fsync always, 4 MiB entry cache, 16 MiB pending per connection
     brokers.append(broker)
     topic = "persistent://public/default/stalled"
     client = clients(broker)

@@ -268,7 +268,20 @@ def test_large_entries_read_off_the_loop_are_kept_within_a_few_reads_worth_of_by
             most = max(most, reads.kept_bytes)
     assert got == list(range(source.count))
     assert most <= 3 * READ_AHEAD_BYTES + _BigEntries.SIZE
-    assert reads.kept_bytes <= 3 * READ_AHEAD_BYTES
+    assert reads.kept_bytes == 0  # caught up: nothing held for a subscription at the end
+
+
+def test_a_cursor_that_read_everything_kept_holds_nothing() -> None:
+    source = _BigEntries(150)
+    source.data = b"x" * 100
+    reads = ReadAhead(source, lambda: None)  # type: ignore[arg-type]
+    assert reads.read(0, 99, 149) == []
+    source.pending.pop(0)()
+    assert reads.kept_bytes == 150 * 100
+    assert [e.entry_id for e in reads.read(0, 99, 149) or []] == list(range(100))
+    assert reads.kept_bytes == 150 * 100  # 100..149 still to come, 0..99 kept for a rewind
+    assert [e.entry_id for e in reads.read(100, 199, 149) or []] == list(range(100, 150))
+    assert reads.kept_bytes == 0 and not source.pending
 
 
 def test_small_entries_stay_kept_behind_for_a_rewind_up_to_read_ahead_entries() -> None:

@@ -119,6 +119,8 @@ class ReadAhead:
                     self._kept_bytes = sum(len(entry.data) for entry in kept)
                     start = 0
                 out = kept[start : start + last - first + 1]
+                if out[-1].entry_id == end:  # all handed out: a cursor caught up holds nothing
+                    self._kept, self._kept_bytes = [], 0
                 if end - out[-1].entry_id < READ_AHEAD_ENTRIES // 2 and self._kept_bytes <= 2 * READ_AHEAD_BYTES:
                     self._prefetch(end + 1, last_readable)
                 return out

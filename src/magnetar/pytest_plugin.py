@@ -191,7 +191,8 @@ def _failed(node: pytest.Item | pytest.Session) -> bool:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """Once the test's fixtures are finalized (its clients closed), its namespaces go to the deleter."""
+    """Once the test's fixtures are finalized (its clients closed), its namespaces go to the deleter, and the
+    session broker builds its admin API if no fixture asked for it yet."""
     try:
         return (yield)
     finally:
@@ -201,6 +202,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         kit = item.config.stash.get(_KIT, None)
         if kit is not None:
             kit.release_namespaces()
+            kit.warm_session_admin()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

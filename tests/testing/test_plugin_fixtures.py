@@ -143,3 +143,43 @@ def test_a_conftest_fixture_of_the_same_name_wins_and_no_broker_starts(pytester:
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     assert json.loads(Path(record).read_text()) == {"kit": False}
+
+
+def test_the_admin_api_is_built_after_the_first_client_test_or_when_a_fixture_needs_it(pytester: pytest.Pytester) -> None:
+    # whether the broker's process has loaded the HTTP stack (pydantic_core, an extension module: in its maps)
+    pytester.makepyfile(
+        """
+        import time
+
+        def http_stack_loaded(broker):
+            return "pydantic_core" in open(f"/proc/{broker.proc.pid}/maps").read()
+
+        def test_first_client_alone(pulsar_broker, pulsar_client):
+            pulsar_client.get_topic_partitions("persistent://public/default/probe")
+            time.sleep(0.3)
+            assert not http_stack_loaded(pulsar_broker)
+
+        def test_after_the_first_test_it_is_built(pulsar_broker):
+            deadline = time.monotonic() + 30
+            while not http_stack_loaded(pulsar_broker):
+                assert time.monotonic() < deadline, "the admin API was never built"
+                time.sleep(0.05)
+
+        def test_a_namespace_fixture_has_it(pulsar_namespace, pulsar_broker):
+            assert pulsar_namespace in pulsar_broker.admin.namespaces("public")
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+
+
+def test_a_first_test_with_a_namespace_gets_the_admin_api_at_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_namespace_first(pulsar_namespace, pulsar_broker, pulsar_client):
+            assert pulsar_namespace in pulsar_broker.admin.namespaces("public")
+            pulsar_client.create_producer(f"persistent://{pulsar_namespace}/t").send(b"x")
+        """
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1)

@@ -81,6 +81,8 @@ class Broker:
         #: set once the admin API answers (or cannot), with why it cannot; one pair per launch
         self._http_ready = threading.Event()
         self._http_errors: list[str] = []
+        #: whether the admin API's warm-up was asked for since the last launch
+        self._warming = False
 
     # -- addresses and files ----------------------------------------------------------------------
     @property
@@ -139,6 +141,7 @@ class Broker:
     @property
     def admin(self) -> Admin:
         """The admin API of this broker (waits until it answers; a superuser's with ``token_auth``)."""
+        self.warm_admin()
         if not self._http_ready.wait(30) or self._http_errors:
             why = self._http_errors[0] if self._http_errors else "no answer in 30 s"
             raise BrokerStartError(f"the admin API at {self.http_url} did not answer: {why}\n{self.log()}")
@@ -173,7 +176,7 @@ class Broker:
         self.http_port = self.http_port or free_port()
         command = [sys.executable, "-m", "magnetar.cli.main", "standalone", "--data-dir", str(self.data_dir),
                    "--port", str(self.port), "--http-port", str(self.http_port)]
-        self._http_ready, self._http_errors = threading.Event(), []
+        self._http_ready, self._http_errors, self._warming = threading.Event(), [], False
         self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
                                      env=self._environment(), preexec_fn=die_with_parent())
         register(self.proc.pid, self.directory if self._owns_directory and not self.keep_data else None)
@@ -191,8 +194,12 @@ class Broker:
         assert self.proc is not None
         return self.proc.poll() is not None and "in use" in self.log() and self._fixed_ports == (None, None)
 
-    def _warm_http(self) -> None:
-        """Ask for the admin API once (its app is built on the first connection), in a thread."""
+    def warm_admin(self) -> None:
+        """Have the broker build its admin API now (it does on the first HTTP connection), in a thread, unless
+        asked since the last launch; :attr:`admin` waits for it."""
+        if self._warming or self.proc is None:
+            return
+        self._warming = True
         probe, proc, ready, errors = Admin(self.http_url), self.proc, threading.Event(), []
         self._http_ready, self._http_errors = ready, errors
 
@@ -225,8 +232,10 @@ class Broker:
         self._launch()
         return True
 
-    def start(self, timeout: float = 15.0) -> Broker:
-        """Start the broker; returns once its binary port accepts connections (the admin API follows)."""
+    def start(self, timeout: float = 15.0, *, warm_admin: bool = True) -> Broker:
+        """Start the broker; returns once its binary port accepts connections. The admin API follows: its build
+        starts now, or with ``warm_admin=False`` at :meth:`warm_admin` or the first use of :attr:`admin` (the
+        build takes 0.7 s of the broker's CPU, which a client's first requests would share)."""
         self.launch()
         for attempt in range(3):
             deadline = time.monotonic() + timeout
@@ -241,7 +250,8 @@ class Broker:
                 self.stop()
                 raise
             break
-        self._warm_http()
+        if warm_admin:
+            self.warm_admin()
         if self.token_auth:
             self._open_defaults()
         return self
@@ -273,7 +283,7 @@ class Broker:
                 await self.astop()
                 raise
             break
-        self._warm_http()
+        self.warm_admin()
         if self.token_auth:
             await asyncio.to_thread(self._open_defaults)
         return self

@@ -106,7 +106,15 @@ class Kit:
             return self.session_broker
         self.launch_session_broker()
         assert isinstance(self.session_broker, Broker)
-        return self.session_broker.start()
+        # the admin API is built when a fixture needs it or after the first test (warm_session_admin): a
+        # first test with a client alone does not share the broker's CPU with that build
+        return self.session_broker.start(warm_admin=False)
+
+    def warm_session_admin(self) -> None:
+        """Have the started session broker build its admin API now, unless it was asked to (later tests'
+        ``pulsar_namespace`` then find it ready)."""
+        if isinstance(self.session_broker, Broker) and self.session_broker.running:
+            self.session_broker.warm_admin()
 
     def release_namespaces(self) -> None:
         """Hand the running test's namespaces to the deleter; a failed test's stay on a started broker whose

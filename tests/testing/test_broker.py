@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -45,6 +46,22 @@ def test_a_bad_setting_fails_the_start_with_the_brokers_message() -> None:
     with pytest.raises(BrokerStartError, match="fsync must be 'always' or 'never'"):
         broker.start()
     assert not broker.running and broker.directory is None
+
+
+def test_start_waits_on_the_brokers_word_and_leaks_no_descriptor() -> None:
+    before = sorted(os.listdir("/proc/self/fd"))
+    broker = Broker()
+    broker.start(warm_admin=False)
+    try:
+        assert broker._ready_pipe is None  # the broker's byte came and the pipe is closed
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=5):
+            pass
+        broker.kill()
+        broker.restart()  # a new pipe for the new process
+        assert broker._ready_pipe is None and broker.running
+    finally:
+        broker.stop()
+    assert sorted(os.listdir("/proc/self/fd")) == before
 
 
 class AsyncFormTest(unittest.IsolatedAsyncioTestCase):

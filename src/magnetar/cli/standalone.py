@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 import time
@@ -61,6 +62,9 @@ def main(args: list[str]) -> int:
     return start_standalone(parse_flags(args))
 
 
+#: the environment variable naming a pipe's write end the broker writes one byte to once its ports accept
+#: connections, then closes (magnetar.testing's brokers wait on it instead of polling the port)
+READY_FD_ENV = "MAGNETAR_READY_FD"
 #: seconds from "ready" to the collection and freeze of start-up's objects (the cyclic collector stays
 #: off until then, as during start-up)
 GC_FREEZE_DELAY = 1.0
@@ -72,6 +76,24 @@ def freeze_start_up() -> None:
     gc.collect()
     gc.freeze()
     gc.enable()
+
+
+def signal_ready() -> None:
+    """Tell the process that started this broker that its ports accept connections: one byte on the pipe of
+    ``MAGNETAR_READY_FD``, when it is set (and valid)."""
+    value = os.environ.pop(READY_FD_ENV, None)
+    if value is None:
+        return
+    try:
+        fd = int(value)
+    except ValueError:
+        log.warning("%s=%r is not a file descriptor: not signalled", READY_FD_ENV, value)
+        return
+    try:
+        os.write(fd, b"1")
+        os.close(fd)
+    except OSError as exc:
+        log.warning("%s=%s: not signalled: %s", READY_FD_ENV, value, exc.strerror)
 
 
 async def run_standalone(config: BrokerConfig) -> None:
@@ -90,6 +112,7 @@ async def run_standalone(config: BrokerConfig) -> None:
     # generations then, as start-up's do below
     server.on_http_serving = gc.freeze
     await server.start()
+    signal_ready()
     http = server.http_listening
     listeners = [f"pulsar://{config.bind}:{server.port}" if server.port is not None else "",
                  f"pulsar+ssl://{config.bind}:{server.tls_port}" if server.tls_port is not None else "",

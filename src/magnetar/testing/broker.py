@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import shutil
 import signal
 import socket
@@ -32,6 +33,9 @@ from magnetar.testing.ports import free_port
 TEST_DEFAULTS: dict[str, object] = {"fsync": "never"}
 #: the role that administers a broker started with ``token_auth`` (a superuser)
 ADMIN_ROLE = "admin"
+#: the pipe ``magnetar standalone`` writes a byte to once it listens (magnetar.cli.standalone.READY_FD_ENV;
+#: that module is not imported here: it loads the whole broker)
+READY_FD_ENV = "MAGNETAR_READY_FD"
 
 
 class BrokerStartError(RuntimeError):
@@ -83,6 +87,8 @@ class Broker:
         self._http_errors: list[str] = []
         #: whether the admin API's warm-up was asked for since the last launch
         self._warming = False
+        #: the read end of the pipe the launched broker writes a byte to once it listens (until then)
+        self._ready_pipe: int | None = None
 
     # -- addresses and files ----------------------------------------------------------------------
     @property
@@ -177,13 +183,34 @@ class Broker:
         command = [sys.executable, "-m", "magnetar.cli.main", "standalone", "--data-dir", str(self.data_dir),
                    "--port", str(self.port), "--http-port", str(self.http_port)]
         self._http_ready, self._http_errors, self._warming = threading.Event(), [], False
-        self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                     env=self._environment(), preexec_fn=die_with_parent())
+        env, pass_fds = self._environment(), ()
+        self._close_ready_pipe()
+        if os.name == "posix":  # the broker says when it listens, on a pipe (a polled port answers later)
+            self._ready_pipe, ready_write = os.pipe()
+            env[READY_FD_ENV], pass_fds = str(ready_write), (ready_write,)
+        try:
+            self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                         env=env, pass_fds=pass_fds, preexec_fn=die_with_parent())
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
         register(self.proc.pid, self.directory if self._owns_directory and not self.keep_data else None)
 
-    def _listening(self) -> bool:
-        """Whether the binary port accepts; raises BrokerStartError when the process is gone."""
+    def _close_ready_pipe(self) -> None:
+        if self._ready_pipe is not None:
+            os.close(self._ready_pipe)
+            self._ready_pipe = None
+
+    def _listening(self, wait: float = 0.0) -> bool:
+        """Whether the binary port accepts, waiting up to ``wait`` s for the broker's word on its pipe; raises
+        BrokerStartError when the process is gone."""
         assert self.proc is not None
+        if self._ready_pipe is not None and select.select([self._ready_pipe], [], [], wait)[0]:
+            said = os.read(self._ready_pipe, 1)
+            self._close_ready_pipe()
+            if said:
+                return True
+            # the pipe closed without a word: the broker exited (the port and its status tell below)
         if self.proc.poll() is not None:
             raise BrokerStartError(f"the broker exited with status {self.proc.returncode}; its log:\n{self.log()}")
         with socket.socket() as sock:
@@ -240,16 +267,18 @@ class Broker:
         for attempt in range(3):
             deadline = time.monotonic() + timeout
             try:
-                while not self._listening():
+                while not self._listening(wait=0.05):
                     if time.monotonic() > deadline:
                         raise BrokerStartError(f"the broker did not listen within {timeout} s; its log:\n{self.log()}")
-                    time.sleep(0.005)
+                    if self._ready_pipe is None:
+                        time.sleep(0.005)
             except BrokerStartError:
                 if self._relaunch_on_taken_port(attempt):
                     continue
                 self.stop()
                 raise
             break
+        self._close_ready_pipe()
         if warm_admin:
             self.warm_admin()
         if self.token_auth:
@@ -283,6 +312,7 @@ class Broker:
                 await self.astop()
                 raise
             break
+        self._close_ready_pipe()
         self.warm_admin()
         if self.token_auth:
             await asyncio.to_thread(self._open_defaults)
@@ -303,6 +333,7 @@ class Broker:
     def _terminate(self, graceful: bool, timeout: float = 15.0) -> int | None:
         """End the process (SIGTERM and wait, else or then SIGKILL); its exit status."""
         proc, self.proc = self.proc, None
+        self._close_ready_pipe()
         if proc is None:
             return None
         if proc.poll() is None:

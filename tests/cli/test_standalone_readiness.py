@@ -1,6 +1,6 @@
-"""``magnetar standalone`` collects and freezes start-up's objects after its first clients, not when it listens.
-
-That collection holds the loop 40-60 ms: at "ready" it delayed a test run's first client (#25).
+"""``magnetar standalone`` at "ready" (#25): it says so on the pipe of ``MAGNETAR_READY_FD`` the moment its ports
+accept, and collects and freezes start-up's objects a second later, not at once (that collection holds
+the loop 40-60 ms, when a test run's first client connects).
 """
 
 from __future__ import annotations
@@ -61,3 +61,31 @@ def test_the_start_up_collection_comes_after_the_port_listens(tmp_path: Path, mo
     assert seen_at_listen == []
     assert len(frozen) == 1
     assert frozen[0] - listening >= 0.3
+
+
+def test_signal_ready_writes_one_byte_and_closes_the_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    read_end, write_end = os.pipe()
+    monkeypatch.setenv(standalone.READY_FD_ENV, str(write_end))
+    try:
+        standalone.signal_ready()
+        assert os.read(read_end, 10) == b"1"
+        assert os.read(read_end, 10) == b""  # the write end is closed: the broker's children never hold it
+        assert standalone.READY_FD_ENV not in os.environ
+    finally:
+        os.close(read_end)
+
+
+@pytest.mark.parametrize("value", ["not-a-number", "987654"])
+def test_signal_ready_with_a_bad_descriptor_only_warns(value: str, monkeypatch: pytest.MonkeyPatch,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv(standalone.READY_FD_ENV, value)
+    standalone.signal_ready()
+    assert [record.levelname for record in caplog.records] == ["WARNING"]
+    assert "not signalled" in caplog.records[0].getMessage()
+
+
+def test_without_the_variable_nothing_is_signalled(monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.delenv(standalone.READY_FD_ENV, raising=False)
+    standalone.signal_ready()
+    assert caplog.records == []

@@ -246,6 +246,7 @@ class Dispatcher:
                     return
             sent_upto = -1
             sent_entries = sent_messages = 0
+            bytes_before = bytes_left
             for i, entry in enumerate(entries):
                 eid = entry.entry_id
                 if cursor.is_acked(eid):
@@ -272,7 +273,7 @@ class Dispatcher:
                 bytes_left -= size
             self._sampled(sent_entries, sent_messages)
             if throttle is not None:
-                throttle.consume(sent_messages, sum(len(e.data) for e in entries[: sent_upto + 1]))
+                throttle.consume(sent_messages, bytes_before - bytes_left)
             rest = entries[sent_upto + 1 :]
             if redelivering:
                 sub.return_redeliveries(e.entry_id for e in rest)

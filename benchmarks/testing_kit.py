@@ -17,8 +17,9 @@ the client would be compiled anew in every run, which is not what a user's test 
 
 usage: python benchmarks/testing_kit.py [--tests 200] [--rounds 3] [--connect-only] [--out results/testing_kit.json]
 
-``--connect-only`` measures 1. alone (for old / new comparisons: run it alternately with each tree's
-interpreter and PYTHONPATH; the pytest runs use this interpreter, so its environment's pytest11 entry point).
+``--connect-only`` measures 1. alone. ``--tree NAME=SRC`` (repeatable) runs each round once per source tree,
+alternated, with PYTHONPATH=SRC (the pytest runs use this interpreter and its environment's pytest11 entry
+point; the plugin module and the broker come from SRC): old / new comparisons in one run, the figures per tree.
 """
 
 from __future__ import annotations
@@ -104,8 +105,8 @@ PLAIN_TESTS = textwrap.dedent(
 )
 
 
-def run(tests: str, workdir: Path) -> dict:
-    """One pytest run of ``tests`` in a fresh directory; the conftest's timings."""
+def run(tests: str, workdir: Path, src: str | None = None) -> dict:
+    """One pytest run of ``tests`` in a fresh directory (``src``: the PYTHONPATH); the conftest's timings."""
     case = Path(tempfile.mkdtemp(dir=workdir))
     (case / "conftest.py").write_text(CONFTEST)
     (case / "test_bench.py").write_text(tests)
@@ -113,6 +114,8 @@ def run(tests: str, workdir: Path) -> dict:
     out = case / "times.json"
     env = {**os.environ, "KIT_BENCH_OUT": str(out), "PYTHONPYCACHEPREFIX": str(workdir / "pycache")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if src is not None:
+        env["PYTHONPATH"] = src
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            str(case / "test_bench.py")], cwd=case, env=env, capture_output=True, text=True,
                           timeout=600)
@@ -134,8 +137,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--connect-only", action="store_true", help="only the fixture-to-CONNECTED figures")
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=SRC",
+                        help="a source tree to compare (repeat; implies --connect-only)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="testing-kit-bench-"))
+    if args.tree:
+        _emit(_compare_trees(dict(tree.split("=", 1) for tree in args.tree), args.rounds, workdir), args.out)
+        return
     first, later, namespace, with_ns, without_ns = [], [], [], [], []
     load_before = os.getloadavg()
     run(CONNECT_TESTS, workdir)  # warm-up: the bytecode cache
@@ -162,10 +170,39 @@ def main() -> None:
         result["per_round"] = {"first_test_to_connected_s": first}
     else:
         result |= _session_figures(args.tests, first, namespace, with_ns, without_ns)
+    _emit(result, args.out)
+
+
+def _emit(result: dict[str, object], out: Path | None) -> None:
+    """Print ``result`` as JSON, and write it to ``out`` when given."""
     text = json.dumps(result, indent=2)
     print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    if out:
+        out.write_text(text + "\n")
+
+
+def _compare_trees(trees: dict[str, str], rounds: int, workdir: Path) -> dict[str, object]:
+    """The first and later tests' fixture-to-CONNECTED per source tree, the trees alternated each round."""
+    load_before = os.getloadavg()
+    first: dict[str, list[float]] = {name: [] for name in trees}
+    later: dict[str, list[float]] = {name: [] for name in trees}
+    for src in trees.values():
+        run(CONNECT_TESTS, workdir, src)  # warm-up: the bytecode cache
+    for index in range(rounds):
+        order = list(trees.items()) if index % 2 == 0 else list(reversed(trees.items()))
+        for name, src in order:
+            times = run(CONNECT_TESTS, workdir, src)
+            first[name].append(times["setup"][0])
+            later[name].extend(times["setup"][1:])
+    return {
+        "trees": trees,
+        "first_test_to_connected_s": {name: statistics.median(values) for name, values in first.items()},
+        "later_test_to_connected_s": {name: statistics.median(values) for name, values in later.items()},
+        "rounds": rounds,
+        "load_average_before": load_before,
+        "load_average": os.getloadavg(),
+        "per_round": {"first_test_to_connected_s": first},
+    }
 
 
 def _session_figures(tests: int, first: list[float], namespace: list[float], with_ns: list[float],

@@ -38,6 +38,9 @@ def test_negative_values_are_written_as_their_twos_complement() -> None:
 
 def test_small_table_and_reading_at_an_offset() -> None:
     assert SMALL_VARINTS[300] == b"\xac\x02"
+    # every entry of the table (built from ranges of 16-bit integers) is protobuf's encoding of its index
+    assert len(SMALL_VARINTS) == 16384
+    assert all(b"\x08" + SMALL_VARINTS[value] == MessageIdData(ledger_id=value).SerializeToString() for value in range(16384))
     assert read_varint(b"\x00\xac\x02\x07", 1) == (300, 3)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from magnetar.storage.health import storage_health
+from magnetar.storage.metadata_schema import SCHEMA_V1, SCHEMA_VERSION, create_database
 
 __all__ = [
     "DEFAULT_CLUSTER",
@@ -55,47 +56,6 @@ def deferring_sync() -> Iterator[None]:
         _DEFER_SYNC.reset(token)
 
 
-SCHEMA_VERSION = 1
-_SCHEMA_V1 = """
-CREATE TABLE clusters (
-    name TEXT PRIMARY KEY,
-    config TEXT NOT NULL
-);
-CREATE TABLE tenants (
-    name TEXT PRIMARY KEY,
-    config TEXT NOT NULL
-);
-CREATE TABLE namespaces (
-    name TEXT PRIMARY KEY,
-    tenant TEXT NOT NULL,
-    policies TEXT NOT NULL
-);
-CREATE INDEX namespaces_by_tenant ON namespaces (tenant);
-CREATE TABLE topics (
-    ledger_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL UNIQUE,
-    namespace TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    properties TEXT NOT NULL
-);
-CREATE INDEX topics_by_namespace ON topics (namespace);
-CREATE TABLE partitioned_topics (
-    name TEXT PRIMARY KEY,
-    namespace TEXT NOT NULL,
-    partitions INTEGER NOT NULL
-);
-CREATE INDEX partitioned_topics_by_namespace ON partitioned_topics (namespace);
-CREATE TABLE cursors (
-    topic TEXT NOT NULL,
-    subscription TEXT NOT NULL,
-    state BLOB NOT NULL,
-    PRIMARY KEY (topic, subscription)
-);
-CREATE TABLE kv (
-    key TEXT PRIMARY KEY,
-    value BLOB NOT NULL
-);
-"""
 
 
 class MetadataError(Exception):
@@ -155,6 +115,8 @@ class MetadataStore:
         data_dir = Path(data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
         self._path = data_dir / DB_FILE_NAME
+        if not self._path.exists() and not Path(f"{self._path}-wal").exists():
+            create_database(self._path)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         try:
@@ -580,4 +542,4 @@ class MetadataStore:
             raise MetadataError(f"{self._path} has schema version {version}, newer than {SCHEMA_VERSION}")
         if version == 0:
             # executescript commits implicitly, so run the DDL and version bump as one script.
-            self._conn.executescript(f"BEGIN;{_SCHEMA_V1}PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")
+            self._conn.executescript(f"BEGIN;{SCHEMA_V1}PRAGMA user_version = {SCHEMA_VERSION};COMMIT;")

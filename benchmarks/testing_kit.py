@@ -20,6 +20,9 @@ usage: python benchmarks/testing_kit.py [--tests 200] [--rounds 3] [--connect-on
 ``--connect-only`` measures 1. alone. ``--tree NAME=SRC`` (repeatable) runs each round once per source tree,
 alternated, with PYTHONPATH=SRC (the pytest runs use this interpreter and its environment's pytest11 entry
 point; the plugin module and the broker come from SRC): old / new comparisons in one run, the figures per tree.
+``--broker-start`` (with ``--tree``) measures the broker's start alone, as the session broker launches it: from
+the launch of ``magnetar standalone`` (a fresh data directory, fsync never) to its word on the ready pipe, the
+wall time and the CPU time (user + system) the process had used by then, per tree, alternated.
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 CONFTEST = textwrap.dedent(
@@ -139,8 +145,13 @@ def main() -> None:
     parser.add_argument("--connect-only", action="store_true", help="only the fixture-to-CONNECTED figures")
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=SRC",
                         help="a source tree to compare (repeat; implies --connect-only)")
+    parser.add_argument("--broker-start", action="store_true",
+                        help="with --tree: the broker's launch to listening alone, wall and CPU time")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="testing-kit-bench-"))
+    if args.tree and args.broker_start:
+        _emit(_compare_starts(dict(tree.split("=", 1) for tree in args.tree), args.rounds, workdir), args.out)
+        return
     if args.tree:
         _emit(_compare_trees(dict(tree.split("=", 1) for tree in args.tree), args.rounds, workdir), args.out)
         return
@@ -215,6 +226,56 @@ def _session_figures(tests: int, first: list[float], namespace: list[float], wit
         f"{tests}_tests_without_namespace_s": statistics.median(without_ns),
         "ratio": statistics.median(with_ns) / statistics.median(without_ns),
         "per_round": {"first_test_to_connected_s": first, "with_namespace_s": with_ns, "without_namespace_s": without_ns},
+    }
+
+
+def broker_start(src: str, workdir: Path) -> tuple[float, float]:
+    """Launch ``magnetar standalone`` from ``src`` as the session broker is launched; the wall and CPU seconds
+    from the launch to its word on the ready pipe."""
+    data = Path(tempfile.mkdtemp(dir=workdir))
+    env = {**os.environ, "PYTHONPATH": src, "PYTHONPYCACHEPREFIX": str(workdir / "pycache"), "MAGNETAR_FSYNC": "never"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    ready, ready_write = os.pipe()
+    env["MAGNETAR_READY_FD"] = str(ready_write)
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "magnetar.cli.main", "standalone", "--data-dir", str(data / "d"),
+                             "--port", "0", "--http-port", "0"], env=env, pass_fds=(ready_write,),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(ready_write)
+    try:
+        if not select.select([ready], [], [], 60)[0] or not os.read(ready, 1):
+            raise SystemExit(f"the broker from {src} did not say it listens")
+        wall = time.perf_counter() - started
+        with open(f"/proc/{proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    finally:
+        os.close(ready)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    return wall, cpu
+
+
+def _compare_starts(trees: dict[str, str], rounds: int, workdir: Path) -> dict[str, object]:
+    """The broker's launch to listening, wall and CPU seconds, per source tree, the trees alternated."""
+    load_before = os.getloadavg()
+    walls: dict[str, list[float]] = {name: [] for name in trees}
+    cpus: dict[str, list[float]] = {name: [] for name in trees}
+    for src in trees.values():
+        broker_start(src, workdir)  # warm-up: the bytecode cache
+    for index in range(rounds):
+        for name, src in (list(trees.items()) if index % 2 == 0 else list(reversed(trees.items()))):
+            wall, cpu = broker_start(src, workdir)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return {
+        "trees": trees,
+        "launch_to_listening_s": {name: statistics.median(values) for name, values in walls.items()},
+        "cpu_to_listening_s": {name: statistics.median(values) for name, values in cpus.items()},
+        "rounds": rounds,
+        "load_average_before": load_before,
+        "load_average": os.getloadavg(),
+        "per_round": {"launch_to_listening_s": walls, "cpu_to_listening_s": cpus},
     }
 
 

@@ -101,3 +101,32 @@ def test_entries_leave_the_cache_after_the_eviction_threshold(tmp_path: Path) ->
         assert [e.data for e in topic.ledger.read_range(0, 4)] == [b"entry-%d" % i for i in range(5)]  # from the files
 
     run_service(tmp_path, body, entry_cache_eviction_seconds=0.2)
+
+
+def test_the_repair_modules_load_only_for_a_damaged_metadata_database(tmp_path: Path) -> None:
+    script = f"""
+import asyncio, sys
+from pathlib import Path
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.server import BrokerServer
+
+REPAIR = ("magnetar.storage.repair", "magnetar.storage.consistency")
+
+async def main() -> None:
+    for _ in range(2):  # a fresh data directory, then the same one again
+        server = BrokerServer(BrokerConfig(data_dir=Path({str(tmp_path)!r}), port=0, fsync="never"))
+        await server.start()
+        print("started", [m for m in REPAIR if m in sys.modules], server.service.metadata.list_tenants())
+        await server.stop()
+    (Path({str(tmp_path)!r}) / "metadata.db" / "metadata.db").write_bytes(b"not a database" * 1000)
+    server = BrokerServer(BrokerConfig(data_dir=Path({str(tmp_path)!r}), port=0, fsync="never"))
+    await server.start()
+    print("damaged", [m for m in REPAIR if m in sys.modules], server.service.metadata.list_tenants())
+    await server.stop()
+
+asyncio.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.splitlines() == ["started [] ['public']", "started [] ['public']",
+                                       f"damaged {['magnetar.storage.repair', 'magnetar.storage.consistency']} ['public']"], \
+        out.stdout + out.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from magnetar.storage.health import storage_health
-from magnetar.storage.metadata_schema import SCHEMA_V1, SCHEMA_VERSION, create_database
+from magnetar.storage.metadata_schema import DB_FILE_NAME, SCHEMA_V1, SCHEMA_VERSION, create_database
 
 __all__ = [
     "DEFAULT_CLUSTER",
@@ -31,7 +31,6 @@ __all__ = [
 DEFAULT_CLUSTER = "standalone"
 DEFAULT_TENANT = "public"
 DEFAULT_NAMESPACE = "public/default"
-DB_FILE_NAME = "metadata.db"
 
 #: key/value prefixes whose rows the store also holds in memory: the broker reads them per topic
 #: on its loop (a topic's policies at each PRODUCER, its compacted-view pointer at each load)

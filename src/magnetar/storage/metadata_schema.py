@@ -6,6 +6,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+#: the database file, in the directory a MetadataStore is given
+DB_FILE_NAME = "metadata.db"
 #: the schema version this broker writes (SQLite's user_version)
 SCHEMA_VERSION = 1
 #: the tables and indexes of schema version 1
@@ -84,3 +86,20 @@ def _fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def metadata_problem(data_dir: Path) -> str | None:
+    """What is wrong with ``metadata.db`` (None when it opens and passes SQLite's quick check)."""
+    path = Path(data_dir) / DB_FILE_NAME
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("PRAGMA quick_check").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    verdict = "; ".join(str(r[0]) for r in rows)
+    return None if verdict == "ok" else verdict

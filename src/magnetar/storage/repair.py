@@ -24,6 +24,7 @@ from magnetar.storage.consistency import (
 )
 from magnetar.storage.ledger import ManagedLedger
 from magnetar.storage.metadata import DB_FILE_NAME, MetadataStore
+from magnetar.storage.metadata_schema import metadata_problem
 from magnetar.storage.segment import _scan, parse_segment_file_name, read_ledger_label
 
 log = logging.getLogger("magnetar.storage.repair")
@@ -49,23 +50,6 @@ class RepairReport:
     def clean(self) -> bool:
         """Whether nothing was wrong."""
         return not self.found
-
-
-def metadata_problem(data_dir: Path) -> str | None:
-    """What is wrong with ``metadata.db`` (None when it opens and passes SQLite's quick check)."""
-    path = Path(data_dir) / DB_FILE_NAME
-    if not path.exists():
-        return None
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = conn.execute("PRAGMA quick_check").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        return str(exc)
-    verdict = "; ".join(str(r[0]) for r in rows)
-    return None if verdict == "ok" else verdict
 
 
 def salvage_metadata(data_dir: Path, report: RepairReport) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -306,3 +308,22 @@ def test_json_legacy_format_changes_are_tolerated() -> None:
 )
 def test_parse_strategy(text: str | None, expected: Strategy | None) -> None:
     assert parse_strategy(text) == expected
+
+
+def test_the_avro_module_loads_with_the_first_avro_schema_checked() -> None:
+    script = """
+import sys
+import magnetar.broker.schemas  # the package, as the broker imports it
+from magnetar.broker.schemas.compatibility import SchemaData, validate_schema
+print("imported", "magnetar.protocol.avro" in sys.modules)
+validate_schema(SchemaData(type="STRING", data=b""))
+print("string", "magnetar.protocol.avro" in sys.modules)
+validate_schema(SchemaData(type="AVRO", data=b'{"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}'))
+print("avro", "magnetar.protocol.avro" in sys.modules)
+try:
+    validate_schema(SchemaData(type="AVRO", data=b'{"type": "nope"}'))
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.splitlines() == ["imported False", "string False", "avro True", "InvalidSchemaError"], out.stderr

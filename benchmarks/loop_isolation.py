@@ -39,6 +39,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -199,7 +200,7 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
         result[f"{name}_seconds"] = round(finished[name], 1)
     result["load_avg_end"] = round(os.getloadavg()[0], 2)
     if isinstance(broker, ProbedBroker):
-        seen = broker.probes()
+        seen = probes_of(broker)
         stalls = seen["stalls"]
         result["probe"] = {"loop_lag_ms": seen["loop_lag_ms"], "gc_ms": seen["gc_ms"],
                            "fdatasync_ms": seen["broker_fdatasync_ms"], "cpu_s": seen["cpu_s"],
@@ -211,6 +212,27 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
                                                  round(sum(s[3].get("MainThread wait", 0) for s in stalls), 1)},
                            "stalls": stalls[:10], "stall_stacks": seen["stall_stacks"][:8]}
     return result
+
+
+def probes_of(broker: ProbedBroker, wait: float = 120.0) -> dict:
+    """What the broker's loop probe saw since the previous call (as ``ProbedBroker.probes``, waiting up
+    to ``wait`` s for its answer: a busy broker may take more than that method's 10 s, and asking
+    again would split the phase's record in two)."""
+    assert broker.proc is not None
+
+    def complete_lines() -> list[str]:
+        text = broker.probe_out.read_text() if broker.probe_out.exists() else ""
+        return text[:text.rfind("\n") + 1].splitlines()  # not a line still being written
+
+    before = len(complete_lines())
+    broker.proc.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        lines = complete_lines()
+        if len(lines) > before:
+            return json.loads(lines[-1])
+        time.sleep(0.05)
+    raise RuntimeError(f"the loop probe did not answer in {wait:.0f} s")
 
 
 def settle(broker: BrokerProcess, seconds: float) -> None:

@@ -64,7 +64,9 @@ class ResourceContext:
         """``job(*args)`` on the metadata thread (the cursor writer's), its result or what it raised
         back on the loop: for a job that reads and writes the metadata store and touches no broker
         state, so that the loop waits neither for its SQLite calls nor for their fsync (made there,
-        before it returns). Inline when the service has no metadata thread (not started)."""
+        before it returns). Only for writes that are whole in one store call (an insert, a delete, a
+        replacement): a read-modify-write of rows the loop also rewrites (a namespace's policies)
+        would race the loop's. Inline when the service has no metadata thread (not started)."""
         persistence = getattr(self.service, "persistence", None)
         if persistence is None:
             return job(*args)

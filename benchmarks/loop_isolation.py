@@ -5,8 +5,8 @@ deletes namespaces, side by side in one run (issue 22's goal: p99.9 within 1.5x 
 One broker (``--broker-src``: the tree whose ``magnetar`` it runs; fsync always, its default). First a
 backlog of ``--backlog`` messages of 100 B (in batches of ``--batch``, so ``backlog / batch``
 entries) is written to topic ``backlog`` behind a durable subscription that read none of it, and the
-broker restarted so that nothing of it is in the entry cache. Then, per round, two phases of
-``--seconds`` each:
+broker restarted so that nothing of it is in the entry cache (and left ``--settle`` seconds after its
+first admin request to finish starting). Then, per round, two phases of ``--seconds`` each:
 
 - alone: a producer sends one 100 B message every millisecond (no batching) to topic ``probe``; each
   send's latency (send to receipt) is recorded;
@@ -18,12 +18,19 @@ Printed and written to ``--out`` (default benchmarks/results/loop_isolation.json
 p99 / p99.9 / max in ms, the sends counted, the load average (1 min) at its start and end, and for
 the loaded phase how long the catch-up and the namespace script took.
 
+The two load processes run at a lower CPU priority (``--load-nice``, default 19: ``os.nice`` as they
+start), the broker and the probe's client at normal priority: on a machine with fewer cores than
+processes in the loaded phase, a probe send otherwise waits whenever its own client process is off
+the CPU, which measures the scheduler, not the broker. The broker still serves the catch-up and the
+admin calls at full speed when they run; their completion times (each process timed from its start
+to its exit, not floored at the probe's window) show whether they were starved.
+
 ``--probe``: the broker runs under benchmarks/loop_probe.py, and each phase's record adds what it saw
 (loop lag percentiles, the ten longest stalls and the loop's stacks during stalls): where the loaded
-tail comes from.
+tail comes from; each round adds the broker's loop lag p99.9 loaded / alone.
 
 usage: python benchmarks/loop_isolation.py [--backlog 1000000] [--batch 10] [--seconds 20]
-       [--namespaces 200] [--rounds 1] [--broker-src DIR] [--probe] [--out FILE]
+       [--namespaces 200] [--rounds 1] [--load-nice 19] [--broker-src DIR] [--probe] [--out FILE]
 """
 
 from __future__ import annotations
@@ -32,9 +39,11 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -154,38 +163,44 @@ def stats(latencies: list[float]) -> dict[str, float]:
     }
 
 
-def child(role: str, *args: str) -> subprocess.Popen:
-    """This script in another process, playing ``role``."""
-    return subprocess.Popen([sys.executable, __file__, "--role", role, *args])
+def child(role: str, nice: int, *args: str) -> subprocess.Popen:
+    """This script in another process, playing ``role`` at niceness ``nice`` (lower CPU priority)."""
+    return subprocess.Popen([sys.executable, __file__, "--role", role, "--load-nice", str(nice), *args])
+
+
+def timed(proc: subprocess.Popen, started: float, finished: dict[str, float], name: str) -> threading.Thread:
+    """A thread that records in ``finished[name]`` how long after ``started`` ``proc`` exited."""
+    def wait() -> None:
+        proc.wait()
+        finished[name] = time.perf_counter() - started
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
 
 
 def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -> dict:
     """One phase: the probe alone, or (``load``: backlog and namespaces) beside the two loads."""
     load_before = os.getloadavg()[0]
-    children: list[tuple[str, subprocess.Popen, float]] = []
+    children: list[tuple[str, subprocess.Popen, threading.Thread]] = []
+    finished: dict[str, float] = {}
     if load is not None:
         started = time.perf_counter()
-        children.append(("catchup", child("catchup", broker.service_url, str(load["backlog"])), started))
-        children.append(("namespaces", child("churn", broker.http_url, str(load["namespaces"])), started))
+        for name, proc in (("catchup", child("catchup", load["nice"], broker.service_url, str(load["backlog"]))),
+                           ("namespaces", child("churn", load["nice"], broker.http_url, str(load["namespaces"])))):
+            children.append((name, proc, timed(proc, started, finished, name)))
     latencies = asyncio.run(probe(broker.service_url, seconds, rate))
     result = {"load_avg_start": round(load_before, 2), **stats(latencies)}
-    deadline = time.perf_counter() + 1800
-    while children:
-        for child_ in list(children):
-            name, proc, started = child_
-            code = proc.poll()
-            if code is None:
-                continue
-            if code != 0:
-                raise RuntimeError(f"{name} process failed with {code}")
-            result[f"{name}_seconds"] = round(time.perf_counter() - started, 1)
-            children.remove(child_)
-        if time.perf_counter() > deadline:
-            raise RuntimeError("the load processes did not finish in 30 minutes")
-        time.sleep(0.1)
+    for name, proc, waiter in children:
+        waiter.join(1800)
+        if waiter.is_alive():
+            raise RuntimeError(f"the {name} process did not finish in 30 minutes")
+        if proc.returncode != 0:
+            raise RuntimeError(f"{name} process failed with {proc.returncode}")
+        result[f"{name}_seconds"] = round(finished[name], 1)
     result["load_avg_end"] = round(os.getloadavg()[0], 2)
     if isinstance(broker, ProbedBroker):
-        seen = broker.probes()
+        seen = probes_of(broker)
         stalls = seen["stalls"]
         result["probe"] = {"loop_lag_ms": seen["loop_lag_ms"], "gc_ms": seen["gc_ms"],
                            "fdatasync_ms": seen["broker_fdatasync_ms"], "cpu_s": seen["cpu_s"],
@@ -197,6 +212,50 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
                                                  round(sum(s[3].get("MainThread wait", 0) for s in stalls), 1)},
                            "stalls": stalls[:10], "stall_stacks": seen["stall_stacks"][:8]}
     return result
+
+
+def probes_of(broker: ProbedBroker, wait: float = 120.0) -> dict:
+    """What the broker's loop probe saw since the previous call (as ``ProbedBroker.probes``, waiting up
+    to ``wait`` s for its answer: a busy broker may take more than that method's 10 s, and asking
+    again would split the phase's record in two)."""
+    assert broker.proc is not None
+
+    def complete_lines() -> list[str]:
+        text = broker.probe_out.read_text() if broker.probe_out.exists() else ""
+        return text[:text.rfind("\n") + 1].splitlines()  # not a line still being written
+
+    before = len(complete_lines())
+    broker.proc.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        lines = complete_lines()
+        if len(lines) > before:
+            return json.loads(lines[-1])
+        time.sleep(0.05)
+    raise RuntimeError(f"the loop probe did not answer in {wait:.0f} s")
+
+
+def settle(broker: BrokerProcess, seconds: float) -> None:
+    """Let a fresh broker finish starting (its admin API built on the first request, its deferred
+    imports and start-up collections) before the alone phase measures it."""
+    admin = Admin(broker.http_url)
+    try:
+        admin.tenants()
+    finally:
+        admin.close()
+    time.sleep(seconds)
+
+
+def round_record(alone: dict, loaded: dict) -> dict:
+    """A round's two phases, the publish p99.9 loaded / alone, the load processes' completion times
+    and (probed) the broker's own loop lag p99.9 loaded / alone."""
+    record = {"alone": alone, "loaded": loaded, "p999_ratio": round(loaded["p999_ms"] / alone["p999_ms"], 2),
+              "catchup_seconds": loaded.get("catchup_seconds"), "namespaces_seconds": loaded.get("namespaces_seconds")}
+    if "probe" in alone and "probe" in loaded:
+        lag_alone, lag_loaded = alone["probe"]["loop_lag_ms"]["p99.9"], loaded["probe"]["loop_lag_ms"]["p99.9"]
+        record["loop_lag_p999_ms"] = {"alone": lag_alone, "loaded": lag_loaded}
+        record["loop_lag_p999_ratio"] = round(lag_loaded / lag_alone, 2) if lag_alone else None
+    return record
 
 
 def start_broker(data: Path, src: Path, probe: bool, broker: BrokerProcess | None = None) -> BrokerProcess:
@@ -222,10 +281,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--broker-src", type=Path, default=ROOT / "src")
     parser.add_argument("--label", default="")
+    parser.add_argument("--settle", type=float, default=3.0,
+                        help="seconds between the broker's start (and a first admin request) and the alone phase")
+    parser.add_argument("--load-nice", type=int, default=19,
+                        help="niceness of the catch-up and namespace processes (0: normal priority)")
     parser.add_argument("--probe", action="store_true", help="run the broker under benchmarks/loop_probe.py")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "loop_isolation.json")
     parser.add_argument("--role", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
+    if args.role is not None and args.load_nice:
+        os.nice(args.load_nice)
     if args.role == "catchup":
         asyncio.run(catch_up(rest[0], int(rest[1])))
         return
@@ -250,20 +315,23 @@ def main() -> None:
             # a fresh start: the backlog is on disk only (and the catch-up reads it from its start)
             broker = start_broker(data, src, args.probe, broker)
             try:
+                settle(broker, args.settle)
                 alone = phase(broker, args.seconds, args.rate, None)
                 print(f"round {n + 1} alone:  {json.dumps(alone)}", flush=True)
                 loaded = phase(broker, args.seconds, args.rate,
-                               {"backlog": args.backlog, "namespaces": args.namespaces})
+                               {"backlog": args.backlog, "namespaces": args.namespaces, "nice": args.load_nice})
                 print(f"round {n + 1} loaded: {json.dumps(loaded)}", flush=True)
                 if n + 1 < args.rounds:  # the next round's catch-up starts from the backlog's start again
                     Admin(broker.http_url).request(
                         "POST", f"/persistent/public/default/backlog/subscription/{CATCHUP_SUB}/resetcursor/0")
             finally:
                 broker.stop()
-            rounds.append({"alone": alone, "loaded": loaded,
-                           "p999_ratio": round(loaded["p999_ms"] / alone["p999_ms"], 2)})
+            rounds.append(round_record(alone, loaded))
     result = {"label": args.label, "broker_src": str(args.broker_src), "backlog": args.backlog,
               "batch": args.batch, "seconds": args.seconds, "rate": args.rate, "namespaces": args.namespaces,
+              "load_nice": args.load_nice, "settle_seconds": args.settle,
+              "priorities": f"catch-up consumer and namespace script at nice {args.load_nice}; "
+                            "broker and probe client at normal priority",
               "rounds": rounds}
     print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)

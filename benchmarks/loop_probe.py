@@ -171,7 +171,7 @@ class Probe:
             "broker_writev_ms": {**percentiles(writes), "over_2ms": sum(1 for x in writes if x > 2)},
             "loop_writev_ms": {**percentiles(loop_writes),
                                "over_2ms": sum(1 for x in loop_writes if x > 2)},
-            "stalls": sorted(stalls, reverse=True)[:200],
+            "stalls": sorted(stalls, key=lambda stall: stall[0], reverse=True)[:200],  # the longest
             "stall_stacks": stacks.most_common(15),
         }
         with open(self.out, "a") as f:

@@ -31,7 +31,9 @@ def test_database_settings(tmp_path: Path) -> None:
     with MetadataStore.open(tmp_path) as s:
         assert s.path == tmp_path / "metadata.db"
         assert s._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert s._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        # NORMAL, no automatic checkpoint: the fsync and the checkpoint are made outside the lock
+        assert s._conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+        assert s._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         assert s._conn.execute("PRAGMA user_version").fetchone()[0] == 1
 
 

@@ -32,7 +32,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
         if policies is not None and policies.get("replication_clusters") == []:
             # pulsar-admin sends an empty list when no -c is given: Pulsar takes the local cluster
             policies = {**policies, "replication_clusters": [admin.ctx.config.cluster_name]}
-        namespaces.create_namespace(name(tenant, namespace), policies)
+        await admin.ctx.off_loop(namespaces.create_namespace, name(tenant, namespace), policies)
         return Response(status_code=204)
 
     @r.get("/{tenant}/{namespace}", dependencies=[access.namespace_policy(write=False)], summary="Get a namespace's policies")

@@ -23,12 +23,12 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
 
     @r.put("/{tenant}", status_code=204, summary="Create a tenant")
     async def create_tenant(tenant: str, info: Annotated[TenantInfo | None, Body()] = None) -> Response:
-        admin.tenants.create_tenant(tenant, dump(info))
+        await admin.ctx.off_loop(admin.tenants.create_tenant, tenant, dump(info))
         return Response(status_code=204)
 
     @r.post("/{tenant}", status_code=204, summary="Update a tenant")
     async def update_tenant(tenant: str, info: Annotated[TenantInfo | None, Body()] = None) -> Response:
-        admin.tenants.update_tenant(tenant, dump(info))
+        await admin.ctx.off_loop(admin.tenants.update_tenant, tenant, dump(info))
         return Response(status_code=204)
 
     @r.delete("/{tenant}", status_code=204, summary="Delete a tenant without namespaces (or all of it with force)")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -16,6 +15,7 @@ from typing import Any
 
 from magnetar.storage.health import storage_health
 from magnetar.storage.metadata_schema import DB_FILE_NAME, SCHEMA_V1, SCHEMA_VERSION, create_database
+from magnetar.storage.metadata_wal import WalSync
 
 __all__ = [
     "DEFAULT_CLUSTER",
@@ -35,10 +35,6 @@ DEFAULT_NAMESPACE = "public/default"
 #: key/value prefixes whose rows the store also holds in memory: the broker reads them per topic
 #: on its loop (a topic's policies at each PRODUCER, its compacted-view pointer at each load)
 MEMORY_KV_PREFIXES = ("topic-policies/", "compacted/")
-
-#: a write-ahead log this large is checkpointed by :meth:`MetadataStore.sync_wal` (SQLite's default
-#: autocheckpoint size, 1,000 pages of 4 KiB)
-CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
 
 #: set (by :func:`deferring_sync`) where a write's caller waits for :meth:`MetadataStore.sync_wal` itself
 _DEFER_SYNC: ContextVar[bool] = ContextVar("magnetar_metadata_defer_sync", default=False)
@@ -96,12 +92,19 @@ def _prefix_query(prefix: str) -> tuple[str, tuple[Any, ...]]:
 
 
 class MetadataStore:
-    """Persistent broker metadata in ``<data_dir>/metadata.db`` (SQLite, WAL, synchronous=FULL).
+    """Persistent broker metadata in ``<data_dir>/metadata.db`` (SQLite, WAL).
 
     Writes go through one connection under one lock; each thread reads through a connection of its
-    own, so that a read (on the broker's loop) waits neither for another thread's commit and its
-    fsync nor for another thread's reads: in WAL mode a reader sees every transaction committed
-    before its statement began.
+    own, so that a read (on the broker's loop) waits neither for another thread's commit nor for
+    another thread's reads: in WAL mode a reader sees every transaction committed before its
+    statement began.
+
+    Nothing under the lock waits for the disk: commits are made with ``synchronous=NORMAL`` (no
+    fsync) and no automatic checkpoint; a write is made durable after the lock is released, by an
+    fsync of the write-ahead log on the writing thread before the write returns (or, within
+    :func:`deferring_sync`, by :meth:`sync_wal` on the metadata thread), and the log is
+    checkpointed on a connection of its own (:class:`~magnetar.storage.metadata_wal.WalSync`). So a
+    write on the loop never waits for another thread's fsync or checkpoint.
 
     Namespaces, partitioned topics and the key/value rows under MEMORY_KV_PREFIXES are also held in memory (every row, read when the store opens,
     changed by this store's writes after they commit): the broker reads both on every lookup, and
@@ -122,6 +125,9 @@ class MetadataStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._migrate()
+            # from here on: no fsync and no checkpoint under the lock (see the class docstring)
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA wal_autocheckpoint=0")
             #: namespace -> its policies as stored (JSON text)
             self._namespaces: dict[str, str] = dict(self._conn.execute("SELECT name, policies FROM namespaces"))
             #: partitioned topic -> its partition count
@@ -143,6 +149,8 @@ class MetadataStore:
         #: every thread's read connection (closed with the store)
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        #: the fsync and checkpoint of the log, outside the write lock
+        self.wal = WalSync(self._path)
 
     @classmethod
     def open(cls, data_dir: Path | str) -> MetadataStore:
@@ -160,6 +168,7 @@ class MetadataStore:
             readers, self._readers = self._readers, []
         for reader in readers:
             reader.close()
+        self.wal.close()
         with self._lock:
             self._conn.close()
 
@@ -461,12 +470,15 @@ class MetadataStore:
     @contextmanager
     def _tx(self, then: Callable[[], object] | None = None) -> Iterator[sqlite3.Connection]:
         """Run the body in one write transaction while holding the lock; ``then`` after it committed,
-        still under the lock (what changes the in-memory rows, so they follow the database)."""
+        still under the lock (what changes the in-memory rows, so they follow the database).
+
+        The commit makes no fsync and no checkpoint (nothing under the lock waits on the disk).
+        Within :func:`deferring_sync` (with a syncer set) the write is counted and announced and
+        :meth:`sync_wal` makes it durable; otherwise the write is made durable here, after the lock is
+        released, before returning (sqlite3.OperationalError when that fsync fails)."""
         deferred = self.on_deferred_commit if _DEFER_SYNC.get() else None
         with self._lock:
-            if deferred is not None:  # no fsync at COMMIT, no checkpoint (it syncs): sync_wal does both
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-                self._conn.execute("PRAGMA wal_autocheckpoint=0")
+            changes = self._conn.total_changes
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -481,38 +493,28 @@ class MetadataStore:
                     except sqlite3.Error:
                         pass
                 raise
-            finally:
-                if deferred is not None:
-                    self._conn.execute("PRAGMA synchronous=FULL")
-                    self._conn.execute("PRAGMA wal_autocheckpoint=1000")
-            if deferred is not None:
+            wrote = self._conn.total_changes != changes
+            if deferred is not None and wrote:
                 self.deferred_commits += 1
             if then is not None:
                 then()
+        if not wrote:
+            return
         if deferred is not None:
             deferred()
+            return
+        try:
+            self.wal.sync()
+        except OSError as exc:
+            raise sqlite3.OperationalError(f"metadata write not made durable: {exc}") from exc
 
     def sync_wal(self) -> int:
         """Make every write committed so far durable (the metadata thread's job, off the loop): an
         fsync of the write-ahead log, which is what ``synchronous=FULL`` adds to a commit in WAL mode,
         then a checkpoint once the log is large. Returns :attr:`deferred_commits` as it was before the
         fsync (those are durable now); OSError when the fsync fails (nothing is known durable)."""
-        with self._lock:
-            target = self.deferred_commits
-        wal = f"{self._path}-wal"
-        try:
-            fd = os.open(wal, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-                size = os.fstat(fd).st_size
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            storage_health.write_failed(f"metadata sync of {wal}", exc, metadata=True)
-            raise
-        if size > CHECKPOINT_WAL_BYTES:
-            with self._lock:
-                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        target = self.deferred_commits  # counted after their COMMIT: their log frames are written
+        self.wal.sync()
         return target
 
     def _reader(self) -> sqlite3.Connection:

@@ -9,7 +9,9 @@ loaded loads in the broker's load threads (:meth:`BrokerService.load_topic
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
 
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.resources.errors import (
@@ -33,6 +35,8 @@ U64 = (1 << 64) - 1
 #: MessageId.latest of the Java client: (Long.MAX_VALUE, Long.MAX_VALUE)
 LATEST_LEDGER = (1 << 63) - 1
 
+T = TypeVar("T")
+
 COMPACTION_PREFIX = "compaction/"
 COMPACTION_STATUS_PREFIX = "compaction-status/"
 
@@ -55,6 +59,18 @@ class ResourceContext:
     def config(self) -> BrokerConfig:
         """The broker's settings."""
         return self.service.config
+
+    async def off_loop(self, job: Callable[..., T], *args: object) -> T:
+        """``job(*args)`` on the metadata thread (the cursor writer's), its result or what it raised
+        back on the loop: for a job that reads and writes the metadata store and touches no broker
+        state, so that the loop waits neither for its SQLite calls nor for their fsync (made there,
+        before it returns). Only for writes that are whole in one store call (an insert, a delete, a
+        replacement): a read-modify-write of rows the loop also rewrites (a namespace's policies)
+        would race the loop's. Inline when the service has no metadata thread (not started)."""
+        persistence = getattr(self.service, "persistence", None)
+        if persistence is None:
+            return job(*args)
+        return await persistence.run(partial(job, *args))
 
     def policies_changed(self, ns: str | None) -> None:
         """Let the broker apply changed policies to its loaded topics (when it knows how)."""

@@ -68,7 +68,7 @@ class NamespaceResources:
             for name in meta.list_topics(ns) + loaded:
                 await self.topics.delete_topic_now(name)
         try:
-            meta.delete_namespace(ns)
+            await self.ctx.off_loop(meta.delete_namespace, ns)
         except MetadataConflictError:
             raise ConflictError("Cannot delete non empty namespace") from None
         except MetadataNotFoundError:

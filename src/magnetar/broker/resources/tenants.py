@@ -242,7 +242,7 @@ class TenantResources:
         for ns in namespaces:
             await self.namespaces.delete_namespace(ns, force=True)
         try:
-            meta.delete_tenant(tenant)
+            await self.ctx.off_loop(meta.delete_tenant, tenant)
         except MetadataConflictError:
             raise ConflictError("The tenant still has active namespaces") from None
         except MetadataNotFoundError:

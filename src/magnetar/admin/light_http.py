@@ -18,7 +18,7 @@ import json
 import time
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from magnetar.storage.health import storage_health
 
@@ -130,8 +130,7 @@ class LightConnection(asyncio.Protocol):
         self._idle: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:  # noqa: D102 - asyncio's
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not its subclasses
         self.connections.add(self)
         self._arm_idle()
 
@@ -169,7 +168,7 @@ class LightConnection(asyncio.Protocol):
             elif not self._buffer:
                 self._arm_idle()
             return
-        parsed = _light_request(self._buffer[:end])
+        parsed = light_request(self._buffer[:end])
         if parsed is None or not self.endpoints.serves():
             self._give_away()
             return
@@ -206,8 +205,9 @@ class LightConnection(asyncio.Protocol):
         self.hand_off(self, transport, self._buffer)
 
 
-def _light_request(head: bytes) -> tuple[str, bool] | None:
-    """``(path, close after answering)`` of a request head this module answers, None for the app's."""
+def light_request(head: bytes) -> tuple[str, bool] | None:
+    """``(path, close after answering)`` of a request head (without its blank line) this module answers,
+    None when the app must answer it."""
     lines = head.split(b"\r\n")
     parts = lines[0].split(b" ")
     if len(parts) != 3 or parts[0] != b"GET" or parts[2] not in (b"HTTP/1.1", b"HTTP/1.0"):

@@ -72,8 +72,8 @@ def http_get(port: int, path: str) -> tuple[int | None, bytes]:
 
 
 def http_status(port: int) -> int | None:
-    """GET /admin/v2/clusters: the status, None when nothing answers."""
-    return http_get(port, "/admin/v2/clusters")[0]
+    """GET /admin/v2/tenants (a request only the app answers): the status, None when nothing answers."""
+    return http_get(port, "/admin/v2/tenants")[0]
 
 
 def in_background(call: Callable[[], object]) -> Future:
@@ -144,8 +144,10 @@ def test_binary_port_answers_before_the_http_app_is_built(held: tuple[HeldStart,
     start.started.result(30)  # both ports listen
     threading.Event().wait(0.3)
     assert not start.building.is_set(), "nobody called over HTTP: the app is not built"
-    # a REST call made as soon as the binary port answers (as scripts written for Pulsar do) waits
-    # in the listening socket's backlog while the app is built, and is then answered
+    # readiness is answered without the app; a REST call made as soon as the binary port answers (as
+    # scripts written for Pulsar do) waits while the app is built, and is then answered
+    assert http_get(config.http_port, "/admin/v2/brokers/ready") == (200, b"ok")
+    assert not start.building.is_set()
     early = in_background(lambda: http_status(config.http_port))
     assert start.building.wait(10)
     threading.Event().wait(0.5)
@@ -155,7 +157,7 @@ def test_binary_port_answers_before_the_http_app_is_built(held: tuple[HeldStart,
     assert http_status(config.http_port) == 200
 
 
-def test_the_http_stack_loads_with_the_first_http_connection(tmp_path: Path) -> None:
+def test_the_http_stack_loads_with_the_first_request_the_light_server_does_not_answer(tmp_path: Path) -> None:
     script = f"""
 import asyncio, json, sys, urllib.request
 from pathlib import Path
@@ -165,8 +167,8 @@ from magnetar.testing import free_port
 
 STACK = ("fastapi", "starlette", "pydantic", "uvicorn", "prometheus_client")
 
-def get(port):
-    with urllib.request.urlopen(f"http://127.0.0.1:{{port}}/admin/v2/clusters", timeout=30) as resp:
+def get(port, path):
+    with urllib.request.urlopen(f"http://127.0.0.1:{{port}}{{path}}", timeout=30) as resp:
         return resp.status, resp.read().decode()
 
 async def main():
@@ -176,10 +178,16 @@ async def main():
     await server.start()
     await asyncio.sleep(0.3)
     idle = [name for name in STACK if name in sys.modules]
-    answer = await asyncio.get_running_loop().run_in_executor(None, get, config.http_port)
+    loop = asyncio.get_running_loop()
+    light = [await loop.run_in_executor(None, get, config.http_port, path)
+             for path in ("/admin/v2/brokers/ready", "/admin/v2/brokers/health", "/admin/v2/clusters")]
+    light_metrics = (await loop.run_in_executor(None, get, config.http_port, "/metrics"))[0]
+    checked = [name for name in STACK if name in sys.modules]
+    answer = await loop.run_in_executor(None, get, config.http_port, "/admin/v2/tenants")
     served = [name for name in STACK if name in sys.modules]
     await server.stop()
-    print(json.dumps({{"idle": idle, "answer": answer, "served": served}}))
+    print(json.dumps({{"idle": idle, "light": light, "light_metrics": light_metrics, "checked": checked,
+                      "answer": answer, "served": served}}))
 
 asyncio.run(main())
 """
@@ -187,7 +195,10 @@ asyncio.run(main())
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout.splitlines()[-1])
     assert outcome["idle"] == []
-    assert outcome["answer"] == [200, '["standalone"]']
+    assert outcome["light"] == [[200, "ok"], [200, "ok"], [200, '["standalone"]']]
+    assert outcome["light_metrics"] == 200
+    assert outcome["checked"] == ["prometheus_client"]
+    assert outcome["answer"] == [200, '["public"]']
     assert outcome["served"] == ["fastapi", "starlette", "pydantic", "uvicorn", "prometheus_client"]
 
 
@@ -287,8 +298,9 @@ def test_sigterm_while_the_http_app_is_built_stops_the_broker_cleanly(tmp_path: 
             wait_for_port(broker.port, 30)
             answer = first_answer(broker.port, connect_command())
             assert answer is not None and answer.type == CommandType.CONNECTED
-            # the first HTTP connection starts the app's build, which the gate holds
+            # the first request the light server does not answer starts the app's build, which the gate holds
             early = socket.create_connection(("127.0.0.1", broker.http_port), timeout=10)
+            early.sendall(b"GET /admin/v2/tenants HTTP/1.1\r\nHost: localhost\r\n\r\n")
             threading.Event().wait(0.3)
             proc.send_signal(signal.SIGTERM)
             threading.Event().wait(0.3)

@@ -142,6 +142,23 @@ class HttpServer:
                 self._task.result()
             await asyncio.sleep(0.005)
 
+    def adopt(self, transport: asyncio.Transport, data: bytes) -> None:
+        """Serve a connection accepted elsewhere (the light server's), ``data`` its bytes read so far; its
+        reading, paused by the light server, resumes."""
+        server = self._server
+        if server is None or transport.is_closing():
+            transport.close()
+            return
+        config = server.config
+        protocol = config.http_protocol_class(
+            config=config, server_state=server.server_state, app_state=server.lifespan.state,
+        )
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        transport.resume_reading()
+        if data:
+            protocol.data_received(data)
+
     async def stop(self) -> None:
         """Ask uvicorn to exit and wait for it (at most 5 s)."""
         if self._server is None:

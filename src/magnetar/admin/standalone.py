@@ -2,9 +2,11 @@
 
 Used by the ``magnetar standalone`` command and by :mod:`magnetar.testing`. The broker knows
 nothing of HTTP; this is where the two meet. The HTTP ports and the binary listeners open at start;
-the HTTP stack (FastAPI, uvicorn, pydantic: over 20 MB) is imported and the app's core built only when
-the first HTTP connection arrives, in a worker thread (the broker's loop must not wait for it), while
-that connection waits in the socket's backlog. The admin routes (about 190) are built a group at a time,
+the HTTP ports are served first by :mod:`magnetar.admin.light_http` (readiness, health, the cluster list
+and /metrics, without the HTTP stack); the HTTP stack (FastAPI, uvicorn, pydantic: over 20 MB) is
+imported and the app's core built only when the first request those do not answer arrives, in a worker
+thread (the broker's loop must not wait for it), and that request's connection is then given to uvicorn,
+which serves the ports from then on. The admin routes (about 190) are built a group at a time,
 on the first request under each group's paths (:mod:`magnetar.admin.route_groups`). The app is served on
 plain HTTP (``http_port``, unless 0) and on HTTPS (``webServicePortTls``, when set) with the broker's
 server TLS context.
@@ -13,6 +15,7 @@ server TLS context.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 import socket
@@ -20,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from magnetar.admin.commit_latencies import record_commit_latencies
+from magnetar.admin.light_http import LightConnection, LightEndpoints
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.dynamic_config import apply_stored_overrides
 from magnetar.broker.security.tls import server_context
@@ -51,10 +55,11 @@ def build_http_app(service: BrokerService) -> ASGIApp:
 class StandaloneServer:
     """A running broker with its HTTP servers (plain when ``http_port`` is not 0, HTTPS when configured).
 
-    The HTTP ports listen from :meth:`start` on, but the HTTP stack is imported and the app built only
-    when the first connection arrives on one of them (or :meth:`serve_http` asks): a broker nobody
-    calls over HTTP never loads it. That first connection waits in the listening socket's backlog
-    meanwhile, and is served like every later one.
+    The HTTP ports listen from :meth:`start` on, served by the light server (:mod:`.light_http`); the
+    HTTP stack is imported and the app built only when the first request the light server does not
+    answer arrives on one of them (or :meth:`serve_http` asks): a broker only health-checked and scraped
+    never loads it. That request's connection waits meanwhile (its reading paused) and is then served by
+    uvicorn, as every later one.
     """
 
     def __init__(self, config: BrokerConfig) -> None:
@@ -70,7 +75,10 @@ class StandaloneServer:
         #: why the HTTP app could not be built (its ports are closed then), None while all is well
         self.http_error: BaseException | None = None
         self._sockets: list[tuple[socket.socket, ssl.SSLContext | None]] = []
-        self._watched: list[int] = []
+        self._light = LightEndpoints(self.broker.service)
+        self._light_servers: list[asyncio.Server] = []
+        self._light_connections: set[LightConnection] = set()
+        self._adoptions: set[asyncio.Task[None]] = set()
         self._http_task: asyncio.Task[None] | None = None
         self._sampling_task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -124,10 +132,38 @@ class StandaloneServer:
         if sockets:
             self._sockets = sockets
             self._start_recording()
-            loop = asyncio.get_running_loop()
-            for sock, _context in sockets:
-                loop.add_reader(sock.fileno(), self._on_first_connection)
-                self._watched.append(sock.fileno())
+            await self._serve_light(sockets)
+
+    async def _serve_light(self, sockets: list[tuple[socket.socket, ssl.SSLContext | None]]) -> None:
+        """The light server on a duplicate of each HTTP socket (the original is uvicorn's once the app is built)."""
+        loop = asyncio.get_running_loop()
+        for sock, context in sockets:
+            hand_off = functools.partial(self._hand_off, context is not None)
+
+            def connection(hand_off: functools.partial[None] = hand_off) -> LightConnection:
+                return LightConnection(self._light, hand_off, self._light_connections)
+
+            self._light_servers.append(await loop.create_server(connection, sock=sock.dup(), ssl=context))
+
+    def _hand_off(self, tls: bool, light: LightConnection, transport: asyncio.Transport, data: bytes) -> None:
+        """A light connection's request needs the app: build it (unless it is) and give uvicorn the connection."""
+        task = asyncio.get_running_loop().create_task(self._adopt(tls, transport, data), name="http-adopt")
+        self._adoptions.add(task)
+        task.add_done_callback(self._adoptions.discard)
+
+    async def _adopt(self, tls: bool, transport: asyncio.Transport, data: bytes) -> None:
+        await asyncio.shield(self._begin_http())
+        server = self.https if tls else self.http
+        if server is None or self._stopping:
+            transport.close()
+            return
+        server.adopt(transport, data)
+
+    def _close_light(self) -> None:
+        """Stop the light server accepting (its duplicate sockets close; the originals stay uvicorn's)."""
+        for server in self._light_servers:
+            server.close()
+        self._light_servers = []
 
     def _start_recording(self) -> None:
         """What /metrics reports from the broker's start: the commit latency histograms, and the statistics
@@ -151,20 +187,9 @@ class StandaloneServer:
 
             chart_history_for(admin).start()  # the console charts' last minutes, from the start
 
-    def _on_first_connection(self) -> None:
-        """A connection waits on an HTTP port: build the app and serve (the connection stays in the backlog)."""
-        self._begin_http()
-
-    def _unwatch(self) -> None:
-        loop = asyncio.get_running_loop()
-        for fd in self._watched:
-            loop.remove_reader(fd)
-        self._watched.clear()
-
     def _begin_http(self) -> asyncio.Task[None]:
         """The task that builds and serves the HTTP app, started now unless it was."""
         if self._http_task is None:
-            self._unwatch()
             self._http_task = asyncio.get_running_loop().create_task(self._serve_http(), name="http-build")
         return self._http_task
 
@@ -199,10 +224,15 @@ class StandaloneServer:
             else:
                 self.https = server
             await server.start()
+        self._light.app_served = True
+        self._close_light()
         if self.on_http_serving is not None:
             self.on_http_serving()
 
     def _close_sockets(self) -> None:
+        self._close_light()
+        for light in list(self._light_connections):
+            light.close()
         for sock, _context in self._sockets:
             sock.close()
         self._sockets = []
@@ -212,11 +242,13 @@ class StandaloneServer:
         cannot be interrupted), flush and close storage."""
         self._stopping = True
         self.broker.stop_accepting()
-        self._unwatch()
+        self._close_light()
         if self._sampling_task is not None:
             self._sampling_task.cancel()
         if self._http_task is not None:
             await asyncio.wait({self._http_task})
+        if self._adoptions:
+            await asyncio.wait(set(self._adoptions))
         self._close_sockets()
         for server in (self.http, self.https):
             if server is not None:

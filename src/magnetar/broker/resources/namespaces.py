@@ -46,20 +46,18 @@ class NamespaceResources:
         except MetadataConflictError:
             raise ConflictError("Namespace already exists") from None
 
-    def namespace_has_topics(self, ns: str) -> bool:
-        """Whether the namespace holds any topic, stored or loaded."""
+    async def namespace_has_topics(self, ns: str) -> bool:
+        """Whether the namespace holds any topic, stored (read on the metadata thread) or loaded."""
         meta = self.ctx.metadata
-        return bool(
-            meta.list_topics(ns)
-            or meta.list_partitioned_topics(ns)
-            or any(TopicName.parse(t).namespace == ns for t in self.ctx.service.topics)
-        )
+        if await self.ctx.off_loop(lambda: bool(meta.list_topics(ns) or meta.list_partitioned_topics(ns))):
+            return True
+        return any(TopicName.parse(t).namespace == ns for t in self.ctx.service.topics)
 
     async def delete_namespace(self, ns: str, force: bool = False) -> None:
         """Delete an empty namespace (with ``force``: its topics too)."""
         self.ctx.check_namespace(ns)
         meta = self.ctx.metadata
-        if self.namespace_has_topics(ns):
+        if await self.namespace_has_topics(ns):
             if not force:
                 raise ConflictError("Cannot delete non empty namespace")
             for name in meta.list_partitioned_topics(ns):

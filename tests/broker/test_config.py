@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -198,3 +199,13 @@ def test_standalone_stops_with_one_line_for_an_unreadable_certificate(tmp_path: 
     done = _standalone("--config", str(_pulsar_conf(tmp_path, text)), cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1].startswith("error: tlsCertificateFilePath: cannot read /etc/broker.cert.pem")
+
+
+def test_repr_shows_every_field_but_the_ignored_settings_by_name() -> None:
+    config = BrokerConfig(port=7001, ignored_settings=["zookeeperServers"])
+    text = repr(config)
+    assert text.startswith("BrokerConfig(data_dir=PosixPath('data'), ")
+    assert ", port=7001, " in text and "zookeeperServers" not in text and "ignored_settings" not in text
+    # the generated __repr__'s format: the class name, then name=repr(value) of each field in order
+    shown = [f.name for f in dataclasses.fields(BrokerConfig) if f.name != "ignored_settings"]
+    assert text == "BrokerConfig(" + ", ".join(f"{name}={getattr(config, name)!r}" for name in shown) + ")"

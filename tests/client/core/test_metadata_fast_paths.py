@@ -106,7 +106,7 @@ def test_plain_entries_are_known_from_their_bytes_as_protobuf_decides(monkeypatc
         opening.on_message_frames(frames)  # type: ignore[arg-type]
         plain_count += len(expected_plain)
         assert opening.general == [e for e, _, _ in expected_general]
-        assert [(m._entry, m._meta, m._payload) for m in opening.delivered] == expected_plain
+        assert [(m._ctx.entry, m._ctx.meta, m._payload) for m in opening.delivered] == expected_plain
         for msg, (_, meta_bytes, _) in zip(opening.delivered, expected_plain, strict=True):
             meta = MessageMetadata.FromString(meta_bytes)
             assert (msg.publish_timestamp(), msg.sequence_id(), msg.producer_name(), msg.event_timestamp()) == (

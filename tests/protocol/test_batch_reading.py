@@ -80,6 +80,45 @@ def test_the_usual_shapes_are_not_parsed() -> None:
     assert EMPTY_SINGLE.SerializeToString() == b""
 
 
+@pytest.mark.parametrize("first", [0, 100, 16_000, 2**21 - 40, 2**21, 2**40])
+def test_sequence_ids_numbered_from_the_entrys_are_not_kept(first: int) -> None:
+    """A metadata of payload size then the sequence id ``first`` + its index (the official producers'
+    numbering) reads as EMPTY_SINGLE when it takes one to three varint bytes; any other is read as
+    without ``first``, and every message keeps its payload."""
+    rng = random.Random(first)
+    messages = []
+    for index in range(80):
+        seq = first + index if index % 7 else rng.choice(SEQUENCES)
+        messages.append(BatchMessage(rng.randbytes(rng.choice(SIZES[:5])), sequence_id=seq))
+    messages.append(BatchMessage(b"k", sequence_id=first + 80, partition_key="key"))
+    payload = encode_batch(messages)
+    singles, bodies = split_batch_payload(payload, len(messages), first)
+    assert bodies == [m.payload for m in messages]
+    for index, (single, message) in enumerate(zip(singles, messages, strict=True)):
+        numbered = message.sequence_id == first + index and first + index < 2**21 and not message.partition_key
+        if numbered:
+            assert single is EMPTY_SINGLE
+        else:
+            parsed = SingleMessageMetadata.FromString(single) if single.__class__ is bytes else single
+            assert single is not EMPTY_SINGLE and parsed.sequence_id == message.sequence_id
+            assert parsed.payload_size == len(message.payload)
+    assert all(s is not EMPTY_SINGLE for s in split_batch_payload(payload, len(messages), first + 1)[0])
+
+
+def test_a_numbered_sequence_id_needs_its_whole_metadata() -> None:
+    """A metadata whose sequence id matches but which holds more (or a varint that runs on) is not
+    taken for the numbered shape."""
+    seq = SingleMessageMetadata(payload_size=1, sequence_id=5).SerializeToString()
+    more = SingleMessageMetadata(payload_size=1, sequence_id=5, event_time=9).SerializeToString()
+    payload = _U32.pack(len(seq)) + seq + b"a" + _U32.pack(len(more)) + more + b"b"
+    singles, bodies = split_batch_payload(payload, 2, 5)
+    assert singles[0] is EMPTY_SINGLE and isinstance(singles[1], SingleMessageMetadata)
+    assert singles[1].event_time == 9 and bodies == [b"a", b"b"]
+    bad = _U32.pack(4) + b"\x18\x01\x40\x85" + b"x"  # sequence id 5 with its varint unterminated
+    with pytest.raises(ProtocolError):
+        split_batch_payload(bad, 1, 5)
+
+
 def test_a_compacted_out_message_keeps_its_flag() -> None:
     single = SingleMessageMetadata(payload_size=1, compacted_out=True).SerializeToString()
     payload = _U32.pack(len(single)) + single + b"a"

@@ -144,9 +144,11 @@ def test_batched_messages_read_as_protobuf_reads_their_single_metadata() -> None
     for _ in range(100):
         count = rng.randint(1, 60)
         singles, payloads, parts = [], [], []
-        for _ in range(count):
+        for index in range(count):
             payload = rng.randbytes(rng.choice([0, 1, 127, 128, 300, 16383, 16384]))
             single = _random_single(rng, len(payload))
+            if rng.random() < 0.5:  # numbered as the official producers do (split_batch_payload's first_sequence)
+                single.sequence_id = 1000 + index
             raw = single.SerializeToString()
             parts.append(U32.pack(len(raw)) + raw + payload)
             singles.append(single)

@@ -77,7 +77,7 @@ def split_batch(
     malformed batch.
     """
     count = meta.num_messages_in_batch
-    singles, bodies = split_batch_payload(payload, count)
+    singles, bodies = split_batch_payload(payload, count, meta.sequence_id)
     ledger_id, entry_id = IdPart(entry[0]), IdPart(entry[1])
     topic = consumer.topic
     ctx = message_entry(meta, ledger_id, entry_id, topic, redelivery, consumer.config.schema, consumer)

@@ -41,8 +41,9 @@ def generated_split(payload: bytes, count: int) -> list[tuple[bytes, bytes]]:
 
 
 def read_by_hand(payload: bytes, count: int) -> list[tuple[bytes, bytes]]:
-    singles, bodies = split_batch_payload(payload, count)
-    assert len(singles) == len(bodies) == count
+    by_index, bodies = split_batch_payload(payload, count)
+    singles = [by_index[i] for i in range(count)]
+    assert len(bodies) == count and all(s is not EMPTY_SINGLE for s in by_index.values())
     as_parsed = []
     for single, body in zip(singles, bodies, strict=True):
         if single is EMPTY_SINGLE:  # stands for a metadata of nothing but the payload's size
@@ -92,9 +93,10 @@ def test_sequence_ids_numbered_from_the_entrys_are_not_kept(first: int) -> None:
         messages.append(BatchMessage(rng.randbytes(rng.choice(SIZES[:5])), sequence_id=seq))
     messages.append(BatchMessage(b"k", sequence_id=first + 80, partition_key="key"))
     payload = encode_batch(messages)
-    singles, bodies = split_batch_payload(payload, len(messages), first)
+    by_index, bodies = split_batch_payload(payload, len(messages), first)
     assert bodies == [m.payload for m in messages]
-    for index, (single, message) in enumerate(zip(singles, messages, strict=True)):
+    for index, message in enumerate(messages):
+        single = by_index[index]
         numbered = message.sequence_id == first + index and first + index < 2**21 and not message.partition_key
         if numbered:
             assert single is EMPTY_SINGLE
@@ -102,7 +104,7 @@ def test_sequence_ids_numbered_from_the_entrys_are_not_kept(first: int) -> None:
             parsed = SingleMessageMetadata.FromString(single) if single.__class__ is bytes else single
             assert single is not EMPTY_SINGLE and parsed.sequence_id == message.sequence_id
             assert parsed.payload_size == len(message.payload)
-    assert all(s is not EMPTY_SINGLE for s in split_batch_payload(payload, len(messages), first + 1)[0])
+    assert len(split_batch_payload(payload, len(messages), first + 1)[0]) == len(messages)  # none numbered so
 
 
 def test_a_numbered_sequence_id_needs_its_whole_metadata() -> None:

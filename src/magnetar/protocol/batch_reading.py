@@ -42,12 +42,20 @@ plain_after_head: Final = re.compile(
 ).fullmatch
 
 
-def split_batch_payload(
-    payload: bytes, count: int, first_sequence: int = -1,
-) -> tuple[list[SingleMessageMetadata | bytes], list[bytes]]:
-    """The ``count`` messages of a batch payload: their metadata (:data:`EMPTY_SINGLE`, kept
-    serialized bytes, or parsed; see the module) and their payload bytes, in order. Raises
-    ProtocolError on a malformed batch (a message overrunning it, or bytes left over).
+class BatchSingles(dict[int, "SingleMessageMetadata | bytes"]):
+    """The SingleMessageMetadata of a batch's messages by index, holding only those that are not
+    :data:`EMPTY_SINGLE` (``singles[i]`` of any other index is EMPTY_SINGLE): the bulk of batches,
+    whose messages have nothing of their own, hold nothing."""
+
+    def __missing__(self, index: int) -> SingleMessageMetadata:
+        return EMPTY_SINGLE
+
+
+def split_batch_payload(payload: bytes, count: int, first_sequence: int = -1) -> tuple[BatchSingles, list[bytes]]:
+    """The ``count`` messages of a batch payload: their metadata (:data:`EMPTY_SINGLE`, left out
+    of the :class:`BatchSingles`; kept serialized bytes; or parsed: see the module) and their
+    payload bytes, in order. Raises ProtocolError on a malformed batch (a message overrunning it,
+    or bytes left over).
 
     With ``first_sequence`` (the entry's MessageMetadata.sequence_id, >= 0), a metadata of
     ``payload_size`` then ``sequence_id`` equal to ``first_sequence`` + its index (as the official
@@ -55,9 +63,9 @@ def split_batch_payload(
     :data:`EMPTY_SINGLE` too: a batched message without its own sequence id has that one
     (``Message.sequence_id``). Nothing is kept of it, nor read by a regular expression."""
     unpack, size_and_sequence, parse, empty = _U32.unpack_from, _SIZE_AND_SEQUENCE, SingleMessageMetadata.FromString, EMPTY_SINGLE
-    singles: list[SingleMessageMetadata | bytes] = []
+    singles = BatchSingles()
     bodies: list[bytes] = []
-    add_single, add_body = singles.append, bodies.append
+    add_body = bodies.append
     end = len(payload)
     pos = 0
     try:
@@ -89,9 +97,10 @@ def split_batch_payload(
                 if single is None and size >= 0 and size_and_sequence(payload, pos, stop):
                     single = payload[pos:stop]
             if single is None:
-                single = parse(payload[pos:stop])
+                single = singles[index] = parse(payload[pos:stop])
                 size = single.payload_size
-            add_single(single)
+            elif single is not empty:
+                singles[index] = single
             pos = stop
             add_body(payload[pos : pos + size])
             pos += size
@@ -120,4 +129,4 @@ def is_plain_metadata(meta: bytes, head: bytes) -> bool:
     return bool(head) and meta.startswith(head) and plain_after_head(meta, len(head)) is not None
 
 
-__all__ = ["EMPTY_SINGLE", "is_plain_metadata", "plain_after_head", "plain_metadata_head", "split_batch_payload"]
+__all__ = ["EMPTY_SINGLE", "BatchSingles", "is_plain_metadata", "plain_after_head", "plain_metadata_head", "split_batch_payload"]

@@ -86,23 +86,22 @@ def split_batch(
     new_message, empty = _new_message, EMPTY_SINGLE
     indexes = BATCH_INDEXES if count <= len(BATCH_INDEXES) else [id_part(i) for i in range(count)]
     out = []
-    if mask is None and not check_start:
-        # the usual case: every message of the entry is handed out (unless compacted out)
-        for index, single, body in zip(indexes, singles, bodies, strict=False):  # (indexes is longer)
-            if single is not empty and single.__class__ is not bytes and single.compacted_out:
-                continue
+    if mask is None and not check_start and not singles:
+        # the usual case: every message of the entry is handed out, none with metadata of its own
+        for index, body in zip(indexes, bodies, strict=False):  # (indexes is longer)
             msg = new_message(Message)
             msg._payload = body
-            msg._single = single
+            msg._single = empty
             msg._index = index
             msg._mid = None  # (made on first use: see Message._id)
             msg._ctx = ctx
             out.append(msg)
         return out
     partition = id_part(consumer.partition)
-    for index, single, body in zip(indexes, singles, bodies, strict=False):
+    for index, body in zip(indexes, bodies, strict=False):
         if mask is not None and not (mask >> index) & 1:
             continue
+        single = singles.get(index, empty)
         if single is not empty and single.__class__ is not bytes and single.compacted_out:
             continue
         msg_id = None

@@ -202,7 +202,8 @@ class MessageEntry:
 
     One object per entry, referenced by each of its messages: a batch's messages set a handful of
     their own slots instead of a dozen (the consumer's hot loop), and read the rest through it.
-    Never modified once its messages are handed out, except ``meta`` parsed in place.
+    Never modified once its messages are handed out, except ``meta`` parsed in place
+    (``Message._metadata``).
     """
 
     __slots__ = ("meta", "ledger", "entry", "topic", "redelivery_count", "schema", "consumer")
@@ -218,13 +219,6 @@ class MessageEntry:
         self.redelivery_count = redelivery_count
         self.schema = schema
         self.consumer = consumer
-
-    def metadata(self) -> MessageMetadata:
-        """The entry's MessageMetadata (parsed on the first call)."""
-        meta = self.meta
-        if meta.__class__ is bytes:
-            meta = self.meta = MessageMetadata.FromString(meta)
-        return meta
 
 
 def message_entry(

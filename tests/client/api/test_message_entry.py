@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from magnetar.client import Client, CryptoKeyReader, InitialPosition
+from magnetar.client.api.message import PlainMessage
 
 from ..conftest import RECEIVE_MS
 
@@ -93,6 +94,8 @@ def test_accessors_say_what_the_official_clients_say(
     assert [m.sequence_id() for m in got] == list(range(len(payloads)))
     batched = options["batching_enabled"]
     assert any(m.message_id().batch_index() > 0 for m in got) == batched
+    if case == "single":  # opened on the hot path: no batch index nor single metadata of their own
+        assert all(type(m) is PlainMessage and m._index is None and m._single is None for m in got)
     if case == "chunked":
         assert got[0].message_id().is_chunked() and not got[1].message_id().is_chunked()
     if crypto:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from magnetar.client.api.config import ConsumerConfig
-from magnetar.client.api.message import Message, MessageId, id_part
+from magnetar.client.api.message import Message, MessageId, PlainMessage, id_part
 from magnetar.client.api.policies import ConsumerKeySharedPolicy
 from magnetar.client.core.acks import AckGroupingTracker, EntryKey
 from magnetar.client.core.batch_messages import has_message_after
@@ -298,7 +298,8 @@ class AsyncConsumer(HandlerState, ReceiverBase, EntryOpening):
         completes with its ACK_RESPONSE (see :mod:`.transactions`)."""
         if txn is not None:
             return txn.acknowledge(self, message, False)
-        if message.__class__ is Message:
+        cls = message.__class__
+        if cls is Message or cls is PlainMessage:
             mid = message._mid
             if mid is None:
                 index = message._index

@@ -23,6 +23,7 @@ from magnetar.client.api.message import (
     Message,
     MessageEntry,
     MessageId,
+    PlainMessage,
     fast_message,
     fast_message_id,
     id_part,
@@ -145,10 +146,8 @@ class EntryOpening:
                         ctx.redelivery_count = frame.redelivery_count
                         ctx.schema = schema
                         ctx.consumer = self
-                        msg = _new(Message)
+                        msg = _new(PlainMessage)
                         msg._payload = bytes(entry[4 + meta_size :])  # the one copy of the payload
-                        msg._single = None
-                        msg._index = None
                         msg._mid = None  # (made from its entry on first use: see Message._id)
                         msg._ctx = ctx
                         out.append(msg)

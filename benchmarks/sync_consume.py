@@ -16,7 +16,13 @@ loaded machine, and the broker's CPU seconds per million over the same timed loo
 of the loop's wall time: a broker below 1.0 waited for the client part of the time). Written to
 benchmarks/results/sync_consume.json.
 
+With ``--null-broker`` the rounds consume batches (1,000 messages of ``--size`` bytes, each with
+its sequence id, as the official producer writes them) from benchmarks/null_broker.py instead: the
+broker's cost taken out, what is left is the client's. ``--layouts batched`` measures only the
+batched topic on magnetar.
+
 usage: python benchmarks/sync_consume.py [--count N] [--rounds R] [--size 100] [--baseline-src DIR] [--label NAME]
+[--null-broker] [--layouts unbatched,batched]
 (``--label``: the report becomes that block of the results file, whose other blocks are kept;
 ``--broker-src``: the broker runs from that source tree, e.g. the committed one, while others edit
 this one; the client processes' garbage collections per generation are recorded too)
@@ -141,12 +147,94 @@ def run_consume(kind: str, url: str, topic: str, count: int, env: dict[str, str]
     }
 
 
+def summarize(runs: dict[str, list[dict]]) -> dict:
+    """The results block of one layout: every run, the medians and the ratios to the official client."""
+    med = {s: statistics.median(x["msg_per_s"] for x in v) for s, v in runs.items()}
+    cpu = {s: statistics.median(x["cpu_s_per_million"] for x in v) for s, v in runs.items()}
+    entry: dict = {
+        "msg_per_s": {s: [round(x["msg_per_s"]) for x in v] for s, v in runs.items()},
+        "client_cpu_s_per_million": {s: [round(x["cpu_s_per_million"], 2) for x in v] for s, v in runs.items()},
+        "client_gc_collections_per_generation": {s: [x["gc_collections"] for x in v] for s, v in runs.items()},
+        "broker_cpu_s_per_million": {s: [round(x["broker_cpu_s_per_million"], 2) for x in v] for s, v in runs.items()},
+        "broker_busy": {s: [round(x["broker_busy"], 2) for x in v] for s, v in runs.items()},
+        "median_msg_per_s": {s: round(v) for s, v in med.items()},
+        "median_client_cpu_s_per_million": {s: round(v, 2) for s, v in cpu.items()},
+        "ratio_magnetar_to_official": round(med["magnetar"] / med["official"], 2),
+        "ratio_magnetar_to_official_per_round": [
+            round(m["msg_per_s"] / o["msg_per_s"], 2) for m, o in zip(runs["magnetar"], runs["official"], strict=True)
+        ],
+        "cpu_ratio_magnetar_to_official": round(cpu["magnetar"] / cpu["official"], 2),
+    }
+    if "baseline" in med:
+        entry["ratio_baseline_to_official"] = round(med["baseline"] / med["official"], 2)
+        entry["speedup_magnetar_over_baseline"] = round(med["magnetar"] / med["baseline"], 2)
+        entry["cpu_ratio_magnetar_to_baseline"] = round(cpu["magnetar"] / cpu["baseline"], 2)
+        entry["ratio_baseline_to_official_per_round"] = [
+            round(b["msg_per_s"] / o["msg_per_s"], 2) for b, o in zip(runs["baseline"], runs["official"], strict=True)
+        ]
+    return entry
+
+
+def alternate(sides: dict[str, dict[str, str]], url: str, topic: str, label: str, args: argparse.Namespace, pid: int) -> dict:
+    """``args.rounds`` rounds, each side once per round in turn, on ``topic``: the results block."""
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
+    for r in range(args.rounds):
+        for side, env in sides.items():
+            runs[side].append(run_consume(side, url, topic, args.count, env, pid))
+        print(f"{label} round {r}: " + ", ".join(
+            f"{s} {v[-1]['msg_per_s']:,.0f} msg/s {v[-1]['cpu_s_per_million']:.2f} cpu-s/M"
+            f" (broker {v[-1]['broker_cpu_s_per_million']:.2f}, busy {v[-1]['broker_busy']:.2f})"
+            for s, v in runs.items()
+        ) + f" load {os.getloadavg()[0]:.1f}", flush=True)
+    return summarize(runs)
+
+
+def against_null(sides: dict[str, dict[str, str]], args: argparse.Namespace) -> dict[str, dict]:
+    """The batched rounds against benchmarks/null_broker.py (the broker's cost taken out)."""
+    from magnetar.testing import free_port, wait_for_port
+
+    port = free_port()
+    null = subprocess.Popen([sys.executable, str(HERE / "null_broker.py"), "--port", str(port)])
+    try:
+        wait_for_port(port)
+        topic = f"sync-null-s{args.size}-b1000-{time.time_ns()}"
+        return {"batched": alternate(sides, f"pulsar://127.0.0.1:{port}", topic, "null batched", args, null.pid)}
+    finally:
+        null.terminate()
+        null.wait(30)
+
+
+def against_magnetar(sides: dict[str, dict[str, str]], args: argparse.Namespace, broker_src: str) -> dict[str, dict]:
+    """The rounds against a magnetar standalone broker (fsync always), one topic per layout."""
+    from magnetar.testing import BrokerProcess
+
+    tmp = tempfile.TemporaryDirectory()
+    broker = BrokerProcess(
+        Path(tmp.name) / "data", args=("--fsync", "always", "--log-level", "WARNING"), env={"PYTHONPATH": broker_src}
+    )
+    results: dict[str, dict] = {}
+    try:
+        broker.start()
+        for layout in args.layouts.split(","):
+            topic = f"sync-{layout}-{time.time_ns()}"
+            hold = f"{broker.http_url}/admin/v2/persistent/public/default/{topic}/subscription/hold"
+            urllib.request.urlopen(urllib.request.Request(hold, method="PUT"), timeout=30).read()
+            fill(broker.service_url, topic, args.count, args.size, layout == "batched")
+            results[layout] = alternate(sides, broker.service_url, topic, layout, args, broker.proc.pid)
+    finally:
+        broker.stop()
+        tmp.cleanup()
+    return results
+
+
 def main() -> None:
     """Run the benchmark and write benchmarks/results/sync_consume.json."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--layouts", default="unbatched,batched", help="the topics measured on magnetar")
+    parser.add_argument("--null-broker", action="store_true", help="consume batches from benchmarks/null_broker.py instead")
     parser.add_argument("--baseline-src", help="another magnetar source tree (PYTHONPATH) measured alongside")
     parser.add_argument("--out", default=str(HERE / "results" / "sync_consume.json"))
     parser.add_argument("--label", help="write the report as this block of the results file, keeping the rest")
@@ -159,65 +247,23 @@ def main() -> None:
         print(json.dumps(consume(client, url, topic, int(count), args.broker_pid)))
         return
 
-    from magnetar.testing import BrokerProcess
-
     tree = str(HERE.parent / "src")
-    sides = {"official": {}, "magnetar": {"PYTHONPATH": tree}}
+    sides: dict[str, dict[str, str]] = {"official": {}, "magnetar": {"PYTHONPATH": tree}}
     if args.baseline_src:
         sides["baseline"] = {"PYTHONPATH": args.baseline_src}
-    tmp = tempfile.TemporaryDirectory()
     broker_src = args.broker_src or tree
-    broker = BrokerProcess(
-        Path(tmp.name) / "data", args=("--fsync", "always", "--log-level", "WARNING"), env={"PYTHONPATH": broker_src}
-    )
-    results: dict[str, dict] = {}
-    try:
-        broker.start()
-        for layout in ("unbatched", "batched"):
-            topic = f"sync-{layout}-{time.time_ns()}"
-            hold = f"{broker.http_url}/admin/v2/persistent/public/default/{topic}/subscription/hold"
-            urllib.request.urlopen(urllib.request.Request(hold, method="PUT"), timeout=30).read()
-            fill(broker.service_url, topic, args.count, args.size, layout == "batched")
-            runs: dict[str, list[dict]] = {side: [] for side in sides}
-            for r in range(args.rounds):
-                for side, env in sides.items():
-                    runs[side].append(run_consume(side, broker.service_url, topic, args.count, env, broker.proc.pid))
-                print(f"{layout} round {r}: " + ", ".join(
-                    f"{s} {v[-1]['msg_per_s']:,.0f} msg/s {v[-1]['cpu_s_per_million']:.2f} cpu-s/M"
-                    f" (broker {v[-1]['broker_cpu_s_per_million']:.2f}, busy {v[-1]['broker_busy']:.2f})"
-                    for s, v in runs.items()
-                ), flush=True)
-            med = {s: statistics.median(x["msg_per_s"] for x in v) for s, v in runs.items()}
-            cpu = {s: statistics.median(x["cpu_s_per_million"] for x in v) for s, v in runs.items()}
-            entry: dict = {
-                "msg_per_s": {s: [round(x["msg_per_s"]) for x in v] for s, v in runs.items()},
-                "client_cpu_s_per_million": {s: [round(x["cpu_s_per_million"], 2) for x in v] for s, v in runs.items()},
-                "client_gc_collections_per_generation": {s: [x["gc_collections"] for x in v] for s, v in runs.items()},
-                "broker_cpu_s_per_million": {s: [round(x["broker_cpu_s_per_million"], 2) for x in v] for s, v in runs.items()},
-                "broker_busy": {s: [round(x["broker_busy"], 2) for x in v] for s, v in runs.items()},
-                "median_msg_per_s": {s: round(v) for s, v in med.items()},
-                "median_client_cpu_s_per_million": {s: round(v, 2) for s, v in cpu.items()},
-                "ratio_magnetar_to_official": round(med["magnetar"] / med["official"], 2),
-                "ratio_magnetar_to_official_per_round": [
-                    round(m["msg_per_s"] / o["msg_per_s"], 2) for m, o in zip(runs["magnetar"], runs["official"], strict=True)
-                ],
-            }
-            if "baseline" in med:
-                entry["ratio_baseline_to_official"] = round(med["baseline"] / med["official"], 2)
-                entry["speedup_magnetar_over_baseline"] = round(med["magnetar"] / med["baseline"], 2)
-                entry["ratio_baseline_to_official_per_round"] = [
-                    round(b["msg_per_s"] / o["msg_per_s"], 2) for b, o in zip(runs["baseline"], runs["official"], strict=True)
-                ]
-            results[layout] = entry
-    finally:
-        broker.stop()
-        tmp.cleanup()
+    if args.null_broker:
+        results = against_null(sides, args)
+        broker_text = "benchmarks/null_broker.py (feeds one pre-built batch per FLOW'd entry; ACKs ignored)"
+    else:
+        results = against_magnetar(sides, args, broker_src)
+        broker_text = f"magnetar standalone, fsync always (source: {broker_src})"
     report = {
         "benchmark": "sync consume: receive() + acknowledge() one by one, magnetar.client sync face vs official client",
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}",
         "load_average_at_end": os.getloadavg(),
-        "broker": f"magnetar standalone, fsync always (source: {broker_src})",
+        "broker": broker_text,
         "messages_per_run": args.count,
         "message_size": args.size,
         "rounds": args.rounds,

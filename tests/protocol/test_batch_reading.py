@@ -41,8 +41,9 @@ def generated_split(payload: bytes, count: int) -> list[tuple[bytes, bytes]]:
 
 
 def read_by_hand(payload: bytes, count: int) -> list[tuple[bytes, bytes]]:
-    singles, bodies = split_batch_payload(payload, count)
-    assert len(singles) == len(bodies) == count
+    by_index, bodies = split_batch_payload(payload, count)
+    singles = [by_index[i] for i in range(count)]
+    assert len(bodies) == count and all(s is not EMPTY_SINGLE for s in by_index.values())
     as_parsed = []
     for single, body in zip(singles, bodies, strict=True):
         if single is EMPTY_SINGLE:  # stands for a metadata of nothing but the payload's size
@@ -78,6 +79,46 @@ def test_the_usual_shapes_are_not_parsed() -> None:
     assert isinstance(singles[4], SingleMessageMetadata) and singles[4].partition_key == "key"
     assert bodies == [b"x" * 100, b"y" * 200, b"z", b"w" * 20000, b"k"]
     assert EMPTY_SINGLE.SerializeToString() == b""
+
+
+@pytest.mark.parametrize("first", [0, 100, 16_000, 2**21 - 40, 2**21, 2**40])
+def test_sequence_ids_numbered_from_the_entrys_are_not_kept(first: int) -> None:
+    """A metadata of payload size then the sequence id ``first`` + its index (the official producers'
+    numbering) reads as EMPTY_SINGLE when it takes one to three varint bytes; any other is read as
+    without ``first``, and every message keeps its payload."""
+    rng = random.Random(first)
+    messages = []
+    for index in range(80):
+        seq = first + index if index % 7 else rng.choice(SEQUENCES)
+        messages.append(BatchMessage(rng.randbytes(rng.choice(SIZES[:5])), sequence_id=seq))
+    messages.append(BatchMessage(b"k", sequence_id=first + 80, partition_key="key"))
+    payload = encode_batch(messages)
+    by_index, bodies = split_batch_payload(payload, len(messages), first)
+    assert bodies == [m.payload for m in messages]
+    for index, message in enumerate(messages):
+        single = by_index[index]
+        numbered = message.sequence_id == first + index and first + index < 2**21 and not message.partition_key
+        if numbered:
+            assert single is EMPTY_SINGLE
+        else:
+            parsed = SingleMessageMetadata.FromString(single) if single.__class__ is bytes else single
+            assert single is not EMPTY_SINGLE and parsed.sequence_id == message.sequence_id
+            assert parsed.payload_size == len(message.payload)
+    assert len(split_batch_payload(payload, len(messages), first + 1)[0]) == len(messages)  # none numbered so
+
+
+def test_a_numbered_sequence_id_needs_its_whole_metadata() -> None:
+    """A metadata whose sequence id matches but which holds more (or a varint that runs on) is not
+    taken for the numbered shape."""
+    seq = SingleMessageMetadata(payload_size=1, sequence_id=5).SerializeToString()
+    more = SingleMessageMetadata(payload_size=1, sequence_id=5, event_time=9).SerializeToString()
+    payload = _U32.pack(len(seq)) + seq + b"a" + _U32.pack(len(more)) + more + b"b"
+    singles, bodies = split_batch_payload(payload, 2, 5)
+    assert singles[0] is EMPTY_SINGLE and isinstance(singles[1], SingleMessageMetadata)
+    assert singles[1].event_time == 9 and bodies == [b"a", b"b"]
+    bad = _U32.pack(4) + b"\x18\x01\x40\x85" + b"x"  # sequence id 5 with its varint unterminated
+    with pytest.raises(ProtocolError):
+        split_batch_payload(bad, 1, 5)
 
 
 def test_a_compacted_out_message_keeps_its_flag() -> None:

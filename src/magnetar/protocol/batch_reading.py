@@ -42,37 +42,66 @@ plain_after_head: Final = re.compile(
 ).fullmatch
 
 
-def split_batch_payload(payload: bytes, count: int) -> tuple[list[SingleMessageMetadata | bytes], list[bytes]]:
-    """The ``count`` messages of a batch payload: their metadata (:data:`EMPTY_SINGLE`, kept
-    serialized bytes, or parsed; see the module) and their payload bytes, in order. Raises
-    ProtocolError on a malformed batch (a message overrunning it, or bytes left over)."""
+class BatchSingles(dict[int, "SingleMessageMetadata | bytes"]):
+    """The SingleMessageMetadata of a batch's messages by index, holding only those that are not
+    :data:`EMPTY_SINGLE` (``singles[i]`` of any other index is EMPTY_SINGLE): the bulk of batches,
+    whose messages have nothing of their own, hold nothing."""
+
+    def __missing__(self, index: int) -> SingleMessageMetadata:
+        return EMPTY_SINGLE
+
+
+def split_batch_payload(payload: bytes, count: int, first_sequence: int = -1) -> tuple[BatchSingles, list[bytes]]:
+    """The ``count`` messages of a batch payload: their metadata (:data:`EMPTY_SINGLE`, left out
+    of the :class:`BatchSingles`; kept serialized bytes; or parsed: see the module) and their
+    payload bytes, in order. Raises ProtocolError on a malformed batch (a message overrunning it,
+    or bytes left over).
+
+    With ``first_sequence`` (the entry's MessageMetadata.sequence_id, >= 0), a metadata of
+    ``payload_size`` then ``sequence_id`` equal to ``first_sequence`` + its index (as the official
+    producers number a batch's messages; a sequence id of up to three varint bytes) is
+    :data:`EMPTY_SINGLE` too: a batched message without its own sequence id has that one
+    (``Message.sequence_id``). Nothing is kept of it, nor read by a regular expression."""
     unpack, size_and_sequence, parse, empty = _U32.unpack_from, _SIZE_AND_SEQUENCE, SingleMessageMetadata.FromString, EMPTY_SINGLE
-    singles: list[SingleMessageMetadata | bytes] = []
+    singles = BatchSingles()
     bodies: list[bytes] = []
-    add_single, add_body = singles.append, bodies.append
+    add_body = bodies.append
     end = len(payload)
     pos = 0
     try:
         for index in range(count):
             (n,) = unpack(payload, pos)
             pos += 4
-            b0 = payload[pos]
-            if n == 2 and b0 == 0x18 and payload[pos + 1] < 0x80:
-                add_single(empty)
+            stop = pos + n
+            single = None
+            if payload[pos] == 0x18:
                 size = payload[pos + 1]
-            elif n == 3 and b0 == 0x18 and payload[pos + 2] < 0x80:
-                add_single(empty)
-                size = (payload[pos + 1] & 0x7F) | (payload[pos + 2] << 7)
-            elif b0 == 0x18 and size_and_sequence(payload, pos, pos + n):
-                add_single(payload[pos : pos + n])
-                size = payload[pos + 1]
+                at = pos + 2
                 if size >= 0x80:
-                    size = (size & 0x7F) | (payload[pos + 2] << 7)
-            else:
-                single = parse(payload[pos : pos + n])
-                add_single(single)
+                    high = payload[at]
+                    size = (size & 0x7F) | (high << 7) if high < 0x80 else -1
+                    at += 1
+                if at == stop and size >= 0:
+                    single = empty
+                elif size >= 0 and payload[at] == 0x40 and first_sequence >= 0:
+                    seq = first_sequence + index
+                    if stop - at == 2:
+                        if seq < 0x80 and payload[at + 1] == seq:
+                            single = empty
+                    elif stop - at == 3:
+                        if seq < 1 << 14 and payload[at + 1] == seq & 0x7F | 0x80 and payload[at + 2] == seq >> 7:
+                            single = empty
+                    elif (stop - at == 4 and seq < 1 << 21 and payload[at + 1] == seq & 0x7F | 0x80
+                          and payload[at + 2] == seq >> 7 & 0x7F | 0x80 and payload[at + 3] == seq >> 14):
+                        single = empty
+                if single is None and size >= 0 and size_and_sequence(payload, pos, stop):
+                    single = payload[pos:stop]
+            if single is None:
+                single = singles[index] = parse(payload[pos:stop])
                 size = single.payload_size
-            pos += n
+            elif single is not empty:
+                singles[index] = single
+            pos = stop
             add_body(payload[pos : pos + size])
             pos += size
             if pos > end or size < 0:
@@ -100,4 +129,4 @@ def is_plain_metadata(meta: bytes, head: bytes) -> bool:
     return bool(head) and meta.startswith(head) and plain_after_head(meta, len(head)) is not None
 
 
-__all__ = ["EMPTY_SINGLE", "is_plain_metadata", "plain_after_head", "plain_metadata_head", "split_batch_payload"]
+__all__ = ["EMPTY_SINGLE", "BatchSingles", "is_plain_metadata", "plain_after_head", "plain_metadata_head", "split_batch_payload"]

@@ -38,12 +38,15 @@ class _Opening(EntryOpening):
         self.sink = None
         self.delivered: list[Message] = []
         self.general: list[int] = []
+        #: the checksum each entry sent to the general path came with (None: already found right)
+        self.checksums: list[int | None] = []
 
     def _deliver(self, messages: list[Message]) -> None:
         self.delivered += messages
 
     def _entry_messages(self, ledger_id: int, entry_id: int, *args: Any) -> list[Message]:
         self.general.append(entry_id)
+        self.checksums.append(args[-1])
         return []
 
 
@@ -106,7 +109,7 @@ def test_plain_entries_are_known_from_their_bytes_as_protobuf_decides(monkeypatc
         opening.on_message_frames(frames)  # type: ignore[arg-type]
         plain_count += len(expected_plain)
         assert opening.general == [e for e, _, _ in expected_general]
-        assert [(m._entry, m._meta, m._payload) for m in opening.delivered] == expected_plain
+        assert [(m._ctx.entry, m._ctx.meta, m._payload) for m in opening.delivered] == expected_plain
         for msg, (_, meta_bytes, _) in zip(opening.delivered, expected_plain, strict=True):
             meta = MessageMetadata.FromString(meta_bytes)
             assert (msg.publish_timestamp(), msg.sequence_id(), msg.producer_name(), msg.event_timestamp()) == (
@@ -123,6 +126,17 @@ def test_a_checksum_mismatch_still_takes_the_general_path() -> None:
     bad[-1] ^= 1
     opening.on_message_frames(list(FrameDecoder(1 << 20).frames(_frame(meta_bytes, b"a", 1) + bytes(bad))))  # type: ignore[arg-type]
     assert [m._payload for m in opening.delivered] == [b"a"] and opening.general == [2]
+
+
+def test_a_batch_whose_checksum_was_found_right_is_not_checked_again() -> None:
+    opening = _Opening()
+    meta = MessageMetadata(producer_name="p", sequence_id=1, publish_time=2, num_messages_in_batch=1).SerializeToString()
+    good, bad = _frame(meta, b"\x00\x00\x00\x02\x18\x01a", 1), bytearray(_frame(meta, b"\x00\x00\x00\x02\x18\x01b", 2))
+    bad[-1] ^= 1
+    frames = list(FrameDecoder(1 << 20).frames(good + bytes(bad)))
+    opening.on_message_frames(frames)  # type: ignore[arg-type]
+    assert opening.general == [1, 2]
+    assert opening.checksums == [None, frames[1].checksum] and frames[1].checksum is not None
 
 
 def _random_single(rng: random.Random, size: int) -> SingleMessageMetadata:
@@ -144,9 +158,11 @@ def test_batched_messages_read_as_protobuf_reads_their_single_metadata() -> None
     for _ in range(100):
         count = rng.randint(1, 60)
         singles, payloads, parts = [], [], []
-        for _ in range(count):
+        for index in range(count):
             payload = rng.randbytes(rng.choice([0, 1, 127, 128, 300, 16383, 16384]))
             single = _random_single(rng, len(payload))
+            if rng.random() < 0.5:  # numbered as the official producers do (split_batch_payload's first_sequence)
+                single.sequence_id = 1000 + index
             raw = single.SerializeToString()
             parts.append(U32.pack(len(raw)) + raw + payload)
             singles.append(single)

@@ -103,7 +103,7 @@ class ConsumerLoad:
 
     def _took(self, messages: list[Any]) -> None:
         now = time.perf_counter_ns()
-        ours = messages[0].__class__ is Message
+        ours = isinstance(messages[0], Message)
         self.received += len(messages)
         self.received_bytes += payload_bytes(messages) if ours else sum([len(m.data()) for m in messages])
         self.end_ns = now

@@ -194,19 +194,61 @@ MessageId.earliest = MessageId(-1, -1)
 MessageId.latest = MessageId(_I64_MAX, _I64_MAX)
 
 
+class MessageEntry:
+    """What the messages opened from one entry share: the entry's MessageMetadata (kept serialized
+    as bytes until first asked for), where it is (``ledger``, an IdPart, and ``entry``, an int,
+    both signed), its topic, redelivery count, the schema that decodes its payloads and the
+    (single-topic) consumer core that received it (None for a message made by hand).
+
+    One object per entry, referenced by each of its messages: a batch's messages set a handful of
+    their own slots instead of a dozen (the consumer's hot loop), and read the rest through it.
+    Never modified once its messages are handed out, except ``meta`` parsed in place
+    (``Message._metadata``).
+    """
+
+    __slots__ = ("meta", "ledger", "entry", "topic", "redelivery_count", "schema", "consumer")
+
+    def __init__(
+        self, meta: MessageMetadata | bytes, ledger: int, entry: int, topic: str, redelivery_count: int = 0,
+        schema: Any = None, consumer: Any = None,
+    ) -> None:
+        self.meta = meta
+        self.ledger = IdPart(ledger)
+        self.entry = entry
+        self.topic = topic
+        self.redelivery_count = redelivery_count
+        self.schema = schema
+        self.consumer = consumer
+
+
+def message_entry(
+    meta: MessageMetadata | bytes, ledger: IdPart, entry: int, topic: str, redelivery_count: int, schema: Any,
+    consumer: Any,
+) -> MessageEntry:
+    """A MessageEntry from parts already signed (``ledger`` an IdPart): the consumer's hot path."""
+    ctx = _new(MessageEntry)
+    ctx.meta = meta
+    ctx.ledger = ledger
+    ctx.entry = entry
+    ctx.topic = topic
+    ctx.redelivery_count = redelivery_count
+    ctx.schema = schema
+    ctx.consumer = consumer
+    return ctx
+
+
 class Message:
     """A received message: payload, metadata accessors and its id.
 
-    The entry's metadata may be kept serialized (``_meta`` as bytes) and parsed on first use:
-    an application that reads none of it spares the parse and the object. So may a batched
-    message's SingleMessageMetadata (``_single``). The decoded value (``_value``) and the
-    properties (``_props``) are not set until first asked for (two stores fewer per message).
+    What the messages of one entry share is in their :class:`MessageEntry` (``_ctx``); a message
+    keeps its own payload (``_payload``), batch index (``_index``, an IdPart; None for a message
+    of its own entry) and SingleMessageMetadata (``_single``: None for a message of its own entry,
+    possibly kept serialized as bytes and parsed on first use). Its id (``_mid``) may be made on
+    first use, the decoded value (``_value``) and the properties (``_props``) are not set until
+    first asked for.
     """
 
-    __slots__ = (
-        "_payload", "_meta", "_single", "_mid", "_ledger", "_entry", "_index", "_topic", "_redelivery_count", "_value",
-        "_schema", "_props", "_consumer",
-    )
+    __slots__ = ("_payload", "_single", "_index", "_mid", "_ctx", "_value", "_props")
 
     def __init__(
         self,
@@ -219,41 +261,37 @@ class Message:
         schema: Any = None,
     ) -> None:
         self._payload = payload
-        self._meta = meta
         self._single = single
         self._mid: MessageId | None = message_id
-        self._topic = topic
-        self._redelivery_count = redelivery_count
-        self._schema = schema
-        #: the (single-topic) consumer core that received the message
-        self._consumer: Any = None
+        self._index = message_id.batch_index if message_id.batch_index >= 0 else None
+        self._ctx = MessageEntry(meta, message_id.ledger_id, int(message_id.entry_id), topic, redelivery_count, schema)
 
     @property
     def _id(self) -> MessageId:
-        """This message's id. A message may come without one (``_mid`` None): ``_ledger`` (an
-        IdPart) and ``_entry`` (an int), both signed, say where it is, ``_index`` its batch index
-        (an IdPart; None for a message of its own entry), and the id is made on first use (an
-        application that only acknowledges never needs it)."""
+        """This message's id. A message may come without one (``_mid`` None): its entry says where
+        it is, ``_index`` its batch index, and the id is made on first use (an application that
+        only acknowledges never needs it)."""
         mid = self._mid
         if mid is None:
+            ctx = self._ctx
             index = self._index
             if index is None:
                 mid = fast_message_id(
-                    self._ledger, IdPart(self._entry), _NO_BATCH_INDEX, self._consumer._partition_part, 0, self._topic
+                    ctx.ledger, IdPart(ctx.entry), _NO_BATCH_INDEX, ctx.consumer._partition_part, 0, ctx.topic
                 )
             else:  # (a batch's MessageMetadata is kept parsed)
                 mid = fast_message_id(
-                    self._ledger, IdPart(self._entry), index, id_part(self._consumer.partition),
-                    self._meta.num_messages_in_batch, self._topic,
+                    ctx.ledger, IdPart(ctx.entry), index, id_part(ctx.consumer.partition),
+                    ctx.meta.num_messages_in_batch, ctx.topic,
                 )
             self._mid = mid
         return mid
 
     def _metadata(self) -> MessageMetadata:
         """The entry's MessageMetadata (kept serialized until first asked for)."""
-        meta = self._meta
+        meta = self._ctx.meta
         if meta.__class__ is bytes:
-            meta = self._meta = MessageMetadata.FromString(meta)
+            meta = self._ctx.meta = MessageMetadata.FromString(meta)
         return meta
 
     def _single_metadata(self) -> SingleMessageMetadata | None:
@@ -275,7 +313,7 @@ class Message:
         try:
             return self._value
         except AttributeError:
-            schema = self._schema
+            schema = self._ctx.schema
             if schema is None:
                 value = self._payload
             else:
@@ -345,11 +383,11 @@ class Message:
 
     def topic_name(self) -> str:
         """The topic (partition) the message came from."""
-        return self._topic
+        return self._ctx.topic
 
     def redelivery_count(self) -> int:
         """How many times the broker redelivered this message."""
-        return self._redelivery_count
+        return self._ctx.redelivery_count
 
     def schema_version(self) -> SchemaVersion:
         """Version of the schema the producer used (b'' when none)."""
@@ -366,8 +404,7 @@ class Message:
         if single is not None and single.HasField("sequence_id"):
             return single.sequence_id
         base = self._metadata().sequence_id
-        mid = self._mid
-        index = mid.batch_index if mid is not None else self._index  # (None: a message of its own entry)
+        index = self._index  # (None: a message of its own entry)
         return base + index if index is not None and index > 0 else base
 
     def is_null_value(self) -> bool:
@@ -391,6 +428,16 @@ class Message:
         return f"Message(id={self._id!r}, {len(self._payload)} bytes)"
 
 
+class PlainMessage(Message):
+    """A message of its own entry (no batch, compression, chunks nor encryption) as the consumer's
+    hot path opens it: no batch index nor SingleMessageMetadata, as class-level None, so that
+    opening one sets two slots fewer. Behaves as :class:`Message` in every other way."""
+
+    __slots__ = ()
+    _single = None
+    _index = None
+
+
 class EncryptedMessage(Message):
     """A message delivered still encrypted (``ConsumerCryptoFailureAction.CONSUME``): its payload
     is the producer's ciphertext (a whole batch when batched), its context says how to open it."""
@@ -402,20 +449,14 @@ class EncryptedMessage(Message):
         return context_of(self._metadata(), decryption_failed=True)
 
 
-def fast_message(
-    payload: bytes, meta: MessageMetadata, single: Any, message_id: MessageId, topic: str, redelivery_count: int,
-    schema: Any, consumer: Any,
-) -> Message:
-    """A Message without going through __init__ (the consumer's hot path)."""
+def fast_message(payload: bytes, single: Any, message_id: MessageId, ctx: MessageEntry) -> Message:
+    """A Message of the entry ``ctx`` with its id made, without going through __init__."""
     msg = _new(Message)
     msg._payload = payload
-    msg._meta = meta
     msg._single = single
+    msg._index = message_id.batch_index if message_id.batch_index >= 0 else None
     msg._mid = message_id
-    msg._topic = topic
-    msg._redelivery_count = redelivery_count
-    msg._schema = schema
-    msg._consumer = consumer
+    msg._ctx = ctx
     return msg
 
 
@@ -429,18 +470,18 @@ def payload_bytes(messages: Sequence[Message]) -> int:
 
 def publish_time_counts(messages: Sequence[Message]) -> dict[int, int]:
     """How many of ``messages`` have each publish time (ms): the messages of a batch share their
-    entry's metadata object, so it is read once per run of one entry's messages, not per message."""
+    entry (:class:`MessageEntry`), so it is read once per run of one entry's messages, not per message."""
     counts: dict[int, int] = {}
-    entry_meta: Any = None
+    entry: Any = None
     first: Message | None = None
     run_start = 0
     for i, message in enumerate(messages):
-        meta = message._meta
-        if meta is not entry_meta:
+        ctx = message._ctx
+        if ctx is not entry:
             if first is not None:
                 published_ms = first.publish_timestamp()
                 counts[published_ms] = counts.get(published_ms, 0) + i - run_start
-            entry_meta, first, run_start = meta, message, i
+            entry, first, run_start = ctx, message, i
     if first is not None:
         published_ms = first.publish_timestamp()
         counts[published_ms] = counts.get(published_ms, 0) + len(messages) - run_start

@@ -154,7 +154,10 @@ class AckGroupingTracker:
         acknowledgement is not pending; without, all of them, as the Java client (the batch is
         tracked from its first arrival: the entry is acknowledged once each index was)."""
         if not self.batch_index_acks:
-            self.batch_remaining.setdefault(key, set(map(_INDEX, messages)))
+            # increasing indexes, the last n - 1: they are 0 .. n - 1 (a whole batch, the usual)
+            last = len(messages) - 1
+            indexes = set(range(last + 1)) if messages[last]._index == last else set(map(_INDEX, messages))
+            self.batch_remaining.setdefault(key, indexes)
             return messages
         data = self._individual.get(key, _ABSENT)
         if data is _ABSENT:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from magnetar.client.api.message import BATCH_INDEXES, IdPart, Message, MessageId, id_part
+from magnetar.client.api.message import BATCH_INDEXES, IdPart, Message, MessageId, id_part, message_entry
 from magnetar.protocol.batch_reading import EMPTY_SINGLE, split_batch_payload
 from magnetar.protocol.schema import MessageMetadata
 
@@ -77,56 +77,45 @@ def split_batch(
     malformed batch.
     """
     count = meta.num_messages_in_batch
-    singles, bodies = split_batch_payload(payload, count)
+    singles, bodies = split_batch_payload(payload, count, meta.sequence_id)
     ledger_id, entry_id = IdPart(entry[0]), IdPart(entry[1])
-    topic, partition, schema = consumer.topic, id_part(consumer.partition), consumer.config.schema
+    topic = consumer.topic
+    ctx = message_entry(meta, ledger_id, entry_id, topic, redelivery, consumer.config.schema, consumer)
     # only messages of the start entry itself (or before it) can precede the start position
     check_start = start is not None and entry <= (start.ledger_id, start.entry_id)
-    new_id, new_message, empty = _new_message_id, _new_message, EMPTY_SINGLE
+    new_message, empty = _new_message, EMPTY_SINGLE
     indexes = BATCH_INDEXES if count <= len(BATCH_INDEXES) else [id_part(i) for i in range(count)]
     out = []
-    if mask is None and not check_start:
-        # the usual case: every message of the entry is handed out (unless compacted out)
-        for index, single, body in zip(indexes, singles, bodies, strict=False):  # (indexes is longer)
-            if single is not empty and single.__class__ is not bytes and single.compacted_out:
-                continue
+    if mask is None and not check_start and not singles:
+        # the usual case: every message of the entry is handed out, none with metadata of its own
+        for index, body in zip(indexes, bodies, strict=False):  # (indexes is longer)
             msg = new_message(Message)
             msg._payload = body
-            msg._meta = meta
-            msg._single = single
-            msg._mid = None  # (made on first use: see Message._id)
-            msg._ledger = ledger_id
-            msg._entry = entry_id
+            msg._single = empty
             msg._index = index
-            msg._topic = topic
-            msg._redelivery_count = redelivery
-            msg._schema = schema
-            msg._consumer = consumer
+            msg._mid = None  # (made on first use: see Message._id)
+            msg._ctx = ctx
             out.append(msg)
         return out
-    for index, single, body in zip(indexes, singles, bodies, strict=False):
+    partition = id_part(consumer.partition)
+    for index, body in zip(indexes, bodies, strict=False):
         if mask is not None and not (mask >> index) & 1:
             continue
+        single = singles.get(index, empty)
         if single is not empty and single.__class__ is not bytes and single.compacted_out:
             continue
         msg_id = None
         if check_start:
-            msg_id = new_id(MessageId)
+            msg_id = _new_message_id(MessageId)
             msg_id.ledger_id, msg_id.entry_id, msg_id.batch_index = ledger_id, entry_id, index
             msg_id.partition, msg_id.batch_size, msg_id.topic, msg_id._chunk_ids = partition, count, topic, None
             if before_start(msg_id, start, inclusive):  # type: ignore[arg-type]
                 continue
         msg = new_message(Message)
         msg._payload = body
-        msg._meta = meta
         msg._single = single
-        msg._mid = msg_id
-        msg._ledger = ledger_id
-        msg._entry = entry_id
         msg._index = index
-        msg._topic = topic
-        msg._redelivery_count = redelivery
-        msg._schema = schema
-        msg._consumer = consumer
+        msg._mid = msg_id
+        msg._ctx = ctx
         out.append(msg)
     return out

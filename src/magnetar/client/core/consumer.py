@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from magnetar.client.api.config import ConsumerConfig
-from magnetar.client.api.message import Message, MessageId, id_part
+from magnetar.client.api.message import Message, MessageId, PlainMessage, id_part
 from magnetar.client.api.policies import ConsumerKeySharedPolicy
 from magnetar.client.core.acks import AckGroupingTracker, EntryKey
 from magnetar.client.core.batch_messages import has_message_after
@@ -249,7 +249,7 @@ class AsyncConsumer(HandlerState, ReceiverBase, EntryOpening):
         if unacked is not None:
             for msg in messages:
                 for key in msg._id.chunk_entries():
-                    unacked.add(key, msg._redelivery_count)
+                    unacked.add(key, msg._ctx.redelivery_count)
         self._last_dequeued = messages[-1]
         self._consumed(len(messages))
 
@@ -257,7 +257,7 @@ class AsyncConsumer(HandlerState, ReceiverBase, EntryOpening):
         self._last_dequeued = msg
         if self._unacked is not None:
             for key in msg._id.chunk_entries():
-                self._unacked.add(key, msg._redelivery_count)
+                self._unacked.add(key, msg._ctx.redelivery_count)
         if self._flow_at:
             self._permits_to_grant += 1
             if self._permits_to_grant >= self._flow_at:
@@ -298,21 +298,24 @@ class AsyncConsumer(HandlerState, ReceiverBase, EntryOpening):
         completes with its ACK_RESPONSE (see :mod:`.transactions`)."""
         if txn is not None:
             return txn.acknowledge(self, message, False)
-        if message.__class__ is Message:
+        cls = message.__class__
+        if cls is Message or cls is PlainMessage:
             mid = message._mid
             if mid is None:
                 index = message._index
                 if index is None:
                     # the hot path: a message of its own entry whose id was never made (see Message._id);
                     # plain ints (IdPart + 0 is an int): a tuple of them leaves the GC's watch
-                    key = (message._ledger + 0, message._entry)  # type: ignore[union-attr]
+                    ctx = message._ctx
+                    key = (ctx.ledger + 0, ctx.entry)
                     if self._timers.tracking or self._possible_dlq:
                         self._untrack(key)
                     self._acks.ack_plain(key)
                     return DONE
                 if not self._batch_index_acks:
                     # a batched message whose id was never made, not the last of its batch acknowledged
-                    remaining = self._batch_acks.get((message._ledger, message._entry))
+                    ctx = message._ctx
+                    remaining = self._batch_acks.get((ctx.ledger, ctx.entry))
                     if remaining is not None:
                         remaining.discard(index)
                         if remaining:
@@ -345,22 +348,22 @@ class AsyncConsumer(HandlerState, ReceiverBase, EntryOpening):
             for message in messages:
                 ack(message)
             return
-        ledger = entry = last = None
+        entry = last = None
         indexes: list[int] = []
         for message in messages:
             if message.__class__ is Message and message._mid is None and message._index is not None:
-                if message._entry is entry and message._ledger is ledger:
+                if message._ctx is entry:
                     indexes.append(last._index)  # type: ignore[union-attr]
                     last = message
                     continue
                 if last is not None:
                     self._ack_batch_run(indexes, last)
                     indexes = []
-                ledger, entry, last = message._ledger, message._entry, message
+                entry, last = message._ctx, message
             else:
                 if last is not None:
                     self._ack_batch_run(indexes, last)
-                    ledger = entry = last = None
+                    entry = last = None
                     indexes = []
                 ack(message)
         if last is not None:
@@ -370,7 +373,8 @@ class AsyncConsumer(HandlerState, ReceiverBase, EntryOpening):
         """Acknowledge messages of one batch entry: ``indexes`` of those before ``last``, then
         ``last`` itself through acknowledge() (which acknowledges the entry once none is left)."""
         if indexes:
-            remaining = self._batch_acks.get((last._ledger, last._entry))
+            ctx = last._ctx
+            remaining = self._batch_acks.get((ctx.ledger, ctx.entry))
             if remaining is not None:
                 remaining.difference_update(indexes)
         self.acknowledge(last)

@@ -137,8 +137,8 @@ class AsyncMultiTopicsConsumer(ReceiverBase):
 
     def _drop_messages_of(self, child: AsyncConsumer) -> None:
         """A child moved (seek): the messages it queued here before are not to be received."""
-        if any(m._consumer is child for m in self._queue):
-            self._queue = deque(m for m in self._queue if m._consumer is not child)
+        if any(m._ctx.consumer is child for m in self._queue):
+            self._queue = deque(m for m in self._queue if m._ctx.consumer is not child)
         if self.sink_reset is not None:
             self.sink_reset(child)
 
@@ -205,17 +205,17 @@ class AsyncMultiTopicsConsumer(ReceiverBase):
         batch: list[Message] = []
         owner = None
         for msg in messages:
-            if msg._consumer is not owner and batch:
+            if msg._ctx.consumer is not owner and batch:
                 owner._dequeued_many(batch)
                 batch = []
-            owner = msg._consumer
+            owner = msg._ctx.consumer
             batch.append(msg)
         if batch:
             owner._dequeued_many(batch)
 
     def _taken(self, messages: list[Message]) -> None:
         for msg in messages:
-            msg._consumer._last_dequeued = msg._id
+            msg._ctx.consumer._last_dequeued = msg._id
 
     def _want_one(self) -> None:
         if self.config.receiver_queue_size == 0:
@@ -224,14 +224,14 @@ class AsyncMultiTopicsConsumer(ReceiverBase):
 
     def dequeued(self, msg: Message) -> None:
         """A message was handed to the application."""
-        msg._consumer.dequeued(msg)
+        msg._ctx.consumer.dequeued(msg)
 
     def child_for(self, message: Message | MessageId) -> AsyncConsumer:
         """The child consumer a message (or message id) belongs to; OperationNotSupported when
         the id does not say (as an id a producer returned: it names no topic). Safe to call
         from any thread: the sync face checks acknowledgements with it before queueing them."""
-        if isinstance(message, Message) and message._consumer is not None:
-            return message._consumer
+        if isinstance(message, Message) and message._ctx.consumer is not None:
+            return message._ctx.consumer
         mid = message.message_id() if isinstance(message, Message) else message
         child = self.child_of_id(mid)
         if child is None:

@@ -21,10 +21,13 @@ from magnetar.client.api.message import (
     EncryptedMessage,
     IdPart,
     Message,
+    MessageEntry,
     MessageId,
+    PlainMessage,
     fast_message,
     fast_message_id,
     id_part,
+    message_entry,
 )
 from magnetar.client.core.batch_messages import ack_set_mask, before_start, split_batch
 from magnetar.client.core.crypto import MessageDecryptor
@@ -109,7 +112,8 @@ class EntryOpening:
         for frame in frames:
             entry = frame.entry_view
             ledger_id, entry_id = frame.ledger_id, frame.entry_id
-            if not general and crc32c(entry) == frame.checksum:
+            checked = not general and crc32c(entry) == frame.checksum
+            if checked:
                 meta_size = _U32.unpack_from(entry, 0)[0]
                 # kept serialized, parsed again if asked for: fewer long-lived objects for the GC
                 meta_bytes = bytes(entry[4 : 4 + meta_size])
@@ -134,22 +138,24 @@ class EntryOpening:
                     key = (seen[1], signed_entry_id)
                     # a duplicate (its ack pending, or below the cumulative one) takes the general path
                     if key not in pending and (cumulative is None or key > cumulative):
-                        msg = _new(Message)
+                        ctx = _new(MessageEntry)
+                        ctx.meta = meta_bytes
+                        ctx.ledger = seen[1]
+                        ctx.entry = signed_entry_id
+                        ctx.topic = topic
+                        ctx.redelivery_count = frame.redelivery_count
+                        ctx.schema = schema
+                        ctx.consumer = self
+                        msg = _new(PlainMessage)
                         msg._payload = bytes(entry[4 + meta_size :])  # the one copy of the payload
-                        msg._meta = meta_bytes
-                        msg._single = None
-                        msg._mid = None  # (made from these on first use: see Message._id)
-                        msg._ledger = seen[1]
-                        msg._entry = signed_entry_id
-                        msg._index = None
-                        msg._topic = topic
-                        msg._redelivery_count = frame.redelivery_count
-                        msg._schema = schema
-                        msg._consumer = self
+                        msg._mid = None  # (made from its entry on first use: see Message._id)
+                        msg._ctx = ctx
                         out.append(msg)
                         continue
             try:
-                out += self._entry_messages(ledger_id, entry_id, frame.redelivery_count, (), entry, frame.checksum)
+                # (a checksum found right is not computed again: a whole batch's bytes)
+                checksum = None if checked else frame.checksum
+                out += self._entry_messages(ledger_id, entry_id, frame.redelivery_count, (), entry, checksum)
             except Exception:  # one bad entry must not lose the others of the read
                 log.exception("consumer %s: error opening entry %d:%d of %s", self.name, ledger_id, entry_id, self.topic)
             pending, cumulative = acks.pending_entries, acks.last_cumulative  # (what it did may have flushed)
@@ -231,7 +237,8 @@ class EntryOpening:
             if start is not None and before_start(msg_id, start, inclusive):
                 self._consumed(1)
                 return []
-            return [fast_message(payload, meta, None, msg_id, self.topic, redelivery_count, self.config.schema, self)]
+            ctx = message_entry(meta, key[0], key[1], self.topic, redelivery_count, self.config.schema, self)
+            return [fast_message(payload, None, msg_id, ctx)]
         out = split_batch(payload, meta, ack_set_mask(ack_set), key, redelivery_count, self, start, inclusive)
         if out:
             out = self._acks.not_acknowledged(key, out)
@@ -260,7 +267,7 @@ class EntryOpening:
             msg_id = fast_message_id(key[0], key[1], _NO_BATCH_INDEX, self._partition_part, 0, self.topic)
             if chunk_ids is not None:
                 msg_id._chunk_ids = chunk_ids
-            msg = fast_message(payload, meta, None, msg_id, self.topic, redelivery_count, None, self)
+            msg = fast_message(payload, None, msg_id, message_entry(meta, key[0], key[1], self.topic, redelivery_count, None, self))
             msg.__class__ = EncryptedMessage
             if count > 1:
                 self._consumed(count - 1)

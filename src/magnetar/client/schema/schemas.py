@@ -383,7 +383,7 @@ class AvroSchema(_RecordSchema):
         decoder = self._writer_decoders.get(key)
         if decoder is None:
             try:
-                wait_on_client_loop(message._consumer, lambda: self.prepare_message(message))
+                wait_on_client_loop(message._ctx.consumer, lambda: self.prepare_message(message))
             except WriterSchemaUnavailable:
                 return self.decode(data)
             decoder = self._writer_decoders.get(key)
@@ -405,7 +405,7 @@ class AvroSchema(_RecordSchema):
         if key in self._writer_decoders:
             return
         try:
-            wire = await message._consumer.client.lookup.get_schema(key[0], key[1])
+            wire = await message._ctx.consumer.client.lookup.get_schema(key[0], key[1])
         except PulsarError:
             return
         self._writer_decoders[key] = self._decoder_for(wire)

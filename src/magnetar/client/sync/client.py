@@ -306,7 +306,7 @@ class Consumer:
                     msg = old.popleft()
                 except IndexError:
                     break
-                if msg._consumer is not of:
+                if msg._ctx.consumer is not of:
                     kept.append(msg)
         else:
             old.clear()

@@ -38,7 +38,7 @@ def flush_output(core: Any, moved: list[Message]) -> None:
     if hasattr(core, "conn"):
         owners: Any = (core,)
     else:
-        owners = {msg._consumer for msg in moved}
+        owners = {msg._ctx.consumer for msg in moved}
     for owner in owners:
         conn = owner.conn
         if conn is not None:

@@ -110,12 +110,18 @@ class CallBatcher:
         self._scheduled = False
         items = self._items
         popleft = items.popleft
-        acks: list[Any] = []
         while items:
-            try:
-                item = popleft()
-            except IndexError:
-                break
+            # only this thread takes items: the ones counted are there (a burst of bare
+            # acknowledgements, the usual, then goes to ack_many without a look at each)
+            taken = [popleft() for _ in range(len(items))]
+            if tuple in map(type, taken):
+                self._run(taken)
+            else:
+                self._acknowledge(taken)
+
+    def _run(self, taken: list[Any]) -> None:
+        acks: list[Any] = []
+        for item in taken:
             if item.__class__ is not tuple:
                 acks.append(item)
                 continue

@@ -14,7 +14,8 @@ PULSAR_OFFICIAL = "Apache Pulsar + official client"
 PERCENTILES = [("p50", "50"), ("p95", "95"), ("p99", "99"), ("p99_9", "99.9"), ("p99_99", "99.99"), ("max", "max")]
 #: the throughput scenarios that the ratio table compares
 #: the broker figures of every measurement (probe.py), medians over the rounds
-BROKER_FIGURES = ["broker_cpu_s_per_million", "broker_rss_mb_peak", "broker_rss_mb_end", "broker_cpu_system_share"]
+BROKER_FIGURES = ["broker_cpu_s_per_million", "broker_rss_mb_peak", "broker_rss_mb_end", "broker_cpu_system_share",
+                  "entries_per_million", "broker_cpu_us_per_entry"]
 PULSAR_LITE_OFFICIAL = "pulsar-lite + official client"
 PULSAR_LITE_MAGNETAR = "pulsar-lite + magnetar.client"
 #: the broker cost scenarios and issue 27's goal for magnetar's CPU against pulsar-lite's
@@ -35,6 +36,10 @@ def brief(result: dict[str, Any]) -> str:
     if "error" in result:
         return f"ERROR {error_reason(result['error'])[:200]}"
     text = f"{result.get('msg_per_s', 0):>12,.0f} msg/s"
+    if result.get("broker_cpu_s_per_million") is not None:
+        text += f"  broker {result['broker_cpu_s_per_million']:.2f} CPU s/M"
+    if result.get("broker_cpu_us_per_entry") is not None:
+        text += f"  {result['entries_per_million']:,.0f} entries/M, {result['broker_cpu_us_per_entry']:.1f} CPU us/entry"
     if "latency_ms" in result:
         lat = result["latency_ms"]
         text += f"  p50 {lat['p50']:.2f} p99 {lat['p99']:.2f} p99.9 {lat['p99_9']:.2f} max {lat['max']:.2f} ms"
@@ -104,9 +109,16 @@ def cost_ratios(summary: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str,
     for key, goal in COST_GOALS.items():
         if key not in summary:
             continue
-        cpu = {label: _figure(summary, key, label, "broker_cpu_s_per_million")
-               for label in (MAGNETAR_OFFICIAL, PULSAR_LITE_OFFICIAL, PULSAR_OFFICIAL, MAGNETAR, PULSAR_LITE_MAGNETAR)}
+        labels = (MAGNETAR_OFFICIAL, PULSAR_LITE_OFFICIAL, PULSAR_OFFICIAL, MAGNETAR, PULSAR_LITE_MAGNETAR)
+        cpu = {label: _figure(summary, key, label, "broker_cpu_s_per_million") for label in labels}
+        per_entry = {label: _figure(summary, key, label, "broker_cpu_us_per_entry") for label in labels}
+        entries = {label: _figure(summary, key, label, "entries_per_million") for label in labels}
         rows.append({"scenario": key, "goal_vs_pulsar_lite": goal, "cpu_s_per_million": cpu,
+                     "cpu_us_per_entry": per_entry, "entries_per_million": entries,
+                     "official_vs_pulsar_lite_per_entry": _ratio(per_entry[MAGNETAR_OFFICIAL],
+                                                                 per_entry[PULSAR_LITE_OFFICIAL]),
+                     "magnetar_client_vs_pulsar_lite_per_entry": _ratio(per_entry[MAGNETAR],
+                                                                        per_entry[PULSAR_LITE_MAGNETAR]),
                      "magnetar_system_share": _figure(summary, key, MAGNETAR_OFFICIAL, "broker_cpu_system_share"),
                      "official_vs_pulsar_lite": _ratio(cpu[MAGNETAR_OFFICIAL], cpu[PULSAR_LITE_OFFICIAL]),
                      "official_vs_pulsar": _ratio(cpu[MAGNETAR_OFFICIAL], cpu[PULSAR_OFFICIAL]),
@@ -162,6 +174,17 @@ def _cost_table(rows: list[dict[str, Any]]) -> list[str]:
                      f"(≤ {r['goal_vs_pulsar_lite']:.0f}x) | **{_fmt(r['official_vs_pulsar'], 2)}x** | "
                      f"{_fmt(cpu[MAGNETAR], 2)} | {_fmt(cpu[PULSAR_LITE_MAGNETAR], 2)} | "
                      f"**{_fmt(r['magnetar_client_vs_pulsar_lite'], 2)}x** | {_fmt(r['magnetar_system_share'], 2)} |")
+    return lines
+
+
+def _entry_table(rows: list[dict[str, Any]]) -> list[str]:
+    labels = (MAGNETAR_OFFICIAL, PULSAR_LITE_OFFICIAL, PULSAR_OFFICIAL, MAGNETAR, PULSAR_LITE_MAGNETAR)
+    lines = ["| scenario | " + " | ".join(labels) + " | magnetar / pulsar-lite per entry, official | "
+             "magnetar / pulsar-lite per entry, magnetar.client |", "|---|" + "---|" * (len(labels) + 2)]
+    for r in rows:
+        cells = [f"{_fmt(r['entries_per_million'][label])} / {_fmt(r['cpu_us_per_entry'][label], 1)}" for label in labels]
+        lines.append(f"| {r['scenario']} | " + " | ".join(cells) + f" | **{_fmt(r['official_vs_pulsar_lite_per_entry'], 2)}x**"
+                     f" | **{_fmt(r['magnetar_client_vs_pulsar_lite_per_entry'], 2)}x** |")
     return lines
 
 
@@ -221,6 +244,11 @@ def _cost_section(doc: dict[str, Any], summary: dict[str, Any]) -> list[str]:
                                 if load else ""), ""]
     if rows:
         out += _cost_table(rows) + [""]
+        out += ["Entries (batches) per million messages as the consumer received them, and the broker's CPU "
+                "microseconds per entry (entries / CPU µs): a ratio per message that moved because the producer "
+                "packed fewer messages per entry (a loaded machine's official producer does) shows here as more "
+                "entries, not as a dearer broker.", ""]
+        out += _entry_table(rows) + [""]
     out += ["Resident memory of the broker (MB, VmRSS sampled every 50 ms during each measurement: the peak, "
             "and the value at its end; the highest over the clients run against that broker).", ""]
     return out + _memory_table(memory_rows(doc, summary)) + [""]

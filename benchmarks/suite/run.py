@@ -22,7 +22,7 @@ if __package__ in (None, ""):  # run as benchmarks/suite/run.py
 
 from benchmarks.suite import report
 from benchmarks.suite.peers import REPO_ROOT, Peer, client_versions, install_debian, log, make_peers
-from benchmarks.suite.probe import BrokerProbe
+from benchmarks.suite.probe import BrokerProbe, entry_figures
 from benchmarks.suite.scenarios import FULL, PULSAR_DRIVERS, QUICK, SYSTEMS, Scenario, System, scenarios
 
 ALL_PEERS = ["magnetar", "pulsar", "pulsar-lite", "redis", "nats", "rabbitmq"]
@@ -129,7 +129,8 @@ def measure(system: System, peer: Peer, scenario: Scenario, round_no: int, timeo
         # a refused run (duplicates) still used the broker's memory: kept, its CPU is not per message
         return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}", **broker.stop(0)}
     result = json.loads(lines[-1])
-    return {**result, **broker.stop(result.get("messages", 0))}
+    result = {**result, **broker.stop(result.get("messages", 0))}
+    return {**result, **entry_figures(result)}
 
 
 def warm_up(systems: list[tuple[System, Peer]], timeout: float) -> None:

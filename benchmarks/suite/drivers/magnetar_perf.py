@@ -86,7 +86,7 @@ def cost(p: Params) -> dict[str, Any]:
         raise RuntimeError(f"cost: {consumed} of {p.count} messages received")
     left = perf("consume", p, "-t", "1", "-ss", "bench").get("consumed", {}).get("messages", 0)
     seconds = fill.get("duration_s", 0.0) + doc.get("duration_s", 0.0)
-    return throughput(consumed, seconds, left_after=left, commands=[fill["cmd"], doc["cmd"]],
+    return throughput(consumed, seconds, left_after=left, commands=[fill["cmd"], doc["cmd"]], entries=doc.get("entries"),
                       produce_msg_per_s=fill.get("produced", {}).get("msg_per_s", 0.0),
                       consume_msg_per_s=doc.get("consumed", {}).get("msg_per_s", 0.0))
 

@@ -77,6 +77,23 @@ def produce(p: Params) -> dict[str, Any]:
     return throughput(count, seconds, failures=failures)
 
 
+class EntryCounter:
+    """Counts the entries received messages came in: a change of (ledger, entry) from one message to
+    the next (the messages of a batch share theirs)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._last: tuple[int, int] | None = None
+
+    def __call__(self, msg: Any) -> None:
+        """Called with each received message, in order."""
+        mid = msg.message_id()
+        key = (mid.ledger_id(), mid.entry_id())
+        if key != self._last:
+            self.count += 1
+            self._last = key
+
+
 def _drain(consumer: pulsar.Consumer, count: int, on_message: Callable[[Any], None] | None = None) -> int:
     received = 0
     receive, ack = consumer.receive, consumer.acknowledge
@@ -129,15 +146,16 @@ def cost(p: Params) -> dict[str, Any]:
         _subscribe(client, p.topic, "bench").close()
         produced, produce_s, failures = _produce(client, [p.topic], p, batching=p.batch > 1)
         consumer = _subscribe(client, p.topic, "bench")
+        entries = EntryCounter()
         started = time.perf_counter()
-        received = _drain(consumer, p.count)
+        received = _drain(consumer, p.count, entries)
         consume_s = time.perf_counter() - started
         over = _one_more(consumer)
     finally:
         client.close()
     if received < p.count:
         raise RuntimeError(f"cost: {received} of {p.count} messages received")
-    return throughput(received, produce_s + consume_s, failures=failures, delivered_twice=over,
+    return throughput(received, produce_s + consume_s, failures=failures, delivered_twice=over, entries=entries.count,
                       produce_msg_per_s=round(produced / produce_s, 1), consume_msg_per_s=round(received / consume_s, 1))
 
 

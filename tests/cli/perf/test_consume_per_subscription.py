@@ -45,7 +45,7 @@ def test_counts_per_subscription_add_up_the_consumers_of_each() -> None:
     assert load.received == 250
     assert sorted(load.per_subscription()) == [100, 150]
     total = ConsumeRun(load).total()
-    assert total.counters == {"fewest_per_subscription": 100, "most_per_subscription": 150}
+    assert total.counters == {"fewest_per_subscription": 100, "most_per_subscription": 150, "entries": 250}
 
 
 def test_a_subscription_that_got_nothing_is_the_fewest() -> None:
@@ -58,4 +58,26 @@ def test_a_subscription_that_got_nothing_is_the_fewest() -> None:
         return load
 
     total = ConsumeRun(asyncio.run(scenario())).total()
-    assert total.counters == {"fewest_per_subscription": 0, "most_per_subscription": 100}
+    assert total.counters == {"fewest_per_subscription": 0, "most_per_subscription": 100, "entries": 100}
+
+
+def test_entries_count_each_run_of_one_entry_once_across_takes() -> None:
+    # 5 entries of 3, 1, 4, 1, 2 messages; the receiver hands out at most 4 at a time, so entry 2's
+    # messages are split across two takes and still count as one entry
+    sizes = [3, 1, 4, 1, 2]
+    messages = [FakeMessage(b"x", entry=entry) for entry, n in enumerate(sizes) for _ in range(n)]
+
+    class FourAtATime(FakeConsumer):
+        def receive_nowait(self, n: int) -> list[FakeMessage]:
+            return super().receive_nowait(min(n, 4))
+
+    async def scenario() -> ConsumerLoad:
+        load = ConsumerLoad(ConsumerSettings(["t"], ["a"], duration_s=0.3))
+        await load.start(SubscribingClient([FourAtATime(messages)]))
+        await load.run(asyncio.Event())
+        return load
+
+    load = asyncio.run(scenario())
+    assert load.received == 11
+    assert load.entries == 5
+    assert ConsumeRun(load).total().counters["entries"] == 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any
 
@@ -88,9 +89,32 @@ class FakeClient:
         return producer
 
 
+_ENTRIES = itertools.count()
+
+
+class FakeEntryId:
+    """The ledger and entry of a stand-in message's id (as the official client's MessageId gives them)."""
+
+    def __init__(self, ledger: int, entry: int) -> None:
+        self.ledger, self.entry = ledger, entry
+
+    def ledger_id(self) -> int:
+        return self.ledger
+
+    def entry_id(self) -> int:
+        return self.entry
+
+
 class FakeMessage:
-    def __init__(self, payload: bytes, producer: str = "", sequence_id: int = 0, publish_ms: int = 0) -> None:
+    """A stand-in received message; each is its own entry unless ``entry`` says which it shares."""
+
+    def __init__(self, payload: bytes, producer: str = "", sequence_id: int = 0, publish_ms: int = 0,
+                 entry: int | None = None) -> None:
         self.payload, self.producer, self.seq, self.publish_ms = payload, producer, sequence_id, publish_ms
+        self.entry = next(_ENTRIES) if entry is None else entry
+
+    def message_id(self) -> FakeEntryId:
+        return FakeEntryId(7, self.entry)
 
     def data(self) -> bytes:
         return self.payload

@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from magnetar.cli.perf.options import ConsumerSettings
@@ -32,6 +33,20 @@ TAKE_AT_ONCE = 1000
 RECEIVE_POLL_MS = 100
 #: called with each batch of received messages and the time they were taken (perf_counter_ns)
 ReceiveHook = Callable[[list[Any], int], None]
+_LEDGER_ENTRY = attrgetter("_ledger", "_entry")
+
+
+def _entry_key(message: Message) -> tuple[int, int]:
+    mid = message._mid  # a message comes with its id made, or with its ledger and entry to make it from
+    return _LEDGER_ENTRY(message) if mid is None else (mid.ledger_id, mid.entry_id)
+
+
+def entry_keys(messages: list[Any]) -> list[tuple[int, int]]:
+    """The (ledger, entry) of each message, in order (a batch's messages share theirs)."""
+    if messages[0].__class__ is Message:
+        return list(map(_entry_key, messages))
+    ids = [m.message_id() for m in messages]
+    return [(mid.ledger_id(), mid.entry_id()) for mid in ids]
 
 
 class ConsumerLoad:
@@ -48,6 +63,9 @@ class ConsumerLoad:
         self.latency = LatencyRecorder()
         self.received = 0
         self.received_bytes = 0
+        #: entries the received messages came in (a change of (ledger, entry) from one message to the next)
+        self.entries = 0
+        self._last_entry: tuple[int, int] | None = None
         self.start_ns = 0
         self.end_ns = 0
         self._reported = (0, 0)
@@ -106,6 +124,7 @@ class ConsumerLoad:
         ours = isinstance(messages[0], Message)
         self.received += len(messages)
         self.received_bytes += payload_bytes(messages) if ours else sum([len(m.data()) for m in messages])
+        self._count_entries(messages)
         self.end_ns = now
         if self.on_receive is not None:
             self.on_receive(messages, now)
@@ -117,6 +136,17 @@ class ConsumerLoad:
         for published_ms, count in per_time.items():
             micros = wall_micros - published_ms * 1000
             counts[micros] = counts.get(micros, 0) + count
+
+    def _count_entries(self, messages: list[Any]) -> None:
+        keys = entry_keys(messages)
+        last = self._last_entry
+        changes = 0
+        for key in keys:
+            if key != last:
+                changes += 1
+                last = key
+        self.entries += changes
+        self._last_entry = last
 
     def interval_rate(self, seconds: float) -> Rate:
         """Messages and bytes received since the previous call."""
@@ -170,7 +200,8 @@ class ConsumeRun:
         load = self.load
         rate = load.total_rate()
         counts = load.per_subscription() or [0]
-        counters = {"fewest_per_subscription": min(counts), "most_per_subscription": max(counts)}
+        counters = {"fewest_per_subscription": min(counts), "most_per_subscription": max(counts),
+                    "entries": load.entries}
         return Snapshot(rate.seconds, {"consumed": rate}, counters, {"end_to_end": load.latency.total()})
 
 

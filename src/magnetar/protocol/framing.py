@@ -32,6 +32,7 @@ from magnetar.protocol.message_frame import (
     read_repeated_message_frame,
 )
 from magnetar.protocol.schema import BaseCommand, MessageMetadata
+from magnetar.protocol.send_frame import SEND_PREFIX, read_send_frame
 
 MAGIC_BROKER_ENTRY_METADATA: Final = 0x0E02
 #: room above max_message_size that a frame may use for its command and metadata
@@ -110,6 +111,8 @@ class FrameDecoder:
                         frame = read_repeated_message_frame(source, view, pos + 4, pos + 4 + total, shape)
                     if frame is None:
                         frame = read_message_frame(source, view, pos + 4, pos + 4 + total, shape)
+                elif source.startswith(SEND_PREFIX, pos + 8):
+                    frame = read_send_frame(source, view, pos + 4, pos + 4 + total)
                 yield frame or decode_frame_body(view[pos + 4 : pos + 4 + total])
                 pos += 4 + total
             if pos < end:
@@ -135,6 +138,8 @@ class FrameDecoder:
             frame = None
             if source.startswith(MESSAGE_PREFIX, pos + 8):
                 frame = read_message_frame(source, view, pos + 4, pos + 4 + total)
+            elif source.startswith(SEND_PREFIX, pos + 8):
+                frame = read_send_frame(source, view, pos + 4, pos + 4 + total)
             frames.append(frame or decode_frame_body(view[pos + 4 : pos + 4 + total]))
             pos += 4 + total
         if pos < end:
@@ -161,7 +166,11 @@ class FrameDecoder:
             whole = bytes(buf)
             buf.clear()
             whole_view = memoryview(whole)
-            frame = read_message_frame(whole, whole_view, 4, len(whole)) if whole.startswith(MESSAGE_PREFIX, 8) else None
+            frame = None
+            if whole.startswith(MESSAGE_PREFIX, 8):
+                frame = read_message_frame(whole, whole_view, 4, len(whole))
+            elif whole.startswith(SEND_PREFIX, 8):
+                frame = read_send_frame(whole, whole_view, 4, len(whole))
             frames.append(frame or decode_frame_body(whole_view[4:]))
         return taken
 

@@ -23,6 +23,7 @@ from magnetar.protocol.commands import request_id_of
 from magnetar.protocol.enums import CommandType, ServerError
 from magnetar.protocol.framing import Frame, ProtocolError
 from magnetar.protocol.schema import BaseCommand
+from magnetar.protocol.send_frame import SendFrame
 
 if TYPE_CHECKING:
     from magnetar.broker.service import BrokerService
@@ -69,6 +70,9 @@ class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerC
         if self.held_frames is not None:  # a publish rate pauses this connection: in order, later
             self.held_frames.append(frame)
             return
+        if frame.__class__ is SendFrame and self.connected:
+            self._send_frame(frame)  # type: ignore[arg-type]
+            return
         command = frame.command
         ctype = command.type
         if not self.connected and ctype != CommandType.CONNECT:
@@ -86,6 +90,16 @@ class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerC
             self.abort()
         except Exception as exc:
             self.answer_failure(command, exc)
+
+    def _send_frame(self, frame: SendFrame) -> None:
+        """A SEND read by hand (its command is parsed only to answer a failure)."""
+        try:
+            self.send_frame_received(frame)
+        except ProtocolError as exc:
+            log.warning("closing connection from %s: %s", self.peer, exc)
+            self.abort()
+        except Exception as exc:
+            self.answer_failure(frame.command, exc)
 
     def _refuse_unsupported(self, command: BaseCommand) -> None:
         request_id = request_id_of(command)

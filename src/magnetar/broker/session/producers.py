@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from magnetar.broker.topics.base import Topic
     from magnetar.protocol.framing import Frame
     from magnetar.protocol.schema import CommandProducer
+    from magnetar.protocol.send_frame import SendFrame
     from magnetar.protocol.topic_name import TopicName
 
 log = logging.getLogger("magnetar.broker.session")
@@ -168,36 +169,48 @@ class ProducerCommands(DeferredCommands):
 
     def _on_send(self, command: BaseCommand, frame: Frame) -> None:
         send = command.send
-        producer = self.producers.get(send.producer_id)
+        txn = (send.txnid_most_bits, send.txnid_least_bits) if send.HasField("txnid_most_bits") else None
+        self._publish(send.producer_id, send.sequence_id, send.highest_sequence_id, send.num_messages, txn, frame)
+
+    def send_frame_received(self, frame: SendFrame) -> None:
+        """A SEND of the usual shape, its fields read by hand (protocol/send_frame.py): the same
+        publish as :meth:`_on_send`, without protobuf's command objects."""
+        self._publish(frame.producer_id, frame.sequence_id, frame.highest_sequence_id, frame.num_messages, None, frame)
+
+    def _publish(self, producer_id: int, sequence_id: int, highest_sequence_id: int, num_messages: int,
+                 txn: tuple[int, int] | None, frame: Frame) -> None:
+        producer = self.producers.get(producer_id)
         if producer is None or producer.closed:
-            self.send_send_error(send.producer_id, send.sequence_id, ServerError.NotAllowedError, "producer is not open on this connection")
+            self.send_send_error(producer_id, sequence_id, ServerError.NotAllowedError, "producer is not open on this connection")
             return
         entry = frame.entry
         if entry is None:
             raise ProtocolError("SEND without a payload")
         crc = crc32c(entry)
         if frame.checksum is not None and crc != frame.checksum:
-            self.send_send_error(send.producer_id, send.sequence_id, ServerError.ChecksumError, "checksum mismatch")
+            self.send_send_error(producer_id, sequence_id, ServerError.ChecksumError, "checksum mismatch")
             return
-        if producer.topic.policies.encryption_required and not _encrypted(entry):
-            self.send_send_error(send.producer_id, send.sequence_id, ServerError.MetadataError, "Messages must be encrypted")
+        topic = producer.topic
+        if topic.policies.encryption_required and not _encrypted(entry):
+            self.send_send_error(producer_id, sequence_id, ServerError.MetadataError, "Messages must be encrypted")
             return
         # no size check here: as Pulsar, only the frame limit (max_message_size + FRAME_HEADROOM,
         # the decoder's) bounds an entry, since max_message_size does not count the metadata
-        context = SendContext(self, producer, send.sequence_id, send.highest_sequence_id, send.num_messages)
-        limiter = producer.topic.rate_limits.publish  # the publish rate policy: one check per SEND
+        context = SendContext(self, producer, sequence_id, highest_sequence_id, num_messages)
+        limiter = topic.rate_limits.publish  # the publish rate policy: one check per SEND
         if limiter is not None:
-            self.throttle_publish(limiter.consume_and_delay(send.num_messages, len(entry)))
-        if send.HasField("txnid_most_bits"):
-            self._send_in_txn(producer, (send.txnid_most_bits, send.txnid_least_bits), entry, crc, context)
+            self.throttle_publish(limiter.consume_and_delay(num_messages, len(entry)))
+        if txn is not None:
+            self._send_in_txn(producer, txn, entry, crc, context)
             return
         try:
-            if producer.topic.publish(producer, entry, crc, context):
-                context.pending_bytes = len(entry)
-                self.publish_started(len(entry))
+            if topic.publish(producer, entry, crc, context):
+                size = len(entry)
+                context.pending_bytes = size
+                self.publish_started(size)
         except StorageError as exc:
-            log.error("append to %s failed: %s", producer.topic.name, exc)
-            self.send_send_error(send.producer_id, send.sequence_id, ServerError.PersistenceError, f"storage failure: {exc}")
+            log.error("append to %s failed: %s", topic.name, exc)
+            self.send_send_error(producer_id, sequence_id, ServerError.PersistenceError, f"storage failure: {exc}")
 
     def _send_in_txn(self, producer: Producer, txn: tuple[int, int], entry: bytes, crc: int, context: SendContext) -> None:
         """A SEND inside a transaction (session/transactions.py); a refusal is its SEND_ERROR."""

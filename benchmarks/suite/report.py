@@ -245,7 +245,7 @@ def _cost_section(doc: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     if rows:
         out += _cost_table(rows) + [""]
         out += ["Entries (batches) per million messages as the consumer received them, and the broker's CPU "
-                "microseconds per entry (entries / CPU µs): a ratio per message that moved because the producer "
+                "microseconds per entry (each cell: entries per million / CPU µs per entry): a ratio per message that moved because the producer "
                 "packed fewer messages per entry (a loaded machine's official producer does) shows here as more "
                 "entries, not as a dearer broker.", ""]
         out += _entry_table(rows) + [""]

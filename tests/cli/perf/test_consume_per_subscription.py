@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from magnetar.cli.perf.consume import ConsumerLoad, ConsumeRun
+from magnetar.cli.perf.consume import ConsumerLoad, ConsumeRun, entry_keys
 from magnetar.cli.perf.options import ConsumerSettings
+from magnetar.client.api.message import Message, MessageId
 
 from .test_loads import FakeConsumer, FakeMessage
 
@@ -81,3 +82,10 @@ def test_entries_count_each_run_of_one_entry_once_across_takes() -> None:
     assert load.received == 11
     assert load.entries == 5
     assert ConsumeRun(load).total().counters["entries"] == 5
+
+
+def test_entry_keys_of_magnetar_client_messages_come_from_their_shared_entry() -> None:
+    first = Message(b"a", b"", None, MessageId(3, 4, 0, -1, 2), "t")
+    second = Message(b"b", b"", None, MessageId(3, 4, 1, -1, 2), "t")
+    third = Message(b"c", b"", None, MessageId(3, 5), "t")
+    assert entry_keys([first, second, third]) == [(3, 4), (3, 4), (3, 5)]

@@ -33,17 +33,16 @@ TAKE_AT_ONCE = 1000
 RECEIVE_POLL_MS = 100
 #: called with each batch of received messages and the time they were taken (perf_counter_ns)
 ReceiveHook = Callable[[list[Any], int], None]
-_LEDGER_ENTRY = attrgetter("_ledger", "_entry")
+_LEDGER_ENTRY = attrgetter("ledger", "entry")
 
 
 def _entry_key(message: Message) -> tuple[int, int]:
-    mid = message._mid  # a message comes with its id made, or with its ledger and entry to make it from
-    return _LEDGER_ENTRY(message) if mid is None else (mid.ledger_id, mid.entry_id)
+    return _LEDGER_ENTRY(message._ctx)  # the MessageEntry the messages of one entry share
 
 
 def entry_keys(messages: list[Any]) -> list[tuple[int, int]]:
     """The (ledger, entry) of each message, in order (a batch's messages share theirs)."""
-    if messages[0].__class__ is Message:
+    if isinstance(messages[0], Message):
         return list(map(_entry_key, messages))
     ids = [m.message_id() for m in messages]
     return [(mid.ledger_id(), mid.entry_id()) for mid in ids]

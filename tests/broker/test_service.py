@@ -11,6 +11,7 @@ from pathlib import Path
 
 from magnetar.broker.service import BrokerService
 from magnetar.broker.topics.persistent import PersistentTopic
+from magnetar.protocol.enums import InitialPosition
 from magnetar.protocol.topic_name import TopicName
 from tests.broker.service_runner import run_service
 
@@ -89,9 +90,10 @@ def test_entries_leave_the_cache_after_the_eviction_threshold(tmp_path: Path) ->
     async def body(service: BrokerService) -> None:
         topic = await service.load_topic(TopicName.parse("persistent://public/default/aging"))
         assert isinstance(topic, PersistentTopic)
+        topic.subscribe("reader", durable=True, initial_position=InitialPosition.Latest, start_message_id=None)
         for i in range(5):
             topic.ledger.append(b"entry-%d" % i)
-        cache = topic.ledger._cache  # noqa: SLF001 - what the aging task empties
+        cache = topic.ledger.cache  # what the aging task empties
         assert sorted(cache.entries) == [0, 1, 2, 3, 4] and service.cache_budget.used == 35
         started = time.monotonic()
         while cache.entries and time.monotonic() - started < 5:  # the task ticks every 0.1 s
@@ -101,6 +103,25 @@ def test_entries_leave_the_cache_after_the_eviction_threshold(tmp_path: Path) ->
         assert [e.data for e in topic.ledger.read_range(0, 4)] == [b"entry-%d" % i for i in range(5)]  # from the files
 
     run_service(tmp_path, body, entry_cache_eviction_seconds=0.2)
+
+
+def test_a_topic_caches_its_entries_only_while_it_has_a_subscription(tmp_path: Path) -> None:
+    async def body(service: BrokerService) -> None:
+        topic = await service.load_topic(TopicName.parse("persistent://public/default/produced"))
+        assert isinstance(topic, PersistentTopic)
+        for i in range(3):
+            topic.ledger.append(b"entry-%d" % i)
+        assert topic.ledger.cache.entries == {} and service.cache_budget.used == 0  # nobody reads it
+        topic.subscribe("s", durable=True, initial_position=InitialPosition.Earliest, start_message_id=None)
+        for i in range(3, 5):
+            topic.ledger.append(b"entry-%d" % i)
+        assert sorted(topic.ledger.cache.entries) == [3, 4] and service.cache_budget.used == 14
+        topic.remove_subscription("s")
+        topic.ledger.append(b"entry-5")
+        assert topic.ledger.cache.entries == {} and service.cache_budget.used == 0
+        assert [e.data for e in topic.ledger.read_range(0, 5)] == [b"entry-%d" % i for i in range(6)]
+
+    run_service(tmp_path, body)
 
 
 def test_the_repair_modules_load_only_for_a_damaged_metadata_database(tmp_path: Path) -> None:

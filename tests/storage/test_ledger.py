@@ -271,13 +271,13 @@ def test_shared_cache_budget_bounds_the_total_over_many_ledgers(tmp_path: Path) 
         for _ in range(20):
             ledger.append(b"x" * 500)
     assert budget.used <= 10_000
-    assert budget.used == sum(led._cache.bytes for led in ledgers)  # noqa: SLF001 - white-box accounting check
+    assert budget.used == sum(led.cache.bytes for led in ledgers)  # white-box accounting check
     for ledger in ledgers:  # everything still readable, from cache or disk
         assert [e.data for e in ledger.read_range(0, 19)] == [b"x" * 500] * 20
     ledgers[0].trim_before(10)
     ledgers[1].close()
     ledgers[2].delete()
-    assert budget.used == sum(led._cache.bytes for led in ledgers)  # noqa: SLF001
+    assert budget.used == sum(led.cache.bytes for led in ledgers)
     for ledger in (ledgers[0], ledgers[3], ledgers[4]):
         ledger.close()
     assert budget.used == 0

@@ -132,8 +132,8 @@ class ManagedLedger:
         self._write_behind = write_behind
         self._sync_mutex = threading.Lock()
         self._unsynced: dict[int, Segment] = {}
-        self._cache = TailCache(cache_max_bytes, cache_budget, self._last_entry_id + 1)
-        self._reader = EntryReader(ledger_id, self._chain, self._cache, self._queue)
+        self.cache = TailCache(cache_max_bytes, cache_budget, self._last_entry_id + 1)
+        self._reader = EntryReader(ledger_id, self._chain, self.cache, self._queue)
         self._closed = False
 
     @classmethod
@@ -270,7 +270,7 @@ class ManagedLedger:
             self._last_entry_id = entry_id
         chain.active_bytes += RECORD_OVERHEAD + size
         chain.active_count += 1
-        self._cache.put(entry_id, record, crc)
+        self.cache.put(entry_id, record, crc)
         if not self._write_behind:
             self.flush()
         return entry_id
@@ -438,7 +438,7 @@ class ManagedLedger:
         result."""
         with self._lock:
             self._queue.clear()
-        self._cache.cut_from(keep)
+        self.cache.cut_from(keep)
         self._chain.cut_from(keep)
 
     def read(self, entry_id: int) -> Entry:
@@ -462,7 +462,7 @@ class ManagedLedger:
     def in_memory(self, first: int) -> bool:
         """Whether a read from ``first`` on is served from memory (the tail cache or the write queue),
         without a file read; also True when the ledger has no read thread (nothing else to do)."""
-        return first >= self._cache.first or first > self._chain.written or self._reads is None
+        return first >= self.cache.first or first > self._chain.written or self._reads is None
 
     def read_later(
         self, first: int, last: int, max_bytes: int | None, done: Callable[[list[Entry] | BaseException], None]
@@ -527,7 +527,7 @@ class ManagedLedger:
             self._queue.drop(doomed)
             self._chain.written = max(self._chain.written, self._chain.bases[0] - 1)
         new_first = self._chain.bases[0]
-        self._cache.trim_before(new_first)
+        self.cache.trim_before(new_first)
         freed = sum(segment.size_bytes + dropped.get(segment.base_entry_id, 0) for segment in doomed)
         self._reaper(partial(delete_segment_files, doomed))
         return freed
@@ -540,7 +540,7 @@ class ManagedLedger:
         self._closed = True
         with self._lock:
             segments = list(self._chain.segments)
-        self._cache.clear()
+        self.cache.clear()
         close_off_thread(self._directory, partial(self._sync_and_close, segments), self._reaper)
 
     def _sync_and_close(self, segments: list[Segment]) -> None:
@@ -561,7 +561,7 @@ class ManagedLedger:
             self._chain.dir_dirty = False  # the directory goes: a later round must not sync it
         if not self._closed:
             self._closed = True
-            self._cache.clear()
+            self.cache.clear()
         self._reaper(partial(remove_segment_directory, self._directory, segments))
 
     def __enter__(self) -> ManagedLedger:

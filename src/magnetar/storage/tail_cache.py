@@ -23,12 +23,16 @@ class TailCache:
         self.bytes = 0
         #: (time, last entry id cached then), oldest first: what :meth:`age_out` evicts by age
         self.marks: deque[tuple[float, int]] = deque()
+        #: nothing is cached while set (a topic without subscriptions: nobody would read it from memory)
+        self.paused = False
         if budget is not None:
             budget.caches.add(self)
 
     def put(self, entry_id: int, data: bytes, crc: int) -> None:
-        """Add the entry appended after the last one cached (or skip it with a zero size)."""
-        if self.max_bytes <= 0:
+        """Add the entry appended after the last one cached (or skip it with a zero size, or paused)."""
+        if self.max_bytes <= 0 or self.paused:
+            if self.entries:
+                self.clear()
             self.first = entry_id + 1
             return
         self.entries[entry_id] = (data, crc)

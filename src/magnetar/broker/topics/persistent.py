@@ -127,6 +127,7 @@ class PersistentTopic(Topic):
         #: when this broker opened the ledger (epoch ms): where Pulsar starts a new ledger at every load
         self.ledger_opened_ms = int(time.time() * 1000)
         self.subscriptions: dict[str, Subscription] = {}  # type: ignore[assignment]
+        ledger.cache.paused = True  # until the first subscription: see _cache_for_readers
         self._committer = committer
         self._cursors = cursors
         #: highest entry id covered by a completed sync
@@ -429,6 +430,7 @@ class PersistentTopic(Topic):
             cursor = ManagedCursor(self.ledger, self.name, name, CursorState(mark_delete))
         sub = Subscription(self, name, cursor)
         self.subscriptions[name] = sub
+        self._cache_for_readers()
         return sub
 
     def start_position(self, ledger_id: int, entry_id: int, earliest: int | None = None) -> int:
@@ -448,6 +450,7 @@ class PersistentTopic(Topic):
     def restore_subscription(self, cursor: ManagedCursor) -> None:
         """Recreate a durable subscription from its persisted cursor."""
         self.subscriptions[cursor.name] = Subscription(self, cursor.name, cursor)
+        self._cache_for_readers()
 
     def remove_subscription(self, name: str) -> None:
         """Forget a subscription (unsubscribe, or the last reader of a non-durable one left)."""
@@ -456,7 +459,13 @@ class PersistentTopic(Topic):
         if sub is not None:
             sub.cursor.delete()
             self.subscription_removed(sub)
+            self._cache_for_readers()
         self._cursors.maybe_trim(self)
+
+    def _cache_for_readers(self) -> None:
+        """The ledger's recent entries are kept in memory only while a subscription may read them (as
+        Pulsar's managed ledger caches only with cursors): a topic only produced to keeps none."""
+        self.ledger.cache.paused = not self.subscriptions
 
     def trim_position(self) -> int:
         """Entries below this id are acknowledged by every durable subscription (and, on a compacted

@@ -15,6 +15,7 @@ from typing import Final
 
 from magnetar.protocol.frame import MAGIC_CHECKSUM, Frame
 from magnetar.protocol.schema import BaseCommand
+from magnetar.protocol.varint import read_varint_fast as _varint
 
 _U32 = struct.Struct(">I")
 #: checksum magic, checksum and metadata size: how a MESSAGE frame usually goes on
@@ -205,21 +206,3 @@ def read_repeated_message_frame(s: bytes, view: memoryview, pos: int, end: int, 
     frame._command_end = cmd_end
     frame._parsed = None
     return frame
-
-
-def _varint(s: bytes, p: int) -> tuple[int, int]:
-    """(value, position after it) of the varint at ``s[p]``; IndexError past 10 bytes or the end."""
-    b = s[p]
-    if b < 0x80:
-        return b, p + 1
-    value = b & 0x7F
-    shift = 7
-    while True:
-        p += 1
-        b = s[p]
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, p + 1
-        shift += 7
-        if shift > 63:
-            raise IndexError("varint longer than 10 bytes")

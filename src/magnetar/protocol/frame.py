@@ -78,6 +78,21 @@ class Frame:
         return f"Frame(type={self.command.type}, entry_bytes={size})"
 
 
+class LazyCommandFrame(Frame):
+    """A frame read by hand (message_frame.py, send_frame.py): its fields are plain attributes of the
+    subclass, and :attr:`command` parses the same bytes with protobuf only when someone asks for it."""
+
+    __slots__ = ("_source", "_command_start", "_command_end", "_parsed")
+
+    @property  # type: ignore[override]
+    def command(self) -> BaseCommand:
+        """The frame's BaseCommand, parsed from its bytes on first use."""
+        parsed = self._parsed
+        if parsed is None:
+            parsed = self._parsed = BaseCommand.FromString(memoryview(self._source)[self._command_start : self._command_end])
+        return parsed
+
+
 _new_frame = object.__new__
 
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from magnetar.protocol.frame import MAGIC_CHECKSUM, Frame
-from magnetar.protocol.schema import BaseCommand
+from magnetar.protocol.frame import MAGIC_CHECKSUM, LazyCommandFrame
 from magnetar.protocol.varint import read_varint_fast as _varint
 
 _U32 = struct.Struct(">I")
@@ -24,7 +23,7 @@ _CHECKSUM_AND_META_SIZE = struct.Struct(">HII")
 _new_frame = object.__new__
 
 
-class MessageFrame(Frame):
+class MessageFrame(LazyCommandFrame):
     """A MESSAGE frame of the usual shape, its command read by hand (the consumer's hot path).
 
     The usual shape: a CommandMessage with a consumer id, a message id of a ledger and an entry
@@ -33,20 +32,12 @@ class MessageFrame(Frame):
     plain attributes; :attr:`command` parses the same bytes with protobuf on first use.
     """
 
-    __slots__ = ("consumer_id", "ledger_id", "entry_id", "redelivery_count", "_source", "_command_start", "_command_end", "_parsed")
+    __slots__ = ("consumer_id", "ledger_id", "entry_id", "redelivery_count")
 
     consumer_id: int
     ledger_id: int
     entry_id: int
     redelivery_count: int
-
-    @property  # type: ignore[override]
-    def command(self) -> BaseCommand:
-        """The frame's BaseCommand, parsed from its bytes on first use."""
-        parsed = self._parsed
-        if parsed is None:
-            parsed = self._parsed = BaseCommand.FromString(memoryview(self._source)[self._command_start : self._command_end])
-        return parsed
 
     @property
     def type(self) -> int:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from magnetar.protocol.frame import MAGIC_CHECKSUM, Frame
-from magnetar.protocol.schema import BaseCommand
+from magnetar.protocol.frame import MAGIC_CHECKSUM, LazyCommandFrame
 from magnetar.protocol.varint import read_varint_fast as _varint
 
 _U32 = struct.Struct(">I")
@@ -32,28 +31,19 @@ _NUM_MESSAGES_TAG: Final = 0x18
 _HIGHEST_TAG: Final = 0x30
 
 
-class SendFrame(Frame):
+class SendFrame(LazyCommandFrame):
     """A SEND frame of the usual shape, its command read by hand (the broker's publish path).
 
     The fields are plain attributes (``num_messages`` 1 and ``highest_sequence_id`` 0 when absent,
     protobuf's defaults); :attr:`command` parses the same bytes with protobuf on first use.
     """
 
-    __slots__ = ("producer_id", "sequence_id", "num_messages", "highest_sequence_id", "_source", "_command_start",
-                 "_command_end", "_parsed")
+    __slots__ = ("producer_id", "sequence_id", "num_messages", "highest_sequence_id")
 
     producer_id: int
     sequence_id: int
     num_messages: int
     highest_sequence_id: int
-
-    @property  # type: ignore[override]
-    def command(self) -> BaseCommand:
-        """The frame's BaseCommand, parsed from its bytes on first use."""
-        parsed = self._parsed
-        if parsed is None:
-            parsed = self._parsed = BaseCommand.FromString(memoryview(self._source)[self._command_start : self._command_end])
-        return parsed
 
     @property
     def type(self) -> int:

@@ -27,6 +27,7 @@ from pathlib import Path
 from magnetar.storage.consistency import LedgerExtent, SegmentSpan, check_cursors, ledger_extent
 from magnetar.storage.data_format import check_format, stamp_format
 from magnetar.storage.dir_lock import DataDirLock
+from magnetar.storage.files import fsync_path
 from magnetar.storage.metadata import DB_FILE_NAME
 from magnetar.storage.segment import _scan, parse_segment_file_name
 
@@ -51,13 +52,6 @@ class BackupReport:
     bytes: int = 0
     notes: list[str] = field(default_factory=list)
 
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _open_segments(source_ledgers: Path, stack: ExitStack) -> dict[Path, int]:
@@ -93,7 +87,7 @@ def _copy_metadata(source: Path, dest: Path) -> tuple[int, set[int]]:
             target.close()
     finally:
         origin.close()
-    _fsync_path(target_path)
+    fsync_path(target_path)
     return len(ledgers), ledgers
 
 
@@ -170,7 +164,7 @@ def _copy_ledger(source: Path, dest: Path, held: dict[Path, int], report: Backup
                 (dest / name).write_bytes(path.read_bytes())
             except FileNotFoundError:
                 continue
-    _fsync_path(dest)
+    fsync_path(dest)
     return spans
 
 
@@ -190,8 +184,8 @@ def _copy_ledgers(source: Path, dest: Path, ledger_ids: set[int], held: dict[Pat
         for child in sorted(entry.iterdir()):  # <id>-compacted/<n>/: one ledger per compaction
             if child.is_dir():
                 _copy_ledger(child, dest / "ledgers" / entry.name / child.name, held, report)
-        _fsync_path(dest / "ledgers" / entry.name)
-    _fsync_path(dest / "ledgers")
+        fsync_path(dest / "ledgers" / entry.name)
+    fsync_path(dest / "ledgers")
     return extents
 
 
@@ -213,5 +207,5 @@ def backup_data_dir(source: Path | str, dest: Path | str) -> BackupReport:
         found, _missing, repaired = check_cursors(dest / DB_FILE_NAME, extents, fix=True)
         report.notes.extend(found + repaired)
         stamp_format(dest)
-        _fsync_path(dest)
+        fsync_path(dest)
     return report

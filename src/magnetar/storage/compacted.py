@@ -29,6 +29,7 @@ from typing import Protocol
 
 from magnetar.checksum import crc32c
 from magnetar.storage.cursor import longs_to_mask
+from magnetar.storage.files import fsync_path
 from magnetar.storage.ledger import Entry, ManagedLedger
 from magnetar.storage.read_thread import ReadThread
 from magnetar.storage.segment import StorageError
@@ -71,13 +72,6 @@ def compacted_root(data_dir: Path, ledger_id: int) -> Path:
     """Directory holding the compacted ledgers of one topic ledger."""
     return data_dir / "ledgers" / f"{ledger_id}-compacted"
 
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _encode_index(horizon: int, records: list[IndexRecord]) -> bytes:
@@ -142,8 +136,8 @@ class CompactedWriter:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.directory / INDEX_FILE)
-        _fsync_dir(self.directory)
-        _fsync_dir(self.directory.parent)
+        fsync_path(self.directory)
+        fsync_path(self.directory.parent)
 
     def abort(self) -> None:
         """Forget the half-written ledger."""

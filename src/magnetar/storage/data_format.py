@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from magnetar.storage.files import fsync_path
+
 __all__ = [
     "FORMAT_FILE_NAME", "FORMAT_VERSION", "DataFormatError", "check_format", "open_format", "read_format", "stamp_format",
 ]
@@ -63,11 +65,7 @@ def stamp_format(data_dir: Path) -> None:
     finally:
         os.close(fd)
     os.replace(temporary, data_dir / FORMAT_FILE_NAME)
-    directory = os.open(data_dir, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    fsync_path(data_dir)
 
 
 def open_format(data_dir: Path) -> None:

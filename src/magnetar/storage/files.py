@@ -77,6 +77,16 @@ class FileLayer:
             self.close(fd)
 
 
+def fsync_path(path: Path | str) -> None:
+    """fsync a file or a directory by its path: for whole-file writers outside the :class:`FileLayer` seam
+    (the metadata database's making, the data directory's format stamp, backups, compacted ledgers)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class Fault:
     """One injected failure: calls of ``op`` (on paths containing ``path_part``) fail with ``error``

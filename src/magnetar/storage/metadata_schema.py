@@ -6,6 +6,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+from magnetar.storage.files import fsync_path
+
 #: the database file, in the directory a MetadataStore is given
 DB_FILE_NAME = "metadata.db"
 #: the schema version this broker writes (SQLite's user_version)
@@ -74,18 +76,10 @@ def create_database(path: Path) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
     finally:
         conn.close()
-    _fsync_path(building)
+    fsync_path(building)
     os.replace(building, path)
-    _fsync_path(path.parent)
+    fsync_path(path.parent)
 
-
-def _fsync_path(path: Path) -> None:
-    """fsync a file or directory by its path."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def metadata_problem(data_dir: Path) -> str | None:

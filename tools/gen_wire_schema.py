@@ -293,7 +293,11 @@ not speak stay unknown fields of BaseCommand, kept as they came.
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pool, message_factory
+from magnetar.protocol.lazy_protobuf import defer_python_message
+
+defer_python_message()  # before descriptor_pool imports the pure-Python runtime upb never uses (10 ms)
+
+from google.protobuf import descriptor_pool, message_factory  # noqa: E402
 
 '''
 

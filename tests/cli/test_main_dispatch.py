@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from magnetar.cli.main import SUBCOMMANDS, SUMMARIES, app, build_app
-from magnetar.cli.standalone import parse_flags, parser
+from magnetar.cli.standalone import parse_flags, parser, plain_flags
 
 PROBE = """
 import sys
@@ -22,7 +22,7 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-loaded = [m for m in ("typer", "pydantic", "fastapi", "magnetar.cli.admin", "magnetar.client", "magnetar.broker",
+loaded = [m for m in ("typer", "argparse", "pydantic", "fastapi", "magnetar.cli.admin", "magnetar.client", "magnetar.broker",
                       "magnetar.cli.perf", "magnetar.cli.tokens", "magnetar.cli.messaging") if m in sys.modules]
 print(code, ",".join(loaded))
 """
@@ -61,11 +61,33 @@ def test_standalone_start_up_loads_no_cli_framework(tmp_path: Path) -> None:
     assert loaded == "magnetar.broker"
 
 
+@pytest.mark.parametrize("args", [
+    [], ["--port", "6651", "--data-dir", "d", "--fsync", "never"], ["--port", "1", "--port", "2"],
+    ["--bind", ""], ["--http-port", " 7 "], ["--config", "c.conf", "--log-level", "DEBUG", "--tls-port", "6652"],
+])
+def test_plain_flags_read_what_argparse_reads(args: list[str]) -> None:
+    assert plain_flags(args) == vars(parser().parse_args(args))
+
+
+@pytest.mark.parametrize("args", [
+    ["--port"], ["--port", "abc"], ["--port", "-1"], ["--http-port=0"], ["--bogus", "1"], ["--data-dir", "--port"],
+    ["--help", "x"], ["--", "x"], ["--por", "1"],
+])
+def test_any_other_command_line_is_argparses(args: list[str]) -> None:
+    assert plain_flags(args) is None
+
+
+def test_a_plain_standalone_command_line_loads_no_argparse(tmp_path: Path) -> None:
+    code, loaded, stderr = probe("standalone", "--config", str(tmp_path / "missing.toml"), "--port", "0")
+    assert (code, loaded) == ("1", "magnetar.broker")
+    assert "cannot read config file" in stderr
+
+
 def test_standalone_errors_come_from_its_parser_without_typer(tmp_path: Path) -> None:
     code, loaded, stderr = probe("standalone", "--port", "abc", "--data-dir", str(tmp_path))
     assert code == "2"
     assert stderr.splitlines()[-1] == "magnetar standalone: error: argument --port: invalid int value: 'abc'"
-    assert loaded == "magnetar.broker"
+    assert loaded == "argparse,magnetar.broker"
 
 
 def test_the_typer_command_hands_standalone_to_its_parser(monkeypatch: pytest.MonkeyPatch) -> None:

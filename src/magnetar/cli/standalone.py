@@ -3,13 +3,13 @@
 This module runs the broker and owns the command's one flag parser (:func:`parser`, the standard
 library's argparse: its help, its errors). :func:`magnetar.cli.main.main` hands ``magnetar standalone
 ...`` straight to :func:`main`, so Typer (and the pydantic it builds its parameters with) never loads
-on a broker's start-up; the whole Typer command (:mod:`magnetar.cli.standalone_command`, for
+on a broker's start-up, nor argparse for a command line of known ``--option value`` pairs alone
+(:func:`plain_flags`, the same settings); the whole Typer command (:mod:`magnetar.cli.standalone_command`, for
 ``magnetar --help`` and ``CliRunner``) passes its arguments on to the same parser.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import logging
@@ -18,12 +18,16 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from magnetar.admin.standalone import StandaloneServer
 from magnetar.broker.config import BrokerConfig, ConfigError
 from magnetar.broker.security.errors import SecurityConfigError
 from magnetar.storage.data_format import DataFormatError
 from magnetar.storage.dir_lock import DataDirLockedError
+
+if TYPE_CHECKING:
+    import argparse
 
 log = logging.getLogger("magnetar.broker")
 
@@ -44,6 +48,10 @@ SUMMARY = "Run a standalone broker with local storage until SIGTERM or Ctrl-C."
 
 def parser() -> argparse.ArgumentParser:
     """The flags of ``magnetar standalone``; each one given becomes a setting of :meth:`BrokerConfig.load`."""
+    # argparse (with gettext) for a command line :func:`plain_flags` does not read alone: 3-4 ms of every
+    # broker's start otherwise (python -X importtime, its import and this parser's build)
+    import argparse
+
     flags = argparse.ArgumentParser(prog="magnetar standalone", description=SUMMARY, allow_abbrev=False,
                                     argument_default=argparse.SUPPRESS, add_help=False)
     for option, (name, kind, placeholder, text) in OPTIONS.items():
@@ -52,9 +60,28 @@ def parser() -> argparse.ArgumentParser:
     return flags
 
 
+def plain_flags(args: list[str]) -> dict[str, object] | None:
+    """The settings of a command line made of ``--option value`` pairs alone, each option one of
+    :data:`OPTIONS` and each value of its type and not starting with ``-`` (as the testing kit and most
+    scripts start a broker), exactly as :func:`parser` reads it; None for any other command line."""
+    if len(args) % 2:
+        return None
+    settings: dict[str, object] = {}
+    for option, value in zip(args[::2], args[1::2], strict=True):
+        known = OPTIONS.get(option)
+        if known is None or value.startswith("-"):
+            return None
+        try:
+            settings[known[0]] = known[1](value)
+        except ValueError:
+            return None
+    return settings
+
+
 def parse_flags(args: list[str]) -> dict[str, object]:
     """The settings the command line gives (SystemExit 2 with a usage error for a bad one, 0 after --help)."""
-    return vars(parser().parse_args(args))
+    plain = plain_flags(args)
+    return plain if plain is not None else vars(parser().parse_args(args))
 
 
 def main(args: list[str]) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from magnetar.broker.config import BrokerConfig, ConfigError, default_entry_cache_total_bytes
+from magnetar.broker.security.settings import SecuritySettings
 from magnetar.testing import free_port
 
 
@@ -209,3 +210,40 @@ def test_repr_shows_every_field_but_the_ignored_settings_by_name() -> None:
     # the generated __repr__'s format: the class name, then name=repr(value) of each field in order
     shown = [f.name for f in dataclasses.fields(BrokerConfig) if f.name != "ignored_settings"]
     assert text == "BrokerConfig(" + ", ".join(f"{name}={getattr(config, name)!r}" for name in shown) + ")"
+
+
+def _generated(cls: type, **options: bool) -> type:
+    """A dataclass with ``cls``'s fields whose methods dataclass generates (the reference of the written-out ones)."""
+
+    def copy(f: dataclasses.Field) -> dataclasses.Field:
+        if f.default_factory is not dataclasses.MISSING:
+            return dataclasses.field(default_factory=f.default_factory, repr=f.repr, compare=f.compare)
+        return dataclasses.field(default=f.default, repr=f.repr, compare=f.compare)
+
+    return dataclasses.make_dataclass(cls.__name__, [(f.name, f.type, copy(f)) for f in dataclasses.fields(cls)],
+                                      **options)
+
+
+def test_equality_and_hash_are_the_generated_ones() -> None:
+    reference = _generated(BrokerConfig)
+    same = [(BrokerConfig(), BrokerConfig()), (BrokerConfig(port=1), BrokerConfig(port=2)),
+            (BrokerConfig(ignored_settings=["a"]), BrokerConfig()),
+            (BrokerConfig(security=SecuritySettings(authentication_enabled=True)), BrokerConfig())]
+    for left, right in same:
+        values = ({f.name: getattr(left, f.name) for f in dataclasses.fields(left)},
+                  {f.name: getattr(right, f.name) for f in dataclasses.fields(right)})
+        assert (left == right) == (reference(**values[0]) == reference(**values[1]))
+        assert (left != right) == (reference(**values[0]) != reference(**values[1]))
+    assert BrokerConfig().__eq__(object()) is NotImplemented
+    assert BrokerConfig.__hash__ is None and reference.__hash__ is None
+
+    secured = _generated(SecuritySettings, frozen=True)
+    cases = [SecuritySettings(), SecuritySettings(super_user_roles=("admin",)), SecuritySettings(token_auth_claim="x")]
+    for left in cases:
+        as_generated = secured(**{f.name: getattr(left, f.name) for f in dataclasses.fields(left)})
+        assert hash(left) == hash(as_generated)
+        assert repr(left) == repr(as_generated)
+        for right in cases:
+            assert (left == right) == (as_generated == secured(**{f.name: getattr(right, f.name)
+                                                                for f in dataclasses.fields(right)}))
+    assert SecuritySettings().__eq__(object()) is NotImplemented

@@ -223,7 +223,7 @@ class EntryOpening:
         if (source is not None and batched and meta.num_chunks_from_msg <= 1 and not meta.encryption_keys
                 and meta.compression == CompressionType.NONE):
             # a batch as it usually comes: its messages sliced from the bytes received (one copy
-            # each; a 128 KiB entry copied first costs about 200 ns per 1 KiB message)
+            # each; a 128 KiB entry copied first cost 30-180 ns per 1 KiB message, warm cache to loaded)
             span = (at + 4 + meta_size, at + size)
             return self._batch_messages(source, meta, ack_set, key, redelivery_count, span)
         # the one copy of the payload (the entry is a view of the bytes received)

@@ -10,7 +10,8 @@ magnetar, so a benchmark against it measures the client and the loop:
   as the permits allow; ACKs are ignored. The batch's layout comes from the topic name: a topic
   whose name contains ``-s<size>-b<count>`` gets batches of ``count`` messages of ``size`` bytes
   (default 100 B, 1000 messages, capped at 128 KiB as a batching producer caps them), each with
-  its sequence id, as the official producer writes the batches magnetar then serves.
+  its sequence id, as the official producer writes the batches magnetar then serves; ``-b0``:
+  plain entries of one message each (unbatched).
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ MAX_BATCH_BYTES = 128 * 1024
 
 
 def batch_layout(topic: str) -> tuple[int, int]:
-    """(message bytes, messages per batch) that the consume mode feeds on ``topic``."""
+    """(message bytes, messages per batch) that the consume mode feeds on ``topic`` (0 messages
+    per batch, from ``-b0``: plain entries of one message each, as an unbatched producer writes)."""
     found = _LAYOUT.search(topic)
     size, count = (int(found.group(1)), int(found.group(2))) if found else (100, 1000)
+    if count == 0:
+        return size, 0
     return size, max(1, min(count, MAX_BATCH_BYTES // max(1, size)))
 
 
@@ -45,6 +49,9 @@ def prebuilt_entry(size: int, count: int) -> tuple[bytes, int]:
     other bytes than the ones magnetar serves (magnetar.client: 720k against 520k msg/s, 100 B).
     """
     meta = MessageMetadata(producer_name="null-broker", sequence_id=0, publish_time=1)
+    if count == 0:  # a plain entry: one message, not batched
+        entry = build_entry(meta, b"x" * size)
+        return entry, crc32c(entry)
     entry = build_entry(meta, [BatchMessage(b"x" * size, sequence_id=i) for i in range(count)])
     return entry, crc32c(entry)
 
@@ -57,8 +64,10 @@ class FedConsumer:
     def __init__(self, consumer_id: int, topic: str) -> None:
         self.consumer_id = consumer_id
         self.permits = 0
-        size, self.messages = batch_layout(topic)
-        self.entry, self.crc = prebuilt_entry(size, self.messages)
+        size, count = batch_layout(topic)
+        self.entry, self.crc = prebuilt_entry(size, count)
+        #: permits one entry takes
+        self.messages = max(1, count)
 
 
 class NullBrokerConnection(asyncio.Protocol):

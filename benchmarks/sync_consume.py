@@ -18,8 +18,9 @@ benchmarks/results/sync_consume.json.
 
 With ``--null-broker`` the rounds consume batches (1,000 messages of ``--size`` bytes, each with
 its sequence id, as the official producer writes them) from benchmarks/null_broker.py instead: the
-broker's cost taken out, what is left is the client's. ``--layouts batched`` measures only the
-batched topic on magnetar.
+broker's cost taken out, what is left is the client's; ``--layouts unbatched`` there: plain
+entries of one message each (the unbatched client's own ceiling). ``--layouts batched`` measures
+only the batched topic on magnetar.
 
 usage: python benchmarks/sync_consume.py [--count N] [--rounds R] [--size 100] [--baseline-src DIR] [--label NAME]
 [--null-broker] [--layouts unbatched,batched]
@@ -190,15 +191,19 @@ def alternate(sides: dict[str, dict[str, str]], url: str, topic: str, label: str
 
 
 def against_null(sides: dict[str, dict[str, str]], args: argparse.Namespace) -> dict[str, dict]:
-    """The batched rounds against benchmarks/null_broker.py (the broker's cost taken out)."""
+    """The rounds against benchmarks/null_broker.py (the broker's cost taken out): batched unless
+    ``--layouts`` says otherwise."""
     from magnetar.testing import free_port, wait_for_port
 
     port = free_port()
     null = subprocess.Popen([sys.executable, str(HERE / "null_broker.py"), "--port", str(port)])
     try:
         wait_for_port(port)
-        topic = f"sync-null-s{args.size}-b1000-{time.time_ns()}"
-        return {"batched": alternate(sides, f"pulsar://127.0.0.1:{port}", topic, "null batched", args, null.pid)}
+        results = {}
+        for layout in (args.layouts or "batched").split(","):
+            topic = f"sync-null-s{args.size}-b{1000 if layout == 'batched' else 0}-{time.time_ns()}"
+            results[layout] = alternate(sides, f"pulsar://127.0.0.1:{port}", topic, f"null {layout}", args, null.pid)
+        return results
     finally:
         null.terminate()
         null.wait(30)
@@ -233,7 +238,8 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--layouts", default="unbatched,batched", help="the topics measured on magnetar")
+    parser.add_argument("--layouts", help="the topics measured: unbatched,batched (default: both on magnetar, "
+                        "batched on the null broker, whose unbatched entries are plain ones of one message each)")
     parser.add_argument("--null-broker", action="store_true", help="consume batches from benchmarks/null_broker.py instead")
     parser.add_argument("--baseline-src", help="another magnetar source tree (PYTHONPATH) measured alongside")
     parser.add_argument("--out", default=str(HERE / "results" / "sync_consume.json"))
@@ -256,6 +262,7 @@ def main() -> None:
         results = against_null(sides, args)
         broker_text = "benchmarks/null_broker.py (feeds one pre-built batch per FLOW'd entry; ACKs ignored)"
     else:
+        args.layouts = args.layouts or "unbatched,batched"
         results = against_magnetar(sides, args, broker_src)
         broker_text = f"magnetar standalone, fsync always (source: {broker_src})"
     report = {

@@ -214,3 +214,27 @@ def test_recognised_implies_plain_on_random_metadata() -> None:
               and meta.sequence_id < 2**63):  # (a varint of 10 bytes is left to the parser)
             pytest.fail(f"a plain metadata of the usual fields was not recognised: {meta}")
     assert seen_plain > 500
+
+
+def test_a_batch_read_in_place_in_a_larger_buffer_reads_as_the_batch_alone() -> None:
+    rng = random.Random(11)
+    messages = [BatchMessage(rng.randbytes(1024), sequence_id=40 + i) for i in range(30)]
+    messages[7] = BatchMessage(rng.randbytes(1024), properties={"p": "7"})
+    payload = encode_batch(messages)
+    before, after = rng.randbytes(37), encode_batch([BatchMessage(b"next frame")])
+    received = before + payload + after
+    singles, bodies = split_batch_payload(received, len(messages), 40, len(before), len(before) + len(payload))
+    alone = split_batch_payload(payload, len(messages), 40)
+    assert (dict(singles), bodies) == (dict(alone[0]), alone[1])
+    assert bodies == [m.payload for m in messages] and all(b.__class__ is bytes for b in bodies)
+    assert list(singles) == [7] and singles[7].properties[0].value == "7"
+
+
+@pytest.mark.parametrize("cut", [1, 5, 1024])
+def test_a_batch_read_in_place_does_not_run_into_the_bytes_after_it(cut: int) -> None:
+    payload = encode_batch([BatchMessage(b"x" * 1024, sequence_id=1), BatchMessage(b"y" * 1024)])
+    received = b"head" + payload + b"z" * 2048  # what follows would complete the cut message
+    with pytest.raises(ProtocolError):
+        split_batch_payload(received, 2, -1, 4, 4 + len(payload) - cut)
+    with pytest.raises(ProtocolError, match="left over"):
+        split_batch_payload(received, 2, -1, 4, 4 + len(payload) + cut)

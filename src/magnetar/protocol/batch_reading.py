@@ -51,11 +51,17 @@ class BatchSingles(dict[int, "SingleMessageMetadata | bytes"]):
         return EMPTY_SINGLE
 
 
-def split_batch_payload(payload: bytes, count: int, first_sequence: int = -1) -> tuple[BatchSingles, list[bytes]]:
+def split_batch_payload(
+    payload: bytes, count: int, first_sequence: int = -1, start: int = 0, end: int | None = None,
+) -> tuple[BatchSingles, list[bytes]]:
     """The ``count`` messages of a batch payload: their metadata (:data:`EMPTY_SINGLE`, left out
     of the :class:`BatchSingles`; kept serialized bytes; or parsed: see the module) and their
     payload bytes, in order. Raises ProtocolError on a malformed batch (a message overrunning it,
     or bytes left over).
+
+    The batch is ``payload[start:end]`` (``end`` None: to the end): a batch read where it lies
+    in the bytes received, each message's payload sliced out of them (one copy per message, none
+    of the whole batch).
 
     With ``first_sequence`` (the entry's MessageMetadata.sequence_id, >= 0), a metadata of
     ``payload_size`` then ``sequence_id`` equal to ``first_sequence`` + its index (as the official
@@ -66,8 +72,9 @@ def split_batch_payload(payload: bytes, count: int, first_sequence: int = -1) ->
     singles = BatchSingles()
     bodies: list[bytes] = []
     add_body = bodies.append
-    end = len(payload)
-    pos = 0
+    if end is None:
+        end = len(payload)
+    pos = start
     try:
         for index in range(count):
             (n,) = unpack(payload, pos)
@@ -105,7 +112,7 @@ def split_batch_payload(payload: bytes, count: int, first_sequence: int = -1) ->
             add_body(payload[pos : pos + size])
             pos += size
             if pos > end or size < 0:
-                raise ProtocolError(f"message {index} of a batch of {count} overruns its {end} bytes")
+                raise ProtocolError(f"message {index} of a batch of {count} overruns its {end - start} bytes")
     except (struct.error, DecodeError, IndexError) as exc:
         raise ProtocolError(f"malformed batch of {count} messages: {exc}") from None
     if pos != end:

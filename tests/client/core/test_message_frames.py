@@ -7,6 +7,7 @@ import pytest
 
 from magnetar.client import AsyncClient, CompressionType
 from magnetar.client.core.opening import EntryOpening
+from magnetar.client.exceptions import Timeout
 from magnetar.protocol.batch import BatchMessage, build_entry
 from magnetar.protocol.compression import compress
 from magnetar.protocol.enums import CommandType
@@ -158,5 +159,53 @@ def test_ids_made_on_first_use_carry_the_partition_and_topic_and_acks_are_exact(
             acked = sorted((c.consumer_id, m.ledger_id, m.entry_id) for c in fake.commands(CommandType.ACK) for m in c.message_id)
             expected = sorted((children[m.topic_name()], m.message_id().ledger_id, m.message_id().entry_id) for m in got)
             assert acked == expected
+
+    run(main())
+
+
+def _batches() -> list[tuple[bytes, list[bytes]]]:
+    """(entry, payloads): batches of 100 B and 1 KiB messages numbered as the official producer
+    numbers them, one with a message of its own metadata, one compressed, one of empty payloads."""
+    out = []
+    for n, (count, size) in enumerate([(50, 100), (40, 1024), (3, 0)]):
+        payloads = [bytes([n + i % 250]) * size for i in range(count)]
+        seq = 100 * n
+        out.append((build_entry(_meta(seq), [BatchMessage(p, sequence_id=seq + i) for i, p in enumerate(payloads)]),
+                    payloads))
+    mixed = [b"m%d" % i * 300 for i in range(5)]
+    out.append((build_entry(_meta(7), [BatchMessage(p, properties={"i": str(i)} if i == 2 else {})
+                                       for i, p in enumerate(mixed)]), mixed))
+    packed = [b"c%d" % i * 200 for i in range(6)]
+    out.append((build_entry(_meta(8), [BatchMessage(p) for p in packed], CompressionType.LZ4), packed))
+    return out
+
+
+def test_batches_are_sliced_from_the_bytes_received_with_their_exact_payloads() -> None:
+    async def main() -> None:
+        async with FakeBroker() as fake, AsyncClient(fake.url) as client:
+            consumer = await client.subscribe("t", "sub", ack_group_time_ms=NEVER_MS)
+            conn = fake.connections[0]
+            await fake.wait_for(lambda: fake.commands(CommandType.FLOW))
+            stream = b""
+            expected = []
+            for i, (entry, payloads) in enumerate(_batches()):
+                stream += _frame(consumer.consumer_id, entry, 5, i)
+                expected += [(p, i, j, len(payloads)) for j, p in enumerate(payloads)]
+            # a batch whose last message claims more than its entry holds: dropped, not read
+            # into the frame after it; the frame after it still arrives
+            short = bytearray(build_entry(_meta(50), [BatchMessage(b"a" * 100), BatchMessage(b"b" * 100)]))
+            del short[-1]
+            stream += _frame(consumer.consumer_id, bytes(short), 5, 50)
+            stream += _frame(consumer.consumer_id, build_entry(_meta(51), [BatchMessage(b"tail")]), 5, 51)
+            expected.append((b"tail", 51, 0, 1))
+            conn.send_raw(stream)
+            got = [await consumer.receive(RECEIVE_MS) for _ in range(len(expected))]
+            assert [(m.data(), m.message_id().entry_id, m.message_id().batch_index, m.message_id().batch_size)
+                    for m in got] == expected
+            assert all(m.data().__class__ is bytes for m in got)
+            assert [m.properties() for m in got if m.message_id().entry_id == 3] == [{}, {}, {"i": "2"}, {}, {}]
+            assert [m.sequence_id() for m in got if m.message_id().entry_id == 1][:3] == [100, 101, 102]
+            with pytest.raises(Timeout):
+                await consumer.receive(QUIET_MS)
 
     run(main())

@@ -44,9 +44,10 @@ class _Opening(EntryOpening):
     def _deliver(self, messages: list[Message]) -> None:
         self.delivered += messages
 
-    def _entry_messages(self, ledger_id: int, entry_id: int, *args: Any) -> list[Message]:
+    def _entry_messages(self, ledger_id: int, entry_id: int, redelivery_count: int, ack_set: Any, entry: Any,
+                        checksum: int | None, *where: Any) -> list[Message]:
         self.general.append(entry_id)
-        self.checksums.append(args[-1])
+        self.checksums.append(checksum)
         return []
 
 

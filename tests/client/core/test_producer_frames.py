@@ -118,3 +118,21 @@ def _bodies(frame) -> list[bytes]:  # noqa: ANN001 - a received frame
     from magnetar.protocol.batch import open_entry
 
     return [body for _, body in open_entry(frame.entry)[1]]
+
+
+def test_a_send_with_nothing_in_flight_is_written_at_once_the_others_together() -> None:
+    async def main() -> None:
+        async with FakeBroker() as fake, AsyncClient(fake.url) as client:
+            producer = await client.create_producer("t", batching_enabled=False)
+            conn = producer.conn
+            assert conn is not None and conn._out == []
+            producer.send_nowait(b"first")
+            assert conn._out == []  # on the socket before the loop turns: a one-at-a-time send waits for nothing
+            producer.send_nowait(b"second")
+            producer.send_nowait(b"third")
+            assert len(conn._out) == 4  # queued (header and entry each), written in one go later
+            await producer.flush()
+            assert [entry_payload(f) for f in fake.frames(CommandType.SEND)] == [b"first", b"second", b"third"]
+            assert [f.command.send.sequence_id for f in fake.frames(CommandType.SEND)] == [0, 1, 2]
+
+    run(main())

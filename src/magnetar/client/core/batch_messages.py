@@ -68,16 +68,18 @@ def ack_set_mask(ack_set: Any) -> int | None:
 
 def split_batch(
     payload: bytes, meta: MessageMetadata, mask: int | None, entry: tuple[int, int], redelivery: int, consumer: Any,
-    start: MessageId | None, inclusive: bool,
+    start: MessageId | None, inclusive: bool, span: tuple[int, int] | None = None,
 ) -> list[Message]:
     """The messages of a batch entry that are still to deliver, in order, owned by ``consumer``.
 
     ``entry`` is (ledger id, entry id), signed; messages outside ``mask`` (acknowledged by
     batch index), compacted out, or before ``start`` are left out. Raises ProtocolError on a
-    malformed batch.
+    malformed batch. With ``span`` (start, end), the batch is ``payload[start:end]``: the bytes
+    received, read in place.
     """
     count = meta.num_messages_in_batch
-    singles, bodies = split_batch_payload(payload, count, meta.sequence_id)
+    at, end = span if span is not None else (0, None)
+    singles, bodies = split_batch_payload(payload, count, meta.sequence_id, at, end)
     ledger_id, entry_id = IdPart(entry[0]), IdPart(entry[1])
     topic = consumer.topic
     ctx = message_entry(meta, ledger_id, entry_id, topic, redelivery, consumer.config.schema, consumer)

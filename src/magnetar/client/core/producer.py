@@ -530,6 +530,9 @@ class AsyncProducer(HandlerState, SendCompletion):
         conn = self.conn
         if conn is not None and not conn.closed and not self.connection_handler.reconnecting:
             conn.write_entry_frame(*frame)
+            if len(self._pending) == 1:
+                # nothing else in flight (one-at-a-time sends): out now, not one loop iteration later
+                conn.flush()
 
     def _enqueue_chunks(self, meta: MessageMetadata, payload: bytes, sequence_id: int, callbacks: list[Any]) -> None:
         chunk_size = max(1, self.max_message_size - _CHUNK_HEADROOM)

@@ -24,6 +24,7 @@ from benchmarks.suite import report
 from benchmarks.suite.peers import REPO_ROOT, Peer, client_versions, install_debian, log, make_peers
 from benchmarks.suite.probe import BrokerProbe, entry_figures
 from benchmarks.suite.scenarios import FULL, PULSAR_DRIVERS, QUICK, SYSTEMS, Scenario, System, scenarios
+from benchmarks.suite.settle import settle_disk
 
 ALL_PEERS = ["magnetar", "pulsar", "pulsar-lite", "redis", "nats", "rabbitmq"]
 DEBIAN_OF = {"redis": ["redis-server"], "nats": ["nats-server"], "rabbitmq": ["rabbitmq-server"],
@@ -115,21 +116,23 @@ def start_peers(peers: list[Peer], pin_cpus: str = "") -> tuple[list[Peer], dict
 
 def measure(system: System, peer: Peer, scenario: Scenario, round_no: int, timeout: float) -> dict[str, Any]:
     """One scenario against one system, in a worker process, with the broker's CPU seconds and resident
-    memory over the measurement (probe.py)."""
+    memory over the measurement (probe.py); it starts once the machine's dirty pages are written
+    (settle.py: no run pays for the writeback of the one before)."""
     topic = f"bench-{scenario.key}-{round_no}-{uuid.uuid4().hex[:8]}"
     params = {"address": peer.address, "topic": topic, **scenario.params}
     cmd = [sys.executable, "-m", "benchmarks.suite.worker", system.driver, scenario.function, json.dumps(params)]
+    settled = settle_disk()
     broker = BrokerProbe(peer.pid()).start()
     try:
         proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s", **broker.stop(0)}
+        return {"error": f"timed out after {timeout:.0f} s", **broker.stop(0), **settled}
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         # a refused run (duplicates) still used the broker's memory: kept, its CPU is not per message
-        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}", **broker.stop(0)}
+        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}", **broker.stop(0), **settled}
     result = json.loads(lines[-1])
-    result = {**result, **broker.stop(result.get("messages", 0))}
+    result = {**result, **broker.stop(result.get("messages", 0)), **settled}
     return {**result, **entry_figures(result)}
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -61,6 +62,8 @@ PAYLOAD = b"x" * 100
 BACKLOG_TOPIC = "persistent://public/default/backlog"
 PROBE_TOPIC = "persistent://public/default/probe"
 CATCHUP_SUB = "catchup"
+#: sends before the measured ones (sequence ids 0 .. WARM_UP - 1)
+WARM_UP = 50
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -91,13 +94,16 @@ async def fill_backlog(url: str, count: int, batch: int) -> None:
         await client.close()
 
 
-async def probe(url: str, seconds: float, rate: int) -> list[float]:
-    """Send one message every 1/rate s for ``seconds``; each send's latency in ms."""
+async def probe(url: str, seconds: float, rate: int) -> tuple[list[float], dict[int, tuple[float, float]]]:
+    """Send one message every 1/rate s for ``seconds``; each send's latency in ms, and per sequence id
+    (the producer's n-th send has sequence id n) when it was sent and when its receipt came
+    (``time.perf_counter``: the broker's hop probe stamps on the same clock)."""
     client = AsyncClient(url)
     latencies: list[float] = []
+    stamps: dict[int, tuple[float, float]] = {}
     try:
         producer = await client.create_producer(PROBE_TOPIC, batching_enabled=False, max_pending_messages=0)
-        for _ in range(50):  # warm the connection and the topic
+        for _ in range(WARM_UP):  # warm the connection and the topic
             await producer.send(PAYLOAD)
         loop = asyncio.get_running_loop()
         interval = 1.0 / rate
@@ -105,8 +111,10 @@ async def probe(url: str, seconds: float, rate: int) -> list[float]:
         total = int(seconds * rate)
         waits = []
 
-        def done(sent: float, _: asyncio.Future) -> None:
-            latencies.append((time.perf_counter() - sent) * 1000)
+        def done(sequence_id: int, sent: float, _: asyncio.Future) -> None:
+            now = time.perf_counter()
+            latencies.append((now - sent) * 1000)
+            stamps[sequence_id] = (sent, now)
 
         for n in range(total):
             delay = start + n * interval - loop.time()
@@ -114,13 +122,46 @@ async def probe(url: str, seconds: float, rate: int) -> list[float]:
                 await asyncio.sleep(delay)
             sent = time.perf_counter()
             future = await producer.send_async(PAYLOAD)
-            future.add_done_callback(lambda f, s=sent: done(s, f))
+            future.add_done_callback(lambda f, q=WARM_UP + n, s=sent: done(q, s, f))
             waits.append(future)
         await asyncio.gather(*waits)
         await producer.close()
     finally:
         await client.close()
-    return latencies
+    return latencies, stamps
+
+
+def hop_breakdown(client: dict[int, tuple[float, float]], broker: dict[str, list[float | None]]) -> dict:
+    """Where each probed send's time went: the broker's hops (benchmarks/hop_probe.py) with the
+    client's two (its send to the loop's read of it, the receipt's write to the client's callback):
+    percentiles per hop, and the mean of each hop over the slowest 1% and 0.1% of the sends."""
+    names = ("read", "pub", "start", "got", "kernel", "synced", "done", "rcpt", "flush")
+    rows = []
+    order: dict[str, None] = {}
+    for sequence_id, (sent, received) in client.items():
+        stamps = broker.get(str(sequence_id))
+        if stamps is None or None in (stamps[0], stamps[-1]):
+            continue
+        chain = [("client", sent), *[(n, t) for n, t in zip(names, stamps, strict=True) if t is not None],
+                 ("client", received)]
+        hops = {f"{a}>{b}": (tb - ta) * 1000 for (a, ta), (b, tb) in itertools.pairwise(chain)}
+        order.update(dict.fromkeys(hops))
+        rows.append(((received - sent) * 1000, hops))
+    rows.sort(key=lambda row: row[0])
+
+    def slowest(fraction: float) -> dict[str, float]:
+        part = rows[-max(1, int(len(rows) * fraction)):]
+        return {"latency": round(sum(r[0] for r in part) / len(part), 3),
+                **{hop: round(sum(h.get(hop, 0.0) for _, h in part) / len(part), 3) for hop in order}}
+
+    def quantiles(values: list[float]) -> dict[str, float]:
+        ordered = sorted(values)
+        return {q: round(percentile(ordered, v), 3) for q, v in (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999))}
+
+    if not rows:
+        return {"matched": 0}
+    return {"matched": len(rows), "per_hop_ms": {hop: quantiles([h[hop] for _, h in rows if hop in h]) for hop in order},
+            "slowest_1pct_mean_ms": slowest(0.01), "slowest_01pct_mean_ms": slowest(0.001)}
 
 
 async def catch_up(url: str, expected: int) -> None:
@@ -189,7 +230,7 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
         for name, proc in (("catchup", child("catchup", load["nice"], broker.service_url, str(load["backlog"]))),
                            ("namespaces", child("churn", load["nice"], broker.http_url, str(load["namespaces"])))):
             children.append((name, proc, timed(proc, started, finished, name)))
-    latencies = asyncio.run(probe(broker.service_url, seconds, rate))
+    latencies, client_stamps = asyncio.run(probe(broker.service_url, seconds, rate))
     result = {"load_avg_start": round(load_before, 2), **stats(latencies)}
     for name, proc, waiter in children:
         waiter.join(1800)
@@ -211,6 +252,8 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
                                              "loop_waiting_for_cpu_ms":
                                                  round(sum(s[3].get("MainThread wait", 0) for s in stalls), 1)},
                            "stalls": stalls[:10], "stall_stacks": seen["stall_stacks"][:8]}
+        if "hop_sends" in seen:
+            result["probe"]["hops"] = hop_breakdown(client_stamps, seen["hop_sends"])
     return result
 
 

@@ -19,6 +19,11 @@ wants the GIL waits before it forces the holder to drop it; Python's default is 
   is reported with where the loop was (a blocking call shows as the frame that made it), and with
   how late the watchdog itself woke (a late watchdog: the process was not running at all).
 
+- the hops of each publish to topics named ``*/probe`` (benchmarks/hop_probe.py): when the loop read
+  the SEND, decoded it, handed its commit round to the commit thread, the thread began it, the
+  kernel returned its fdatasync, the thread held the GIL again, the loop ran the round's outcome,
+  queued the receipt and wrote it; per send (``hop_sends``: sequence id -> stamps) and as percentiles.
+
 On SIGUSR1 it appends one JSON line (what it saw since the previous one) to the file named by
 ``MAGNETAR_PROBE_OUT``, and starts afresh. benchmarks/publish_tail.py uses it.
 """
@@ -39,6 +44,8 @@ from collections import Counter
 from collections.abc import Coroutine
 from typing import Any
 
+from hop_probe import HOPS, HopProbe
+
 
 def percentiles(values: list[float]) -> dict[str, float]:
     """p50 / p99 / p99.9 / max of ``values`` (milliseconds), and how many."""
@@ -57,6 +64,7 @@ class Probe:
 
     def __init__(self, out: str) -> None:
         self.out = out
+        self.hops = HopProbe()
         self.lags: list[float] = []
         self.gc: dict[int, list[float]] = {0: [], 1: [], 2: []}
         self.fsyncs: list[float] = []
@@ -174,8 +182,19 @@ class Probe:
             "stalls": sorted(stalls, key=lambda stall: stall[0], reverse=True)[:200],  # the longest
             "stall_stacks": stacks.most_common(15),
         }
+        record.update(hop_record(self.hops.dump()))
         with open(self.out, "a") as f:
             f.write(json.dumps(record) + "\n")
+
+
+def hop_record(sends: list[dict[str, Any]]) -> dict[str, Any]:
+    """The probed sends' hops: percentiles per hop (ms), the stamps per sequence id (s)."""
+    order = ("read", "pub", "start", "got", "kernel", "synced", "done", "rcpt", "flush")
+    return {
+        "hops_ms": {hop: percentiles([s["hops"][hop] for s in sends if s["hops"][hop] is not None]) for hop in HOPS},
+        "hop_total_ms": percentiles([s["total"] for s in sends if s["total"] is not None]),
+        "hop_sends": {str(s["seq"]): [s["stamps"][name] for name in order] for s in sends},
+    }
 
 
 def thread_cpu() -> dict[str, float]:
@@ -202,7 +221,8 @@ def short_path(filename: str) -> str:
 def install(probe: Probe) -> None:
     """Hook the probe into the broker: gc callbacks, fdatasync, and the loop (through ``uvloop.run``)."""
     gc.callbacks.append(probe.on_gc)
-    os.fdatasync = probe.timed_fdatasync(os.fdatasync)
+    os.fdatasync = probe.timed_fdatasync(probe.hops.fdatasync(os.fdatasync))
+    probe.hops.install()
     os.writev = probe.timed_writev(os.writev)
     import uvloop
 

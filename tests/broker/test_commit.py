@@ -252,3 +252,49 @@ def test_receipts_wait_for_the_commit_thread_to_write_and_sync(tmp_path: Path) -
         ledger.close()
 
     asyncio.run(run())
+
+
+def test_a_rounds_outcomes_run_inside_one_completion_scope_in_order() -> None:
+    """The receipts of one round are sent within one completion scope entered on the loop (the
+    service's: written to their sockets as it exits), topic by topic in the round's order."""
+    events: list[str] = []
+
+    class Scope:
+        def __enter__(self) -> None:
+            events.append(f"enter {threading.current_thread() is threading.main_thread()}")
+
+        def __exit__(self, *exc: object) -> None:
+            events.append("exit")
+
+    in_sync = threading.Event()
+
+    class HeldLedger(FakeLedger):
+        def sync(self) -> int:
+            in_sync.set()
+            return super().sync()
+
+    class Recording(FakeTopic):
+        def __init__(self, name: str) -> None:
+            super().__init__(name)
+            self.ledger = HeldLedger()
+
+        def on_durable(self, last: int) -> None:
+            events.append(f"{self.name} {last}")
+            super().on_durable(last)
+
+    async def run() -> None:
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True, completion_scope=Scope)
+        a, b, c = Recording("a"), Recording("b"), Recording("c")
+        a.ledger.gate.clear()  # hold a first round, so that b and c (and a again) make one round
+        a.append()
+        committer.appended(a)
+        assert await asyncio.to_thread(in_sync.wait, 5)  # the first round took a's entry 0 only
+        for topic in (b, c, a):
+            topic.append()
+            committer.appended(topic)
+        a.ledger.gate.set()
+        await asyncio.wait_for(committer.drain(), 5)
+        committer.close()
+
+    asyncio.run(run())
+    assert events == ["enter True", "a 0", "exit", "enter True", "b 0", "c 0", "a 1", "exit"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from magnetar.net.transport import FramedProtocol
+from magnetar.net.transport import FramedProtocol, flushed_at_exit
 from magnetar.protocol import commands
 from magnetar.protocol.enums import CommandType
 from magnetar.protocol.framing import Frame, ProtocolError, encode_command
@@ -90,6 +90,46 @@ def test_writes_of_one_loop_iteration_go_out_in_one_writelines() -> None:
 
     writes = asyncio.run(main())
     assert writes == [[b"a", b"header", b"entry", commands.PING_FRAME], [b"b"]]
+
+
+def test_writes_within_flushed_at_exit_go_out_as_it_exits_connection_by_connection() -> None:
+    async def main() -> None:
+        (first, first_out), (second, second_out) = _connected(), _connected()
+        with flushed_at_exit():
+            second.write(b"s1")
+            first.write(b"f1")
+            second.write(b"s2")
+            assert first_out.writes == [] and second_out.writes == []
+        # at once, in the same callback: no loop iteration ran in between
+        assert second_out.writes == [[b"s1", b"s2"]] and first_out.writes == [[b"f1"]]
+        first.write(b"after")  # outside the block: the loop's next iteration, as before
+        assert first_out.writes == [[b"f1"]]
+        await asyncio.sleep(0)
+        assert first_out.writes == [[b"f1"], [b"after"]] and second_out.writes == [[b"s1", b"s2"]]
+
+    asyncio.run(main())
+
+
+def test_flushed_at_exit_is_per_context_and_nests() -> None:
+    async def main() -> None:
+        proto, transport = _connected()
+        with flushed_at_exit():
+            with flushed_at_exit():
+                proto.write(b"inner")
+            assert transport.writes == [[b"inner"]]
+            proto.write(b"outer")
+            assert transport.writes == [[b"inner"]]
+        assert transport.writes == [[b"inner"], [b"outer"]]
+        other, other_out = _connected()
+        with flushed_at_exit():
+            # a callback the loop runs later is outside the block: written in its own iteration
+            asyncio.get_running_loop().call_soon(other.write, b"later")
+        await asyncio.sleep(0)
+        assert other_out.writes == []
+        await asyncio.sleep(0)
+        assert other_out.writes == [[b"later"]]
+
+    asyncio.run(main())
 
 
 def test_close_flushes_and_abort_drops_queued_bytes() -> None:

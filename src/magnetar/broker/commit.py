@@ -17,7 +17,9 @@ A round costs two thread hops besides the fsync: the loop hands the round to the
 through a :class:`queue.SimpleQueue` (a lock release in C: the cheapest wake-up Python has), and
 the commit thread hands the outcome back with one ``call_soon_threadsafe``, which runs the
 receipts in the loop's next iteration (no executor future chained to an asyncio future, which
-took a further iteration and two future objects per round).
+took a further iteration and two future objects per round). The outcome runs within
+``completion_scope`` (the service passes net's ``flushed_at_exit``): the round's receipts are written
+to their sockets in that same callback, not one loop iteration later behind whatever else is ready.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
 log = logging.getLogger("magnetar.broker.commit")
@@ -93,9 +96,16 @@ class GroupCommitter:
     :meth:`close`.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, fsync: bool = True) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        fsync: bool = True,
+        completion_scope: Callable[[], AbstractContextManager[object]] = nullcontext,
+    ) -> None:
         self._loop = loop
         self._fsync = fsync
+        #: entered around each round's outcome on the loop (the receipts it sends)
+        self._completion_scope = completion_scope
         self._dirty: dict[int, CommittedTopic] = {}
         self._running = False
         self.rounds = 0
@@ -152,6 +162,12 @@ class GroupCommitter:
             self.on_append_latency(time.monotonic() - oldest)
 
     def _round_done(
+        self, topics: list[CommittedTopic], results: list[int | BaseException], elapsed: float, oldest: float | None
+    ) -> None:
+        with self._completion_scope():
+            self._complete_round(topics, results, elapsed, oldest)
+
+    def _complete_round(
         self, topics: list[CommittedTopic], results: list[int | BaseException], elapsed: float, oldest: float | None
     ) -> None:
         self._running = False

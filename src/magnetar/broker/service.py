@@ -31,6 +31,7 @@ from magnetar.broker.security.authorization import AuthorizationService
 from magnetar.broker.security.errors import AuthenticationError
 from magnetar.broker.topic_directory import TopicDirectory
 from magnetar.broker.topic_loading import TopicLoader, terminated_key
+from magnetar.net.transport import flushed_at_exit
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage.data_format import open_format
@@ -142,7 +143,7 @@ class BrokerService(TopicDirectory):
         self.metadata_sync = MetadataSync(self.metadata, self.persistence.run)
         self.schemas = TopicSchemas(self.metadata, self.config)
         loop = asyncio.get_running_loop()
-        self.committer = GroupCommitter(loop, fsync=self.config.fsync == "always")
+        self.committer = GroupCommitter(loop, fsync=self.config.fsync == "always", completion_scope=flushed_at_exit)
         #: reads segment files for dispatch off the loop (storage/read_thread.py)
         self.read_thread = ReadThread(loop.call_soon_threadsafe)
         self.persistence.start()

@@ -184,6 +184,13 @@ def raise_open_files_limit(cap: int = 1 << 20) -> int:
     return soft
 
 
+#: the broker process's switch interval (Python's default: 5 ms), the longest a thread waits for the GIL
+#: while another runs Python: the commit thread after each fdatasync and the read thread after each pread
+#: wait that long while the loop dispatches a catch-up, once per hop of a publish's round trip
+#: (benchmarks/gil_hop.py: p50 wait 5.3 ms at 5 ms, 1.1 ms at 1 ms; benchmarks/README.md "commit path")
+SWITCH_INTERVAL_SECONDS = 0.001
+
+
 def start_standalone(flags: dict[str, object]) -> int:
     """Load the settings (flags over the ``config`` file), run the broker until a signal; the exit status."""
     flags = dict(flags)
@@ -199,6 +206,7 @@ def start_standalone(flags: dict[str, object]) -> int:
         stream=sys.stderr,
     )
     raise_open_files_limit()
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     try:
         import uvloop
 

@@ -7,6 +7,9 @@ API (subclass :class:`FramedProtocol`; the broker's session and the client's con
 - override ``protocol_error(exc)`` to log: the default aborts the connection.
 - ``write(data)``, ``write_entry_frame(header, entry)``, ``send_command(cmd)`` queue bytes; all that
   is queued in one loop iteration goes out in one ``transport.writelines`` (``flush()`` forces it).
+- ``flushed_at_exit()``: within it, a connection's writes go out when it exits (one ``writelines``
+  each, in the same callback), not in the loop's next iteration (the broker's commit round, whose
+  receipts would otherwise wait behind a turn of other callbacks and a poll of every socket).
 - ``writable`` is False between ``pause_writing`` and ``resume_writing`` (override, call super).
 - ``abort()`` drops queued bytes and closes now; ``close()`` flushes and then closes.
 - ``closed`` turns True on abort/close/connection_lost; ``last_received`` is the monotonic
@@ -16,10 +19,38 @@ API (subclass :class:`FramedProtocol`; the broker's session and the client's con
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from magnetar.protocol.framing import Frame, FrameDecoder, ProtocolError, encode_command
 from magnetar.protocol.schema import BaseCommand
+
+
+class _FlushBatch(threading.local):
+    """Per thread: the connections written to within the innermost ``flushed_at_exit`` (None:
+    outside any). A thread-local, not a ContextVar: a callback scheduled inside the block copies
+    the context and would run later with a batch that was already flushed."""
+
+    batch: list[FramedProtocol] | None = None
+
+
+_flush = _FlushBatch()
+
+
+@contextmanager
+def flushed_at_exit() -> Iterator[None]:
+    """Connections written to inside this block are flushed as it exits (on the loop's thread), in
+    the order of their first write, instead of in the loop's next iteration."""
+    outer, batch = _flush.batch, []
+    _flush.batch = batch
+    try:
+        yield
+    finally:
+        _flush.batch = outer
+        for protocol in batch:
+            protocol.flush()
 
 
 class FramedProtocol(asyncio.Protocol):
@@ -79,7 +110,11 @@ class FramedProtocol(asyncio.Protocol):
         self._out.append(data)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
+            batch = _flush.batch
+            if batch is None:
+                asyncio.get_running_loop().call_soon(self.flush)
+            else:
+                batch.append(self)
 
     def write_entry_frame(self, header: bytes, entry: bytes) -> None:
         """Queue a payload frame as its header and its entry bytes, without joining them."""

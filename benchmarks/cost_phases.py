@@ -91,7 +91,6 @@ def worker(address: str, topic: str, count: int, size: int) -> None:
 
     mark("python started")
     import pulsar
-
     from benchmarks.suite.drivers import pulsar_official as drv
     from benchmarks.suite.drivers.common import Params
 

@@ -5,7 +5,7 @@ receive, close) and prints the wall clock at each step; meanwhile each broker th
 used between its marks. The window is the suite's: from before the worker starts to after it exits.
 
 usage: python benchmarks/cost_phases.py [--count 200000] [--size 100] [--rounds 2] [--pulsar-lite]
-       NAME=PYTHONPATH ...
+       [--preload-topics 100] [--json FILE] NAME=PYTHONPATH[,MAGNETAR_SETTING=VALUE...] ...
 """
 
 from __future__ import annotations
@@ -121,6 +121,14 @@ def worker(address: str, topic: str, count: int, size: int) -> None:
           flush=True)
 
 
+def preload(address: str, topics: int) -> None:
+    """The suite's topics scenario (official client, 100 messages per topic) on ``topics`` new topics."""
+    params = {"address": address, "topic": f"preload-{time.time_ns()}", "count": 100 * topics, "topics": topics,
+              "size": 100, "batch": 1000, "batch_delay_ms": 10}
+    subprocess.run([sys.executable, "-m", "benchmarks.suite.worker", "official", "topics", json.dumps(params)],
+                   cwd=ROOT, capture_output=True, timeout=600, check=True)
+
+
 def names_of(pid: int) -> dict[int, str]:
     """Thread names from ``py-spy dump`` (Python threads); empty when py-spy is missing or refused."""
     try:
@@ -185,6 +193,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--pulsar-lite", action="store_true")
     parser.add_argument("--json", type=Path, help="write every run here")
+    parser.add_argument("--preload-topics", type=int, default=0, metavar="N",
+                        help="first produce to N more topics (the suite's topics-100 leaves 100 loaded before "
+                             "round 2's cost runs): what per-topic periodic work costs a later run")
     args = parser.parse_args()
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -192,6 +203,8 @@ def main() -> int:
         try:
             for _, peer in peers:
                 run_worker(peer.address, "official", 2000, 1000, args.size)
+                if args.preload_topics:
+                    preload(peer.address, args.preload_topics)
             names = {name: names_of(peer.pid() or 0) for name, peer in peers}
             for rnd in range(args.rounds):
                 for name, peer in peers if rnd % 2 == 0 else list(reversed(peers)):

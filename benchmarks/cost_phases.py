@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -180,6 +181,38 @@ def show(run: dict, names: dict[int, str]) -> None:
     print("  threads: " + ", ".join(f"{names.get(tid, tid)} {cpu:.3f}" for tid, cpu in top if cpu > 0))
 
 
+def summary(runs: list[dict], names: dict[str, dict[int, str]]) -> str:
+    """A markdown table: each broker's median CPU seconds per phase over its runs, and per thread
+    (by name; threads started after the names were read count as "other")."""
+    brokers = list(dict.fromkeys(run["broker"] for run in runs))
+    phases = list(dict.fromkeys(ph["phase"] for run in runs for ph in run["phases"]))
+    lines = ["| phase | " + " | ".join(f"{b} CPU s (wall s)" for b in brokers) + " |",
+             "|---|" + "---|" * len(brokers)]
+    for phase in phases:
+        cells = []
+        for b in brokers:
+            rows = [ph for run in runs if run["broker"] == b for ph in run["phases"] if ph["phase"] == phase]
+            cells.append(f"{statistics.median(r['cpu_s'] for r in rows):.3f} ({statistics.median(r['wall_s'] for r in rows):.2f})"
+                         if rows else "")
+        lines.append(f"| {phase} | " + " | ".join(cells) + " |")
+    totals = [f"**{statistics.median(r['cpu_s'] for r in runs if r['broker'] == b):.3f}**" for b in brokers]
+    lines.append("| **all (the suite's window)** | " + " | ".join(totals) + " |")
+    lines += ["", "| thread | " + " | ".join(brokers) + " |", "|---|" + "---|" * len(brokers)]
+    by_thread: dict[str, dict[str, list[float]]] = {}
+    for run in runs:
+        named: dict[str, float] = {}
+        for tid, cpu in run["threads"].items():
+            label = names.get(run["broker"], {}).get(int(tid), "other")
+            named[label] = named.get(label, 0.0) + cpu
+        for label, cpu in named.items():
+            by_thread.setdefault(label, {}).setdefault(run["broker"], []).append(cpu)
+    for label, per_broker in sorted(by_thread.items(), key=lambda kv: -max(map(max, kv[1].values()))):
+        if max(map(max, per_broker.values())) > 0:
+            lines.append(f"| {label} | " + " | ".join(f"{statistics.median(per_broker[b]):.3f}" if b in per_broker
+                                                       else "" for b in brokers) + " |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     """Start the brokers, warm each up, run the phased cost worker in alternated rounds."""
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
@@ -197,7 +230,8 @@ def main() -> int:
                         help="first produce to N more topics (the suite's topics-100 leaves 100 loaded before "
                              "round 2's cost runs): what per-topic periodic work costs a later run")
     args = parser.parse_args()
-    runs = []
+    runs: list[dict] = []
+    names: dict[str, dict[int, str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         peers = start_peers(args.trees, args.pulsar_lite, Path(tmp))
         try:
@@ -214,8 +248,9 @@ def main() -> int:
         finally:
             for _, peer in peers:
                 peer.stop()
+    print("\n" + summary(runs, names))
     if args.json:
-        args.json.write_text(json.dumps(runs, indent=1))
+        args.json.write_text(json.dumps({"runs": runs, "thread_names": names}, indent=1))
     return 0
 
 

@@ -105,6 +105,36 @@ def test_entries_leave_the_cache_after_the_eviction_threshold(tmp_path: Path) ->
     run_service(tmp_path, body, entry_cache_eviction_seconds=0.2)
 
 
+def test_the_cache_ager_sleeps_while_nothing_is_cached_and_wakes_at_the_first_entry(tmp_path: Path) -> None:
+    async def body(service: BrokerService) -> None:
+        budget = service.cache_budget
+        ticks: list[int] = []
+        age_out = budget.age_out
+        budget.age_out = lambda now, max_age: (ticks.append(budget.used), age_out(now, max_age))  # type: ignore[method-assign]
+        topic = await service.load_topic(TopicName.parse("persistent://public/default/idle-ager"))
+        assert isinstance(topic, PersistentTopic)
+        topic.subscribe("reader", durable=True, initial_position=InitialPosition.Latest, start_message_id=None)
+        await asyncio.sleep(0.5)  # five periods of 0.1 s with nothing cached
+        assert ticks == []
+        for i in range(3):
+            topic.ledger.append(b"entry-%d" % i)
+        started = time.monotonic()
+        while topic.ledger.cache.entries and time.monotonic() - started < 5:
+            await asyncio.sleep(0.02)
+        assert topic.ledger.cache.entries == {} and budget.used == 0
+        assert ticks[0] == 21 and ticks[-1] == 21  # it ticked while the entries were there, aged them out
+        count = len(ticks)
+        await asyncio.sleep(0.5)  # empty again: asleep again
+        assert len(ticks) == count
+        topic.ledger.append(b"again")
+        started = time.monotonic()
+        while topic.ledger.cache.entries and time.monotonic() - started < 5:
+            await asyncio.sleep(0.02)
+        assert topic.ledger.cache.entries == {} and len(ticks) > count
+
+    run_service(tmp_path, body, entry_cache_eviction_seconds=0.2)
+
+
 def test_a_topic_caches_its_entries_only_while_it_has_a_subscription(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
         topic = await service.load_topic(TopicName.parse("persistent://public/default/produced"))

@@ -295,3 +295,37 @@ def test_small_entries_stay_kept_behind_for_a_rewind_up_to_read_ahead_entries() 
         source.pending.pop(0)()
     # a rewind into what was handed out is served from memory, at once
     assert [e.entry_id for e in reads.read(40, 139, 999) or []] == list(range(40, 140))
+
+
+class _VariedEntries(_BigEntries):
+    """Entries of 60-140 KB (a batch of ~1,000 small messages each), sizes varying by id."""
+
+    def read_later(self, first: int, last: int, max_bytes: int | None, done: Callable[[object], None]) -> bool:
+        entries, total = [], 0
+        for i in range(first, last + 1):
+            size = 60_000 + (i * 7919) % 80_000
+            if entries and max_bytes is not None and total + size > max_bytes:
+                break
+            entries.append(Entry(i, bytes(size), 0))
+            total += size
+        self.pending.append(lambda: done(entries))
+        return True
+
+
+def test_one_large_entry_at_a_time_keeps_the_byte_count_of_what_is_kept_exact() -> None:
+    # a consumer whose permits take one batch entry per dispatch: each read drops one entry from
+    # what is kept; the count of kept bytes follows the drops (it was a new sum of all kept entries)
+    source = _VariedEntries(600)
+    reads = ReadAhead(source, lambda: None)  # type: ignore[arg-type]
+    got: list[int] = []
+    while len(got) < source.count:
+        out = reads.read(len(got), len(got), source.count - 1)
+        assert out is not None
+        got.extend(e.entry_id for e in out)
+        assert reads.kept_bytes == sum(len(e.data) for e in reads._kept)
+        while source.pending:
+            source.pending.pop(0)()
+            assert reads.kept_bytes == sum(len(e.data) for e in reads._kept)
+        assert reads.kept_bytes <= 3 * READ_AHEAD_BYTES + 140_000
+    assert got == list(range(source.count))
+    assert reads.kept_bytes == 0

@@ -417,11 +417,21 @@ class BrokerService(TopicDirectory):
 
     async def _cache_eviction_loop(self) -> None:
         """Entries leave the entry caches ``entry_cache_eviction_seconds`` after their append (checked
-        twice per that period: an entry stays 1 to 1.5 times it)."""
+        twice per that period: an entry stays 1 to 1.5 times it). While no cache holds an entry the
+        loop sleeps until one takes one (an idle broker does not wake for it)."""
         max_age = self.config.entry_cache_eviction_seconds
-        while True:
-            await asyncio.sleep(max_age / 2)
-            self.cache_budget.age_out(time.monotonic(), max_age)
+        budget = self.cache_budget
+        filled = asyncio.Event()
+        budget.on_filled = filled.set
+        try:
+            while True:
+                if not budget.used:
+                    filled.clear()
+                    await filled.wait()
+                await asyncio.sleep(max_age / 2)
+                budget.age_out(time.monotonic(), max_age)
+        finally:
+            budget.on_filled = None
 
     # -- connections ---------------------------------------------------------------------
     async def _keepalive_loop(self) -> None:

@@ -4,6 +4,7 @@ byte budget of the tail caches."""
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -61,6 +62,8 @@ class CacheBudget:
         self.used = 0
         #: the caches sharing the budget (a closed ledger's leaves with it)
         self.caches: weakref.WeakSet[AgingCache] = weakref.WeakSet()
+        #: called when a cache takes an entry while none held any (the ager sleeps until then)
+        self.on_filled: Callable[[], None] | None = None
 
     def age_out(self, now: float, max_age: float) -> None:
         """Drop from every cache the entries cached ``max_age`` seconds before ``now`` or earlier

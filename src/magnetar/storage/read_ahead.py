@@ -115,8 +115,10 @@ class ReadAhead:
                 # what the cursor left behind (kept for a rewind) goes after READ_AHEAD_ENTRIES of them,
                 # or sooner when large entries make what is kept weigh more than two reads
                 if start >= READ_AHEAD_ENTRIES or (start and self._kept_bytes > 2 * READ_AHEAD_BYTES):
+                    # the bytes of what is dropped, not a new sum of what stays: large entries make
+                    # this a drop of one entry per read, and a sum walked every kept entry each time
+                    self._kept_bytes -= sum(len(entry.data) for entry in kept[:start])
                     kept = self._kept = kept[start:]
-                    self._kept_bytes = sum(len(entry.data) for entry in kept)
                     start = 0
                 out = kept[start : start + last - first + 1]
                 if out[-1].entry_id == end:  # all handed out: a cursor caught up holds nothing

@@ -39,6 +39,8 @@ class TailCache:
         self.bytes += len(data)
         budget = self.budget
         if budget is not None:
+            if not budget.used and budget.on_filled is not None:
+                budget.on_filled()
             budget.used += len(data)
             while (self.bytes > self.max_bytes or budget.used > budget.limit) and self.entries:
                 self.evict_oldest()

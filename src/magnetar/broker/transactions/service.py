@@ -91,6 +91,8 @@ class TransactionService:
         self.coordinators: dict[int, TransactionCoordinator] = {}
         self._tasks: set[asyncio.Task] = set()
         self._ticker: asyncio.Task | None = None
+        #: set when a transaction opens: the timeout checks sleep on it while none is open
+        self._opened = asyncio.Event()
         #: topics known to have had transaction messages (flag stored)
         self._flagged: set[str] = set()
         #: transactions being ended (by END_TXN, recovery or a timeout), each once
@@ -163,7 +165,10 @@ class TransactionService:
 
     async def new_txn(self, tc_id: int, timeout_ms: int) -> TxnId:
         """NEW_TXN: a new transaction of coordinator ``tc_id`` timing out after ``timeout_ms``."""
-        return await self.coordinator(tc_id).new_txn(timeout_ms)
+        coordinator = self.coordinator(tc_id)
+        txn = await coordinator.new_txn(timeout_ms)
+        self._opened.set()
+        return txn
 
     async def add_partitions(self, txn: TxnId, partitions: list[str]) -> None:
         """ADD_PARTITION_TO_TXN (the topics are flagged as transactional first)."""
@@ -275,6 +280,10 @@ class TransactionService:
 
     async def _timeouts(self) -> None:
         while True:
+            if not any(coordinator.txns for coordinator in self.coordinators.values()):
+                # nothing can time out: no wake-up a second on an idle broker until one opens
+                self._opened.clear()
+                await self._opened.wait()
             await asyncio.sleep(_TIMEOUT_TICK_SECONDS)
             now = int(time.time() * 1000)
             for coordinator in self.coordinators.values():

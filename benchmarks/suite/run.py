@@ -20,11 +20,12 @@ from typing import Any
 if __package__ in (None, ""):  # run as benchmarks/suite/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.suite import report
 from benchmarks.suite.peers import REPO_ROOT, Peer, client_versions, install_debian, log, make_peers
 from benchmarks.suite.probe import BrokerProbe, entry_figures
 from benchmarks.suite.scenarios import FULL, PULSAR_DRIVERS, QUICK, SYSTEMS, Scenario, System, scenarios
 from benchmarks.suite.settle import settle_disk
+
+from benchmarks.suite import report
 
 ALL_PEERS = ["magnetar", "pulsar", "pulsar-lite", "redis", "nats", "rabbitmq"]
 DEBIAN_OF = {"redis": ["redis-server"], "nats": ["nats-server"], "rabbitmq": ["rabbitmq-server"],

@@ -187,7 +187,8 @@ def raise_open_files_limit(cap: int = 1 << 20) -> int:
 #: the broker process's switch interval (Python's default: 5 ms), the longest a thread waits for the GIL
 #: while another runs Python: the commit thread after each fdatasync and the read thread after each pread
 #: wait that long while the loop dispatches a catch-up, once per hop of a publish's round trip
-#: (benchmarks/gil_hop.py: p50 wait 5.3 ms at 5 ms, 1.1 ms at 1 ms; benchmarks/README.md "commit path")
+#: (benchmarks/gil_hop.py, load 7-8: wait p99 20-35 ms at 5 ms, 10-14 ms at 1 ms; the busy thread's
+#: Python -3%, within the noise; benchmarks/README.md "The commit path hop by hop")
 SWITCH_INTERVAL_SECONDS = 0.001
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import urllib.request
 
 import pulsar
@@ -19,6 +21,18 @@ from magnetar.protocol.schema import KeyValue, MessageIdData
 from magnetar.testing import BrokerProcess
 
 from ..conftest import RECEIVE_MS
+
+
+def test_descriptor_proto_loads_with_the_first_protobuf_schema_not_with_the_client() -> None:
+    probe = ("import sys, magnetar.client\n"
+             "print('google.protobuf.descriptor_pb2' in sys.modules)\n"
+             "from magnetar.client.schema import ProtobufNativeSchema\n"
+             "from magnetar.protocol.schema import KeyValue\n"
+             "ProtobufNativeSchema(KeyValue)\n"
+             "print('google.protobuf.descriptor_pb2' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
 
 
 def test_the_definition_names_the_root_message_and_carries_its_files() -> None:

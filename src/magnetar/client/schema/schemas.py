@@ -24,7 +24,6 @@ import types
 import typing
 from typing import Any
 
-from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 from google.protobuf.message import Message as ProtobufMessage
 
@@ -146,6 +145,10 @@ class ProtobufNativeSchema(Schema):
             raise SchemaTypeError(f"ProtobufNativeSchema needs a protobuf message class, not {record_cls!r}")
         self.record_cls = record_cls
         descriptor = record_cls.DESCRIPTOR
+        # with the first protobuf schema, not in every import of the client (beside the test kit's broker start):
+        # descriptor.proto's 30 message classes, 3-12 ms (python -X importtime, load 1-10)
+        from google.protobuf import descriptor_pb2
+
         files = descriptor_pb2.FileDescriptorSet()
         _add_file_with_imports(descriptor.file, set(), files)
         self._definition = json.dumps({

@@ -15,7 +15,6 @@ event loop when the producer or consumer was created (:func:`load_keys`).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import time
@@ -147,6 +146,10 @@ class MessageDecryptor:
         return None
 
     def _data_key(self, entry: EncryptionKeys) -> bytes | None:
+        # with the first encrypted message, as cryptography's primitives: not in every import of the client,
+        # which the test kit runs beside its broker's start (hashlib and _hashlib: 1-6 ms, python -X importtime)
+        import hashlib
+
         digest = hashlib.md5(entry.value, usedforsecurity=False).digest()
         cached = self._data_keys.get(digest)
         now = self.clock()

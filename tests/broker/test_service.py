@@ -181,3 +181,31 @@ asyncio.run(main())
     assert out.stdout.splitlines() == ["started [] ['public']", "started [] ['public']",
                                        f"damaged {['magnetar.storage.repair', 'magnetar.storage.consistency']} ['public']"], \
         out.stdout + out.stderr
+
+
+def test_the_replication_manager_is_made_only_once_a_loaded_topic_replicates(tmp_path: Path) -> None:
+    script = f"""
+import asyncio, sys
+from pathlib import Path
+from magnetar.broker.config import BrokerConfig
+from magnetar.broker.server import BrokerServer
+from magnetar.protocol.topic_name import TopicName
+
+MANAGER = "magnetar.broker.replication.manager"
+
+async def main() -> None:
+    server = BrokerServer(BrokerConfig(data_dir=Path({str(tmp_path)!r}), port=0, fsync="never"))
+    await server.start()
+    service = server.service
+    await service.load_topic(TopicName.parse("persistent://public/default/t"))
+    print("loaded", MANAGER in sys.modules, service._replication is None)
+    policies = service.metadata.get_namespace("public/default")
+    service.metadata.set_namespace_policies("public/default", {{**policies, "replication_clusters": ["standalone", "far"]}})
+    service.policies_changed("public/default")
+    print("replicates", MANAGER in sys.modules, service._replication is not None)
+    await server.stop()
+
+asyncio.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.splitlines() == ["loaded False True", "replicates True True"], out.stdout + out.stderr

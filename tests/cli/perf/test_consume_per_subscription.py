@@ -5,11 +5,13 @@ messages twice, from one that delivered each message once to every subscription.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
-from magnetar.cli.perf.consume import ConsumerLoad, ConsumeRun, entry_keys
+from magnetar.cli.perf.consume import ConsumerLoad, ConsumeRun, entry_keys, entry_runs
 from magnetar.cli.perf.options import ConsumerSettings
 from magnetar.client.api.message import Message, MessageId
+from magnetar.protocol.schema import MessageMetadata
 
 from .test_loads import FakeConsumer, FakeMessage
 
@@ -89,3 +91,50 @@ def test_entry_keys_of_magnetar_client_messages_come_from_their_shared_entry() -
     second = Message(b"b", b"", None, MessageId(3, 4, 1, -1, 2), "t")
     third = Message(b"c", b"", None, MessageId(3, 5), "t")
     assert entry_keys([first, second, third]) == [(3, 4), (3, 4), (3, 5)]
+
+
+def test_entry_runs_group_the_messages_of_one_entry_and_count_them() -> None:
+    # a take holding the tail of entry 4 (2 messages), all of entry 5 (3) and a message by itself
+    tail = [Message(b"a", b"", None, MessageId(3, 4, i, -1, 4), "t") for i in (2, 3)]
+    whole = [Message(b"b", b"", None, MessageId(3, 5, i, -1, 3), "t") for i in range(3)]
+    for group in (tail, whole):
+        for message in group[1:]:
+            message._ctx = group[0]._ctx  # as the consumer hands out a batch: one shared entry
+    single = Message(b"c", b"", None, MessageId(3, 6), "t")
+    runs = entry_runs([*tail, *whole, single])
+    assert [(first, size) for first, size in runs] == [(tail[0], 2), (whole[0], 3), (single, 1)]
+
+
+def _batch(entry: int, sizes: list[int], published_ms: int) -> list[Message]:
+    """One entry's messages as the consumer hands them out: one shared MessageEntry."""
+    meta = MessageMetadata(producer_name="p", sequence_id=entry, publish_time=published_ms)
+    messages = [Message(b"x" * n, meta, None, MessageId(7, entry, i, -1, len(sizes)), "t")
+                for i, n in enumerate(sizes)]
+    for message in messages[1:]:
+        message._ctx = messages[0]._ctx
+    return messages
+
+
+def test_magnetar_client_batches_are_counted_per_entry_with_each_entrys_publish_time() -> None:
+    now_ms = time.time_ns() // 1_000_000
+    old = _batch(0, [1, 2, 3], now_ms - 3000)  # taken three at a time: split over two takes
+    new = _batch(1, [4, 5], now_ms - 1000)
+    consumer = FakeConsumer([*old, *new])
+
+    class ThreeAtATime(FakeConsumer):
+        def receive_nowait(self, n: int) -> list[Any]:
+            return super().receive_nowait(min(n, 3))
+
+    async def scenario() -> ConsumerLoad:
+        load = ConsumerLoad(ConsumerSettings(["t"], ["a"], max_messages=5))
+        await load.start(SubscribingClient([ThreeAtATime(consumer.queue)]))
+        await load.run(asyncio.Event())
+        return load
+
+    load = asyncio.run(scenario())
+    assert (load.received, load.received_bytes, load.entries) == (5, 15, 2)
+    latency = load.latency.total()
+    # three messages 3 s old, two 1 s old (and the run's own few milliseconds)
+    assert latency.count == 5
+    assert 3000 <= latency.p50 < 3500 and 1000 <= min(latency.p50, latency.mean) and latency.max < 3500
+    assert 2200 <= latency.mean < 2700  # (3 * 3 s + 2 * 1 s) / 5

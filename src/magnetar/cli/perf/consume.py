@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import groupby
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from magnetar.cli.perf.rate_limiter import NANOS, RateSchedule, wait_until_due
 from magnetar.cli.perf.recorder import LatencyRecorder
 from magnetar.cli.perf.report import Rate, Snapshot
 from magnetar.cli.perf.runner import Output, drive, open_client
-from magnetar.client.api.message import Message, payload_bytes, publish_time_counts
+from magnetar.client.api.message import Message, payload_bytes
 from magnetar.client.exceptions import Timeout
 
 if TYPE_CHECKING:
@@ -34,10 +35,31 @@ RECEIVE_POLL_MS = 100
 #: called with each batch of received messages and the time they were taken (perf_counter_ns)
 ReceiveHook = Callable[[list[Any], int], None]
 _LEDGER_ENTRY = attrgetter("ledger", "entry")
+_CTX = attrgetter("_ctx")
 
 
 def _entry_key(message: Message) -> tuple[int, int]:
     return _LEDGER_ENTRY(message._ctx)  # the MessageEntry the messages of one entry share
+
+
+def entry_runs(messages: list[Message]) -> list[tuple[Message, int]]:
+    """The runs of ``messages`` that came in one entry, in order: each run's first message and its
+    length. A batch's messages share their MessageEntry, so this is one Python step per entry, not
+    per message (the per-message part, the grouping by that shared object, runs in C)."""
+    return [_first_and_length(run) for _, run in groupby(messages, _CTX)]
+
+
+def _first_and_length(run: Iterator[Message]) -> tuple[Message, int]:
+    first = next(run)
+    return first, 1 + len(list(run))
+
+
+def _publish_time_counts(runs: list[tuple[Message, int]]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for first, size in runs:
+        published_ms = first.publish_timestamp()
+        counts[published_ms] = counts.get(published_ms, 0) + size
+    return counts
 
 
 def entry_keys(messages: list[Any]) -> list[tuple[int, int]]:
@@ -120,24 +142,28 @@ class ConsumerLoad:
 
     def _took(self, messages: list[Any]) -> None:
         now = time.perf_counter_ns()
-        ours = isinstance(messages[0], Message)
         self.received += len(messages)
-        self.received_bytes += payload_bytes(messages) if ours else sum([len(m.data()) for m in messages])
-        self._count_entries(messages)
         self.end_ns = now
+        runs: list[tuple[Message, int]] | None = None
+        if isinstance(messages[0], Message):
+            self.received_bytes += payload_bytes(messages)
+            runs = entry_runs(messages)
+            self._count_entries([_entry_key(first) for first, _ in runs])
+        else:
+            self.received_bytes += sum([len(m.data()) for m in messages])
+            self._count_entries(entry_keys(messages))
         if self.on_receive is not None:
             self.on_receive(messages, now)
             return
         wall_micros = time.time_ns() // 1000
         counts = self.latency.counts
-        # the messages of a batch share their publish time: one update per distinct time
-        per_time = publish_time_counts(messages) if ours else Counter([m.publish_timestamp() for m in messages])
+        # the messages of a batch share their publish time: one update per entry's run
+        per_time = Counter([m.publish_timestamp() for m in messages]) if runs is None else _publish_time_counts(runs)
         for published_ms, count in per_time.items():
             micros = wall_micros - published_ms * 1000
             counts[micros] = counts.get(micros, 0) + count
 
-    def _count_entries(self, messages: list[Any]) -> None:
-        keys = entry_keys(messages)
+    def _count_entries(self, keys: list[tuple[int, int]]) -> None:
         last = self._last_entry
         changes = 0
         for key in keys:

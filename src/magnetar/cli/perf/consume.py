@@ -21,7 +21,7 @@ from magnetar.cli.perf.options import ConsumerSettings
 from magnetar.cli.perf.rate_limiter import NANOS, RateSchedule, wait_until_due
 from magnetar.cli.perf.recorder import LatencyRecorder
 from magnetar.cli.perf.report import Rate, Snapshot
-from magnetar.cli.perf.runner import Output, drive, open_client
+from magnetar.cli.perf.runner import Output, drive, frozen_heap, open_client
 from magnetar.client.api.message import Message, payload_bytes
 from magnetar.client.exceptions import Timeout
 
@@ -237,7 +237,8 @@ async def consume_main(connection: Connection, settings: ConsumerSettings, outpu
         await load.start(client)
         stop = asyncio.Event()
         figures = ConsumeRun(load)
-        intervals = await drive(load.run(stop), figures, output, stop)
+        with frozen_heap():
+            intervals = await drive(load.run(stop), figures, output, stop)
         output.final("consume", settings.describe(), figures.total(), intervals, settings.rate)
         await load.close()
         return True

@@ -8,10 +8,12 @@ summary of what was done; a second one cancels the body.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import signal
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -96,6 +98,22 @@ async def drive(body: Awaitable[None], measured: Measured, output: Output, stop:
     except asyncio.CancelledError:
         output.note("interrupted: the figures cover what was done until then")
     return intervals
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """The objects alive now (imports, client, consumers) kept out of the cyclic collector's passes
+    for the block, and handed back to it after.
+
+    A run allocates hundreds of thousands of short-lived messages; the few that survive a young
+    collection (those waiting in a receiver queue) soon make the collector walk the whole heap, some
+    34,000 objects of a fresh ``perf`` process: two full passes of 20-30 ms each inside a 0.4-0.9 s
+    200,000-message consume (benchmarks/README.md, branch perfconsume)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _add_signal_handler(loop: asyncio.AbstractEventLoop, sig: signal.Signals, handler: Callable[[], None]) -> bool:

@@ -12,7 +12,11 @@ descriptor, whose number changes as the metadata thread opens and closes the log
 - per second of the trace: the ledger's fdatasyncs (count, p50, max, how many took 10 ms or more)
   and the broker's other syncs (count, total ms): the alone phase, then the loaded one;
 - for the ledger's fdatasyncs of 5 / 10 / 20 ms or more: how many overlapped in time a sync of the
-  broker's own metadata, a sync of another process, or neither;
+  broker's own metadata, a sync of another process, or neither (a long sync overlaps more by its
+  length alone, so also:)
+- within the seconds the broker made 10 or more other syncs (the namespace script's), the ledger's
+  fdatasyncs that started while one of those was in flight against the others: count, p50 / p90 /
+  p99 / mean ms, and the broker's other syncs' p50 and mean (what a concurrent metadata sync adds);
 - per second, the commit thread's time waiting for a CPU while runnable (``/proc/<pid>/task/<tid>/
   schedstat``, sampled every 100 ms): a sync's duration as traced runs from its call to its return,
   so it includes the wait for a CPU after the disk answered;
@@ -28,6 +32,7 @@ usage: python benchmarks/sync_trace.py [--out FILE] -- [loop_isolation.py argume
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -41,7 +46,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SYNC_LINE = re.compile(r"^\s*([\d.]+) \(\s*([\d.]+) ms\): [^/]+/(\d+) (?:fdatasync|fsync)\(")
+#: a completed sync: perf trace prints a call that another traced call interrupted in two lines, the
+#: second (``... [continued]: fsync())``) with the call's start and duration
+SYNC_LINE = re.compile(r"^\s*([\d.]+) \(\s*([\d.]+) ms\): [^/]+/(\d+)\s+(?:\.\.\. \[continued\]: )?(?:fdatasync|fsync)\(")
 #: perf trace prints an unfinished call's duration as a wrapped-around unsigned value
 MAX_PLAUSIBLE_MS = 1e6
 
@@ -158,6 +165,42 @@ def runqueue_ms_per_second(waits: list[tuple[float, dict[str, int]]], tid: str) 
     return per_second
 
 
+def quantiles(values: list[float]) -> dict[str, float | int | None]:
+    """count, p50 / p90 / p99 and mean of ``values`` (ms)."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"count": 0}
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    return {"count": len(ordered), "p50": at(0.5), "p90": at(0.9), "p99": at(0.99),
+            "mean": round(sum(ordered) / len(ordered), 3)}
+
+
+def started_during(ledger: list[tuple], own: list[tuple], start: float) -> dict:
+    """Within the seconds with 10 or more of the broker's other syncs: the ledger's fdatasyncs that
+    started while one of those was in flight, against the rest (no bias for long syncs: only the
+    start counts)."""
+    own = sorted(own)
+    per_second = Counter(int((o[0] - start) // 1000) for o in own)
+    dense = [second for second, n in per_second.items() if n >= 10]
+    if not dense:
+        return {"seconds": 0}
+    low, high = start + min(dense) * 1000, start + (max(dense) + 1) * 1000
+    starts = [o[0] for o in own]
+
+    def in_flight(t: float) -> bool:
+        i = bisect.bisect_right(starts, t)
+        return any(own[k][0] + own[k][1] > t for k in range(max(0, i - 20), i))
+
+    window = [e for e in ledger if low <= e[0] < high]
+    return {"seconds": round((high - low) / 1000),
+            "broker_other_syncs": quantiles([o[1] for o in own if low <= o[0] < high]),
+            "ledger_started_during_one": quantiles([e[1] for e in window if in_flight(e[0])]),
+            "ledger_started_outside": quantiles([e[1] for e in window if not in_flight(e[0])])}
+
+
 def summarize(events: list[tuple[float, float, bool, str]], waits: list[tuple[float, dict[str, int]]]) -> dict:
     """Per second and slow-sync overlap figures (see the module's docstring); seconds count from
     the trace's first event (perf trace's clock starts there, the samples of ``waits`` at about
@@ -193,13 +236,15 @@ def summarize(events: list[tuple[float, float, bool, str]], waits: list[tuple[fl
             "overlapping_other_process_sync": sum(with_others),
             "neither": sum(not a and not b for a, b in zip(with_own, with_others, strict=True))}
     return {"commit_thread": ledger_key, "ledger_fdatasyncs": len(ledger), "broker_other_syncs": len(own),
-            "other_process_syncs": len(others), "slow_ledger_syncs": slow, "per_second": per_second}
+            "other_process_syncs": len(others), "slow_ledger_syncs": slow,
+            "while_metadata_syncs": started_during(ledger, own, start), "per_second": per_second}
 
 
 def main() -> None:
     """Run, summarize, print and write the record."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sync_trace.json")
+    parser.add_argument("--trace-out", type=Path, help="keep perf trace's output there")
     args, bench_args = parser.parse_known_args()
     bench_args = [a for a in bench_args if a != "--"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -207,9 +252,11 @@ def main() -> None:
         tids, waits = set(run.pop("tids")), run.pop("waits")
         record = {**run, **summarize(parse(Path(tmp) / "trace.txt", tids), waits),
                   "loop_isolation": json.loads((Path(tmp) / "li.json").read_text())}
+        if args.trace_out is not None:
+            args.trace_out.write_bytes((Path(tmp) / "trace.txt").read_bytes())
     for row in record["per_second"]:
         print(json.dumps(row))
-    print(json.dumps({k: record[k] for k in ("broker_io", "slow_ledger_syncs", "lines")}, indent=1))
+    print(json.dumps({k: record[k] for k in ("broker_io", "slow_ledger_syncs", "while_metadata_syncs", "lines")}, indent=1))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")
 

@@ -25,6 +25,7 @@ from google.protobuf.message import DecodeError
 
 from magnetar.protocol.framing import ProtocolError
 from magnetar.protocol.schema import SingleMessageMetadata
+from magnetar.protocol.uniform_batch import uniform_bodies
 
 _U32: Final = struct.Struct(">I")
 #: the metadata of a batched message that has nothing but a payload size (shared: never modify it)
@@ -68,12 +69,23 @@ def split_batch_payload(
     producers number a batch's messages; a sequence id of up to three varint bytes) is
     :data:`EMPTY_SINGLE` too: a batched message without its own sequence id has that one
     (``Message.sequence_id``). Nothing is kept of it, nor read by a regular expression."""
+    if end is None:
+        end = len(payload)
+    bodies = uniform_bodies(payload, count, first_sequence, start, end)
+    if bodies is not None:
+        return BatchSingles(), bodies
+    return split_each_message(payload, count, first_sequence, start, end)
+
+
+def split_each_message(
+    payload: bytes, count: int, first_sequence: int, start: int, end: int,
+) -> tuple[BatchSingles, list[bytes]]:
+    """:func:`split_batch_payload` message by message (a batch that is not uniform: see
+    :mod:`magnetar.protocol.uniform_batch`)."""
     unpack, size_and_sequence, parse, empty = _U32.unpack_from, _SIZE_AND_SEQUENCE, SingleMessageMetadata.FromString, EMPTY_SINGLE
     singles = BatchSingles()
     bodies: list[bytes] = []
     add_body = bodies.append
-    if end is None:
-        end = len(payload)
     pos = start
     try:
         for index in range(count):
@@ -136,4 +148,5 @@ def is_plain_metadata(meta: bytes, head: bytes) -> bool:
     return bool(head) and meta.startswith(head) and plain_after_head(meta, len(head)) is not None
 
 
-__all__ = ["EMPTY_SINGLE", "BatchSingles", "is_plain_metadata", "plain_after_head", "plain_metadata_head", "split_batch_payload"]
+__all__ = ["EMPTY_SINGLE", "BatchSingles", "is_plain_metadata", "plain_after_head", "plain_metadata_head", "split_batch_payload",
+           "split_each_message"]

@@ -28,6 +28,10 @@ from magnetar.protocol.schema import BaseCommand, MessageMetadata
 _LAYOUT = re.compile(r"-s(\d+)-b(\d+)")
 #: the batch size a batching producer stops at (the official clients' default)
 MAX_BATCH_BYTES = 128 * 1024
+#: the first sequence id of the pre-built batch: a producer past its first 16,384 messages, as in
+#: the bulk of a topic (the ids of a batch of up to 1,000 then have varints of one length; a batch
+#: from id 0 crosses from one to two bytes at 128, which only a producer's first batch does)
+FIRST_SEQUENCE = 20_000
 
 
 def batch_layout(topic: str) -> tuple[int, int]:
@@ -48,11 +52,11 @@ def prebuilt_entry(size: int, count: int) -> tuple[bytes, int]:
     sequence id too, so a null broker feeding the lighter layout measured a client's decoding of
     other bytes than the ones magnetar serves (magnetar.client: 720k against 520k msg/s, 100 B).
     """
-    meta = MessageMetadata(producer_name="null-broker", sequence_id=0, publish_time=1)
+    meta = MessageMetadata(producer_name="null-broker", sequence_id=FIRST_SEQUENCE, publish_time=1)
     if count == 0:  # a plain entry: one message, not batched
         entry = build_entry(meta, b"x" * size)
         return entry, crc32c(entry)
-    entry = build_entry(meta, [BatchMessage(b"x" * size, sequence_id=i) for i in range(count)])
+    entry = build_entry(meta, [BatchMessage(b"x" * size, sequence_id=FIRST_SEQUENCE + i) for i in range(count)])
     return entry, crc32c(entry)
 
 

@@ -14,9 +14,14 @@ client: >= 0.9, the broker is never the bottleneck) and the broker's CPU seconds
 messages consumed. Written to benchmarks/results/consume_vs_null.json.
 
 With ``--baseline-src DIR`` a second magnetar broker runs from another source tree (PYTHONPATH=DIR)
-and is measured in the same rounds (before/after comparisons).
+and is measured in the same rounds (before/after comparisons). With ``--client-baseline-src DIR``
+magnetar.client from another source tree is measured too (series ``*-magnetar-baseline``: the same
+worker with PYTHONPATH=DIR), alternated with the others in every round. ``--unbatched-sizes 100``
+adds unbatched runs: the magnetar topic filled by ``magnetar perf produce -db`` (one message per
+entry), the null broker feeding plain entries (``-b0``).
 
 usage: python benchmarks/consume_vs_null.py [--count N] [--rounds R] [--sizes 100,1024] [--baseline-src DIR]
+       [--client-baseline-src DIR] [--unbatched-sizes 100]
 """
 
 from __future__ import annotations
@@ -46,11 +51,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_worker(kind: str, url: str, topic: str, count: int, size: int) -> float:
-    """One client_vs_official.py worker in its own process; returns msg/s."""
+def run_worker(kind: str, url: str, topic: str, count: int, size: int, src: str | None = None) -> float:
+    """One client_vs_official.py worker in its own process (``src``: its PYTHONPATH); returns msg/s."""
+    env = None if src is None else {**os.environ, "PYTHONPATH": src}
     out = subprocess.run(
         [sys.executable, str(HERE / "client_vs_official.py"), "--worker", kind, url, topic, str(count), str(size)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, env=env,
     )
     if out.returncode != 0:
         raise RuntimeError(f"{kind} failed:\n{out.stderr[-3000:]}")
@@ -66,24 +72,49 @@ def hold_backlog(broker: BrokerProcess, topic: str) -> None:
     urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=30).read()
 
 
-def measure_size(size: int, args: argparse.Namespace, null_url: str, brokers: dict[str, BrokerProcess]) -> dict:
+def fill_unbatched(broker: BrokerProcess, topic: str, count: int, size: int) -> None:
+    """``count`` messages of ``size`` bytes, one per entry, by ``magnetar perf produce -db``."""
+    subprocess.run(
+        [sys.executable, "-m", "magnetar.cli.main", "perf", "produce", "-u", broker.service_url, "-m", str(count),
+         "-s", str(size), "-r", "0", "-db", topic],
+        capture_output=True, text=True, timeout=600, check=True,
+    )
+
+
+def client_series(args: argparse.Namespace) -> dict[str, tuple[str, str | None]]:
+    """Series name -> (worker's client kind, PYTHONPATH or None for this process's)."""
+    series: dict[str, tuple[str, str | None]] = {c: (c, None) for c in CLIENTS}
+    if args.client_baseline_src:
+        series["magnetar-baseline"] = ("magnetar", args.client_baseline_src)
+    return series
+
+
+def measure_size(
+    size: int, args: argparse.Namespace, null_url: str, brokers: dict[str, BrokerProcess], batched: bool = True,
+) -> dict:
     """Every round of one message size: {series: [msg/s per round]} and CPU per million.
 
     ``brokers`` maps a name ("magnetar", and "baseline" for another source tree) to a running broker.
     """
-    topic = f"consume-s{size}-b1000-{time.time_ns()}"
+    layout = "b1000" if batched else "b0"
+    topic = f"consume-s{size}-{layout}-{time.time_ns()}"
     for broker in brokers.values():
         hold_backlog(broker, topic)
-        run_worker("produce-official", broker.service_url, topic, args.count, size)
+        if batched:
+            run_worker("produce-official", broker.service_url, topic, args.count, size)
+        else:
+            fill_unbatched(broker, topic, args.count, size)
     sides = ("null", *brokers)
-    rates: dict[str, list[float]] = {f"{side}-{c}": [] for c in CLIENTS for side in sides}
-    cpu: dict[str, list[float]] = {f"{name}-{c}": [] for c in CLIENTS for name in brokers}
+    series = client_series(args)
+    rates: dict[str, list[float]] = {f"{side}-{c}": [] for c in series for side in sides}
+    cpu: dict[str, list[float]] = {f"{name}-{c}": [] for c in series for name in brokers}
     for r in range(args.rounds):
-        for c in CLIENTS:
-            rates[f"null-{c}"].append(run_worker(f"consume-{c}", null_url, f"null-s{size}-b1000-{r}", args.count, size))
+        for c, (kind, src) in series.items():
+            null_topic = f"null-s{size}-{layout}-{r}"
+            rates[f"null-{c}"].append(run_worker(f"consume-{kind}", null_url, null_topic, args.count, size, src))
             for name, broker in brokers.items():
                 before = cpu_seconds(broker.proc.pid)
-                rates[f"{name}-{c}"].append(run_worker(f"consume-{c}", broker.service_url, topic, args.count, size))
+                rates[f"{name}-{c}"].append(run_worker(f"consume-{kind}", broker.service_url, topic, args.count, size, src))
                 cpu[f"{name}-{c}"].append((cpu_seconds(broker.proc.pid) - before) / args.count * 1e6)
         print(f"size {size} round {r}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in rates.items()), flush=True)
     med = {k: statistics.median(v) for k, v in rates.items()}
@@ -93,6 +124,13 @@ def measure_size(size: int, args: argparse.Namespace, null_url: str, brokers: di
         "ratio_official": round(med["magnetar-official"] / med["null-official"], 3),
         "ratio_magnetar_client": round(med["magnetar-magnetar"] / med["null-magnetar"], 3),
         "broker_cpu_seconds_per_million": {k: round(statistics.median(v), 3) for k, v in cpu.items()},
+    }
+    if "magnetar-baseline" in series:
+        result["ratio_magnetar_client_to_baseline_client"] = {
+            side: round(med[f"{side}-magnetar"] / med[f"{side}-magnetar-baseline"], 3) for side in sides
+        }
+    result["ratio_magnetar_client_to_official"] = {
+        side: round(med[f"{side}-magnetar"] / med[f"{side}-official"], 3) for side in sides
     }
     if "baseline" in brokers:
         result["baseline_ratio_official"] = round(med["baseline-official"] / med["null-official"], 3)
@@ -107,6 +145,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="100,1024")
     parser.add_argument("--baseline-src", help="another magnetar source tree (PYTHONPATH) measured alongside")
+    parser.add_argument("--client-baseline-src", help="another tree's magnetar.client (PYTHONPATH) measured alongside")
+    parser.add_argument("--unbatched-sizes", default="", help="sizes also measured unbatched, e.g. 100")
     parser.add_argument("--out", default=str(HERE / "results" / "consume_vs_null.json"))
     args = parser.parse_args()
 
@@ -126,6 +166,8 @@ def main() -> None:
             broker.start()
         for size in (int(s) for s in args.sizes.split(",")):
             results[f"{size}B"] = measure_size(size, args, f"pulsar://127.0.0.1:{null_port}", brokers)
+        for size in (int(s) for s in args.unbatched_sizes.split(",") if s):
+            results[f"{size}B-unbatched"] = measure_size(size, args, f"pulsar://127.0.0.1:{null_port}", brokers, False)
     finally:
         for broker in brokers.values():
             broker.stop()
@@ -142,6 +184,7 @@ def main() -> None:
         "rounds": args.rounds,
         "alternated": "each round, per client: null, magnetar (and the baseline tree), in one run",
         "baseline_src": args.baseline_src,
+        "client_baseline_src": args.client_baseline_src,
         "goal": "ratio_official >= 0.9",
         "results": results,
     }

@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -51,13 +52,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_worker(kind: str, url: str, topic: str, count: int, size: int, src: str | None = None) -> float:
-    """One client_vs_official.py worker in its own process (``src``: its PYTHONPATH); returns msg/s."""
+#: CPU seconds (user + system) of each worker process run, by the series key the caller files it
+#: under: start-up included, so a figure for comparing one client's trees, not clients
+WORKER_CPU: dict[str, list[float]] = {}
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of the finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_worker(kind: str, url: str, topic: str, count: int, size: int, src: str | None = None,
+               cpu_key: str | None = None) -> float:
+    """One client_vs_official.py worker in its own process (``src``: its PYTHONPATH); returns msg/s
+    (its CPU seconds go to ``WORKER_CPU[cpu_key]``)."""
     env = None if src is None else {**os.environ, "PYTHONPATH": src}
+    before = children_cpu()
     out = subprocess.run(
         [sys.executable, str(HERE / "client_vs_official.py"), "--worker", kind, url, topic, str(count), str(size)],
         capture_output=True, text=True, timeout=600, env=env,
     )
+    if cpu_key is not None:
+        WORKER_CPU.setdefault(cpu_key, []).append(children_cpu() - before)
     if out.returncode != 0:
         raise RuntimeError(f"{kind} failed:\n{out.stderr[-3000:]}")
     report = json.loads(out.stdout.strip().splitlines()[-1])
@@ -111,10 +128,12 @@ def measure_size(
     for r in range(args.rounds):
         for c, (kind, src) in series.items():
             null_topic = f"null-s{size}-{layout}-{r}"
-            rates[f"null-{c}"].append(run_worker(f"consume-{kind}", null_url, null_topic, args.count, size, src))
+            rates[f"null-{c}"].append(run_worker(f"consume-{kind}", null_url, null_topic, args.count, size, src,
+                                                 f"{size}-{layout}-null-{c}"))
             for name, broker in brokers.items():
                 before = cpu_seconds(broker.proc.pid)
-                rates[f"{name}-{c}"].append(run_worker(f"consume-{kind}", broker.service_url, topic, args.count, size, src))
+                rates[f"{name}-{c}"].append(run_worker(f"consume-{kind}", broker.service_url, topic, args.count, size, src,
+                                                       f"{size}-{layout}-{name}-{c}"))
                 cpu[f"{name}-{c}"].append((cpu_seconds(broker.proc.pid) - before) / args.count * 1e6)
         print(f"size {size} round {r}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in rates.items()), flush=True)
     med = {k: statistics.median(v) for k, v in rates.items()}
@@ -124,6 +143,7 @@ def measure_size(
         "ratio_official": round(med["magnetar-official"] / med["null-official"], 3),
         "ratio_magnetar_client": round(med["magnetar-magnetar"] / med["null-magnetar"], 3),
         "broker_cpu_seconds_per_million": {k: round(statistics.median(v), 3) for k, v in cpu.items()},
+        "client_process_cpu_seconds": {k: round(statistics.median(WORKER_CPU[f"{size}-{layout}-{k}"]), 3) for k in rates},
     }
     if "magnetar-baseline" in series:
         result["ratio_magnetar_client_to_baseline_client"] = {

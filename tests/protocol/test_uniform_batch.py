@@ -76,6 +76,10 @@ def test_what_is_not_uniform_is_left_to_the_message_by_message_reading() -> None
     # sizes of three varint bytes, sequence ids of four: kept as the message by message reading keeps them
     assert check_same(bare(3, 16384), 3, -1) is None
     assert check_same(numbered(3, 10, 2**21), 3, 2**21) is None
+    # bytes of another type (the reading compares bytes columns)
+    payload = numbered(100, 100, 500)
+    assert uniform_bodies(bytearray(payload), 100, 500, 0, len(payload)) is None
+    assert split_batch_payload(memoryview(payload), 100, 500)[1] == [bytes([i % 251]) * 100 for i in range(100)]
     # one message, the count wrong, bytes left over, a batch cut short
     assert check_same(numbered(1, 100, 5), 1, 5) is None
     assert check_same(numbered(10, 100, 5), 11, 5) is None

@@ -98,7 +98,7 @@ def _head_shape(payload: bytes, count: int, first_sequence: int, start: int, end
 def uniform_bodies(payload: bytes, count: int, first_sequence: int, start: int, end: int) -> list[bytes] | None:
     """The payloads of the ``count`` messages of ``payload[start:end]`` when it is a uniform batch
     (module docstring), every message's metadata then being nothing of its own; None when not."""
-    if count < 2:
+    if count < 2 or payload.__class__ is not bytes:  # (a column is compared with repeated bytes)
         return None
     shape = _head_shape(payload, count, first_sequence, start, end)
     if shape is None:

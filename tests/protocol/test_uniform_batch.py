@@ -7,6 +7,7 @@ import pytest
 
 from magnetar.protocol.batch import BatchMessage, encode_batch
 from magnetar.protocol.batch_reading import split_batch_payload, split_each_message
+from magnetar.protocol.schema import SingleMessageMetadata
 from magnetar.protocol.uniform_batch import uniform_bodies
 
 
@@ -26,21 +27,26 @@ def check_same(payload: bytes, count: int, first: int, start: int = 0, end: int 
     bodies = uniform_bodies(payload, count, first, start, end)
     if bodies is not None:
         singles, each = split_each_message(payload, count, first, start, end)
-        assert not singles
         assert bodies == each
+        # what the loop keeps (sequence ids of four varint bytes or more, serialized) is nothing but
+        # the payload size and the id the entry's first plus the index gives
+        for index, single in singles.items():
+            kept = SingleMessageMetadata.FromString(single) if isinstance(single, bytes) else single
+            assert kept == SingleMessageMetadata(payload_size=len(each[index]), sequence_id=first + index)
     return bodies
 
 
 @pytest.mark.parametrize("size", [0, 1, 100, 127, 128, 1024, 16383])
 @pytest.mark.parametrize(("first", "count"), [(0, 2), (0, 128), (5, 100), (128, 1000), (16384, 128),
-                                              (200_000, 1000), (2**21 - 128, 128)])
+                                              (200_000, 1000), (2**21 - 128, 128), (2**21, 1000),
+                                              (5_000_000, 1000), (2**35 + 77, 300), (2**63 - 1000, 1000)])
 def test_numbered_batches_within_one_varint_length_are_uniform(size: int, first: int, count: int) -> None:
     payload = numbered(count, size, first)
     bodies = check_same(payload, count, first)
     assert bodies == [bytes([i % 251]) * size for i in range(count)]
 
 
-@pytest.mark.parametrize(("first", "count"), [(0, 129), (100, 1000), (16000, 1000), (2**21 - 5, 10)])
+@pytest.mark.parametrize(("first", "count"), [(0, 129), (100, 1000), (16000, 1000), (2**21 - 5, 10), (2**28 - 3, 8)])
 def test_sequence_ids_across_a_varint_length_are_read_message_by_message(first: int, count: int) -> None:
     payload = numbered(count, 100, first)
     assert check_same(payload, count, first) is None
@@ -73,9 +79,10 @@ def test_what_is_not_uniform_is_left_to_the_message_by_message_reading() -> None
     # a field of their own (a key) on every message
     keyed = encode_batch([BatchMessage(b"x" * 100, partition_key="k") for _ in range(100)])
     assert check_same(keyed, 100, -1) is None
-    # sizes of three varint bytes, sequence ids of four: kept as the message by message reading keeps them
+    # sizes of three varint bytes; sequence ids of ten (2 ** 63 and over) or crossing 2 ** 63
     assert check_same(bare(3, 16384), 3, -1) is None
-    assert check_same(numbered(3, 10, 2**21), 3, 2**21) is None
+    assert check_same(numbered(3, 10, 2**63), 3, 2**63) is None
+    assert check_same(numbered(3, 10, 2**63 - 2), 3, 2**63 - 2) is None
     # bytes of another type (the reading compares bytes columns)
     payload = numbered(100, 100, 500)
     assert uniform_bodies(bytearray(payload), 100, 500, 0, len(payload)) is None

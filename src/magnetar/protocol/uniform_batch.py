@@ -11,7 +11,8 @@ in C), and the payloads are sliced out with one list comprehension.
 :func:`uniform_bodies` answers only when every row's head is the first row's, with its own
 sequence id where the first has one; anything else (sizes that differ, a sequence id not the
 first's plus its index, any other field, a varint longer than needed) is None, and the caller
-reads the batch message by message. Each answer is tested against that reading in
+reads the batch message by message (which keeps the metadata of sequence ids of four varint bytes
+or more serialized, where this reading keeps nothing: ``Message.sequence_id`` reads the same id). Each answer is tested against that reading in
 tests/protocol/test_uniform_batch.py.
 """
 
@@ -23,17 +24,21 @@ from typing import Final
 _U32: Final = struct.Struct(">I")
 #: the low byte of a varint that goes on (0x80 set), for the low 7 bits 0..127, twice over
 _LOW_CYCLE: Final = bytes(range(0x80, 0x100)) * 2
-#: payload sizes of up to two varint bytes, sequence ids of up to three: the rows the message by
-#: message reading (batch_reading.py) also leaves without metadata of their own
+#: payload sizes of up to two varint bytes: the rows the message by message reading
+#: (batch_reading.py) also leaves without metadata of their own
 _MAX_SIZE: Final = 1 << 14
-_MAX_SEQUENCE_BYTES: Final = 3
+_MAX_SIZE_BYTES: Final = 2
+#: sequence ids of up to nine varint bytes (below 2 ** 63: Pulsar's are signed longs); the message
+#: by message reading keeps those of four bytes or more serialized (its byte checks stop at three),
+#: whose ``sequence_id`` reads the same value the entry's first id plus the index gives
+_MAX_SEQUENCE_BYTES: Final = 9
 
 
-def _varint_at(data: bytes, pos: int, limit: int) -> tuple[int, int]:
+def _varint_at(data: bytes, pos: int, limit: int, most: int) -> tuple[int, int]:
     """(value, position after it) of the varint at ``pos``; (-1, pos) when it runs past ``limit``
-    or is longer than three bytes (larger than a batch's sizes and indexes get)."""
+    or is longer than ``most`` bytes."""
     value = shift = 0
-    while pos < limit and shift <= 14:
+    while pos < limit and shift < 7 * most:
         byte = data[pos]
         value |= (byte & 0x7F) << shift
         pos += 1
@@ -76,7 +81,7 @@ def _head_shape(payload: bytes, count: int, first_sequence: int, start: int, end
     meta_end = at + meta_size
     if meta_end > end or payload[at] != 0x18:
         return None
-    size, pos = _varint_at(payload, at + 1, meta_end)
+    size, pos = _varint_at(payload, at + 1, meta_end, _MAX_SIZE_BYTES)
     if not 0 <= size < _MAX_SIZE or pos - at - 1 != _varint_size(size):
         return None
     seq_at = seq_bytes = 0
@@ -86,7 +91,7 @@ def _head_shape(payload: bytes, count: int, first_sequence: int, start: int, end
         seq_bytes = _varint_size(first_sequence)
         if seq_bytes > _MAX_SEQUENCE_BYTES or _varint_size(first_sequence + count - 1) != seq_bytes:
             return None
-        value, after = _varint_at(payload, pos + 1, meta_end)
+        value, after = _varint_at(payload, pos + 1, meta_end, seq_bytes)
         if value != first_sequence or after != meta_end or after - pos - 1 != seq_bytes:
             return None
         seq_at = pos + 1 - start

@@ -6,7 +6,8 @@ malformed or oversized frame raises :class:`ProtocolError`, after which the conn
 produced the bytes must be closed (nothing else is affected). ``FrameDecoder.frames`` yields them
 one by one instead (a client hands each on before the next is decoded). A MESSAGE frame of the
 usual shape is a :class:`~magnetar.protocol.message_frame.MessageFrame`, its command read by hand
-(the consumer's hot path, :mod:`.message_frame`). The ``encode_*`` functions build frames, and
+(the consumer's hot path, :mod:`.message_frame`), as are the usual SEND (:mod:`.send_frame`) and
+FLOW (:mod:`.flow_frame`) on the broker's. The ``encode_*`` functions build frames, and
 :func:`split_entry` / :func:`parse_entry_metadata` read entries.
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from magnetar.protocol.enums import COMMAND_FIELD
+from magnetar.protocol.flow_frame import FLOW_PREFIX, read_flow_frame
 from magnetar.protocol.frame import (
     MAGIC_CHECKSUM,
     Frame,
@@ -113,6 +115,8 @@ class FrameDecoder:
                         frame = read_message_frame(source, view, pos + 4, pos + 4 + total, shape)
                 elif source.startswith(SEND_PREFIX, pos + 8):
                     frame = read_send_frame(source, view, pos + 4, pos + 4 + total)
+                elif source.startswith(FLOW_PREFIX, pos + 8):
+                    frame = read_flow_frame(source, pos + 4, pos + 4 + total)
                 yield frame or decode_frame_body(view[pos + 4 : pos + 4 + total])
                 pos += 4 + total
             if pos < end:
@@ -140,6 +144,8 @@ class FrameDecoder:
                 frame = read_message_frame(source, view, pos + 4, pos + 4 + total)
             elif source.startswith(SEND_PREFIX, pos + 8):
                 frame = read_send_frame(source, view, pos + 4, pos + 4 + total)
+            elif source.startswith(FLOW_PREFIX, pos + 8):
+                frame = read_flow_frame(source, pos + 4, pos + 4 + total)
             frames.append(frame or decode_frame_body(view[pos + 4 : pos + 4 + total]))
             pos += 4 + total
         if pos < end:
@@ -171,6 +177,8 @@ class FrameDecoder:
                 frame = read_message_frame(whole, whole_view, 4, len(whole))
             elif whole.startswith(SEND_PREFIX, 8):
                 frame = read_send_frame(whole, whole_view, 4, len(whole))
+            elif whole.startswith(FLOW_PREFIX, 8):
+                frame = read_flow_frame(whole, 4, len(whole))
             frames.append(frame or decode_frame_body(whole_view[4:]))
         return taken
 

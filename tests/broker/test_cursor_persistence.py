@@ -126,3 +126,15 @@ def test_shutdown_persists_the_acks_the_rate_limit_held_back(tmp_path: Path) -> 
     held_back, stored = asyncio.run(run())
     assert held_back is not None and held_back < 19, "the first round ran at once, the next not within 10 s"
     assert stored == 19
+
+
+def test_the_longest_delay_before_a_cursor_is_persisted_follows_the_rate_limit(tmp_path: Path) -> None:
+    slow = _persistence(tmp_path, {}, [], mark_delete_rate_limit=0.1)
+    assert (slow.spacing, slow.longest_delay) == (10.0, 10.0)
+    default = _persistence(tmp_path / "b", {}, [])
+    assert (default.spacing, default.longest_delay) == (1.0, 1.0)
+    unlimited = _persistence(tmp_path / "c", {}, [], mark_delete_rate_limit=0.0, cursor_persist_delay_seconds=2.0)
+    assert (unlimited.spacing, unlimited.longest_delay) == (0.0, 2.0)
+    for persistence in (slow, default, unlimited):
+        persistence.close()
+        persistence.metadata.close()

@@ -70,8 +70,13 @@ class CursorPersistence:
         self.spacing = 1.0 / rate if rate > 0 and config.cursor_persist == "commit" else 0.0
         #: loop time before which a paced round does not write (one spacing after the last write)
         self._next_write = 0.0
-        #: rounds that wrote something (cursors or snapshots), for the tests and the profiles
+        #: rounds that wrote (or tried to write) cursors or snapshots, for the tests and the profiles
         self.writes = 0
+
+    @property
+    def longest_delay(self) -> float:
+        """The longest a changed cursor waits before a round persists it (without failures)."""
+        return max(self.config.cursor_persist_delay_seconds, self.spacing)
 
     def start(self) -> None:
         """Start the periodic rounds (and the commit-cadence ones when configured)."""

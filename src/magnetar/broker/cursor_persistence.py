@@ -6,7 +6,8 @@ round, in a worker thread: every ``cursor_persist_delay_seconds``, and with ``cu
 spell at once, then at most ``mark_delete_rate_limit`` rounds a second (Pulsar's
 ``managedLedgerDefaultMarkDeleteRateLimit``, 1 by default: Apache Pulsar persists a cursor's
 mark-delete position at most that often and redelivers the rest after a crash; 0: no limit).
-After a round the ledgers of the topics written are trimmed. Shutdown's final :meth:`flush` is
+A cursor created or deleted is persisted at once, whatever the limit (Pulsar writes those before
+it answers). After a round the ledgers of the topics written are trimmed. Shutdown's final :meth:`flush` is
 never held back. The service owns one
 :class:`CursorPersistence`; deleting a topic holds its :attr:`~CursorPersistence.lock`, so that
 no write of the topic's cursors is in flight then.
@@ -72,6 +73,8 @@ class CursorPersistence:
         self._next_write = 0.0
         #: rounds that wrote (or tried to write) cursors or snapshots, for the tests and the profiles
         self.writes = 0
+        #: the unpaced rounds of created and deleted cursors under way
+        self._at_once: set[asyncio.Task] = set()
 
     @property
     def longest_delay(self) -> float:
@@ -82,13 +85,15 @@ class CursorPersistence:
         """Start the periodic rounds (and the commit-cadence ones when configured)."""
         if self.config.cursor_persist == "commit":
             self.cursors.on_pending = self._cursors_pending
+            if self.spacing > 0:
+                self.cursors.on_created_or_deleted = self._persist_at_once
         self._flush_task = asyncio.create_task(self._flush_loop(), name="cursor-flush")
         self.running = True
 
     async def stop(self) -> None:
         """Stop the rounds and wait for the one under way; the final :meth:`flush` is the caller's."""
         self.running = False
-        tasks = [task for task in (self._flush_task, self._rounds_task) if task is not None]
+        tasks = [task for task in (self._flush_task, self._rounds_task, *self._at_once) if task is not None]
         if self._flush_task is not None:
             self._flush_task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -162,6 +167,19 @@ class CursorPersistence:
                 await self.flush(paced=paced)
             except Exception:
                 log.exception("persisting cursors failed")
+
+    def _persist_at_once(self) -> None:
+        """A cursor was created or deleted: a round now, not held back by the rate limit."""
+        if self.running:
+            task = asyncio.get_running_loop().create_task(self._round_at_once(), name="cursor-round-at-once")
+            self._at_once.add(task)
+            task.add_done_callback(self._at_once.discard)
+
+    async def _round_at_once(self) -> None:
+        try:
+            await self.flush(dedup=False)
+        except Exception:
+            log.exception("persisting cursors failed")  # the paced rounds and the 1 s flush try again
 
     def _cursors_pending(self) -> None:
         """A cursor changed: persist it in the next cursor round (``cursor_persist = "commit"``)."""

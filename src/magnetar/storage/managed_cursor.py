@@ -466,11 +466,16 @@ class CursorStore:
         self._deleted: set[CursorKey] = set()
         #: called when the store goes from nothing pending to something pending (schedules a flush)
         self.on_pending: Callable[[], None] | None = None
+        #: called when a cursor is created or deleted: persisted at once, never held back by a rate
+        #: limit (as Pulsar writes a new or deleted cursor's metadata before it answers)
+        self.on_created_or_deleted: Callable[[], None] | None = None
 
     def open(self, source: EntrySource, topic: str, name: str, mark_delete: int) -> ManagedCursor:
         """A new durable cursor with every entry up to ``mark_delete`` acknowledged (persisted soon)."""
         cursor = ManagedCursor(source, topic, name, CursorState(mark_delete), store=self)
         cursor.mark_dirty()
+        if self.on_created_or_deleted is not None:
+            self.on_created_or_deleted()
         return cursor
 
     def restore(self, source: EntrySource, topic: str, name: str, data: bytes) -> ManagedCursor:
@@ -496,6 +501,8 @@ class CursorStore:
         self._deleted.add(key)
         if not was_pending and self.on_pending is not None:
             self.on_pending()
+        if self.on_created_or_deleted is not None:
+            self.on_created_or_deleted()
 
     @property
     def pending(self) -> bool:

@@ -141,8 +141,8 @@ def test_the_longest_delay_before_a_cursor_is_persisted_follows_the_rate_limit(t
         persistence.metadata.close()
 
 
-def test_a_created_or_deleted_cursor_is_persisted_at_once_whatever_the_rate_limit(tmp_path: Path) -> None:
-    async def run() -> tuple[int | None, int | None, bool, int | None]:
+def test_a_created_reset_or_deleted_cursor_is_persisted_at_once_whatever_the_rate_limit(tmp_path: Path) -> None:
+    async def run() -> tuple[int | None, int | None, int | None, bool, int | None]:
         persistence = _persistence(tmp_path, {}, [], mark_delete_rate_limit=0.1)  # a paced round every 10 s
         persistence.start()
         cursor = persistence.cursors.open(NoEntries(), TOPIC, "sub", 4)
@@ -151,6 +151,9 @@ def test_a_created_or_deleted_cursor_is_persisted_at_once_whatever_the_rate_limi
         cursor.ack(5)  # an acknowledgement is held back: the round of the creation was the last write
         await asyncio.sleep(0.3)
         acked = _stored_mark_delete(persistence)
+        cursor.seek(2)  # a reset: at once
+        await asyncio.sleep(0.3)
+        reset = _stored_mark_delete(persistence)
         cursor.delete()
         await asyncio.sleep(0.3)
         deleted = "sub" not in persistence.metadata.load_cursors(TOPIC)
@@ -160,6 +163,6 @@ def test_a_created_or_deleted_cursor_is_persisted_at_once_whatever_the_rate_limi
         await persistence.stop()
         persistence.close()
         assert later.mark_delete == 9
-        return created, acked, deleted, None if stored is None else CursorState.from_bytes(stored).mark_delete
+        return created, acked, reset, deleted, None if stored is None else CursorState.from_bytes(stored).mark_delete
 
-    assert asyncio.run(run()) == (4, 4, True, 9)
+    assert asyncio.run(run()) == (4, 4, 1, True, 9)

@@ -6,8 +6,8 @@ round, in a worker thread: every ``cursor_persist_delay_seconds``, and with ``cu
 spell at once, then at most ``mark_delete_rate_limit`` rounds a second (Pulsar's
 ``managedLedgerDefaultMarkDeleteRateLimit``, 1 by default: Apache Pulsar persists a cursor's
 mark-delete position at most that often and redelivers the rest after a crash; 0: no limit).
-A cursor created or deleted is persisted at once, whatever the limit (Pulsar writes those before
-it answers). After a round the ledgers of the topics written are trimmed. Shutdown's final :meth:`flush` is
+A cursor created, reset (seek) or deleted is persisted at once, whatever the limit (Pulsar
+writes those before it answers). After a round the ledgers of the topics written are trimmed. Shutdown's final :meth:`flush` is
 never held back. The service owns one
 :class:`CursorPersistence`; deleting a topic holds its :attr:`~CursorPersistence.lock`, so that
 no write of the topic's cursors is in flight then.
@@ -73,7 +73,7 @@ class CursorPersistence:
         self._next_write = 0.0
         #: rounds that wrote (or tried to write) cursors or snapshots, for the tests and the profiles
         self.writes = 0
-        #: the unpaced rounds of created and deleted cursors under way
+        #: the unpaced rounds of created, reset and deleted cursors under way
         self._at_once: set[asyncio.Task] = set()
 
     @property
@@ -86,7 +86,7 @@ class CursorPersistence:
         if self.config.cursor_persist == "commit":
             self.cursors.on_pending = self._cursors_pending
             if self.spacing > 0:
-                self.cursors.on_created_or_deleted = self._persist_at_once
+                self.cursors.on_structural_change = self._persist_at_once
         self._flush_task = asyncio.create_task(self._flush_loop(), name="cursor-flush")
         self.running = True
 
@@ -169,7 +169,7 @@ class CursorPersistence:
                 log.exception("persisting cursors failed")
 
     def _persist_at_once(self) -> None:
-        """A cursor was created or deleted: a round now, not held back by the rate limit."""
+        """A cursor was created, reset or deleted: a round now, not held back by the rate limit."""
         if self.running:
             task = asyncio.get_running_loop().create_task(self._round_at_once(), name="cursor-round-at-once")
             self._at_once.add(task)

@@ -24,6 +24,7 @@ def test_defaults_are_documented_values() -> None:
     assert cfg.max_message_size == 5 * 1024 * 1024
     assert cfg.fsync == "always"
     assert cfg.cursor_persist_delay_seconds == 1.0
+    assert cfg.mark_delete_rate_limit == 1.0  # Pulsar's managedLedgerDefaultMarkDeleteRateLimit
     assert (cfg.segment_min_rollover_minutes, cfg.segment_max_rollover_minutes) == (10, 240)  # Pulsar's
     assert cfg.broker_service_url == "pulsar://127.0.0.1:6650"
     assert cfg.entry_cache_eviction_seconds == 1.0  # Pulsar's managedLedgerCacheEvictionTimeThresholdMillis
@@ -60,6 +61,7 @@ def test_flags_beat_file_beat_environment(tmp_path: Path) -> None:
         ({"MAGNETAR_PORT": "70000"}, "port"),
         ({"MAGNETAR_BATCH_INDEX_ACK_ENABLED": "maybe"}, "batch_index_ack_enabled"),
         ({"MAGNETAR_SEGMENT_MIN_ROLLOVER_MINUTES": "-1"}, "segment_min_rollover_minutes"),
+        ({"MAGNETAR_MARK_DELETE_RATE_LIMIT": "-0.5"}, "mark_delete_rate_limit must be 0 or more"),
     ],
 )
 def test_bad_values_are_refused_with_the_setting_named(env: dict[str, str], message: str) -> None:

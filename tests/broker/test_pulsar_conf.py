@@ -158,6 +158,8 @@ def test_the_real_file_from_the_official_client_when_available() -> None:
          {"segment_min_rollover_minutes": 0, "segment_max_rollover_minutes": 60}),
         ("managedLedgerCacheSizeMB=32\nmanagedLedgerCacheEvictionTimeThresholdMillis=2500\n",
          {"entry_cache_total_bytes": 32 * 1024 * 1024, "entry_cache_eviction_seconds": 2.5}),
+        ("managedLedgerDefaultMarkDeleteRateLimit=0.5\n", {"mark_delete_rate_limit": 0.5}),
+        ("managedLedgerDefaultMarkDeleteRateLimit=0\n", {"mark_delete_rate_limit": 0.0}),
     ],
 )
 def test_keys_map_to_magnetar_settings(text: str, expected: dict[str, object]) -> None:
@@ -184,6 +186,8 @@ def test_fixed_values_and_magnetar_names() -> None:
         ("maxMessageSize=0", "maxMessageSize: 0 must be positive"),
         ("brokerDeduplicationEnabled=yes", "brokerDeduplicationEnabled: 'yes' is not true or false"),
         ("maxUnackedMessagesPerConsumer=-5", "maxUnackedMessagesPerConsumer: -5 must not be negative"),
+        ("managedLedgerDefaultMarkDeleteRateLimit=fast", "managedLedgerDefaultMarkDeleteRateLimit: 'fast' is not a number"),
+        ("managedLedgerDefaultMarkDeleteRateLimit=-1", "managedLedgerDefaultMarkDeleteRateLimit: -1.0 must not be negative"),
         ("defaultRetentionTimeInMinutes=-2", "defaultRetentionTimeInMinutes: -2 must be -1 (no limit), 0 or positive"),
         ("delayedDeliveryTickTimeMillis=0", "delayedDeliveryTickTimeMillis: must be at least 1 millisecond"),
         ("schemaCompatibilityStrategy=LOOSE", "schemaCompatibilityStrategy: 'LOOSE' is not one of"),

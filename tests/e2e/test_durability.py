@@ -342,3 +342,59 @@ def test_many_segments_across_restart_and_trimming(
 
     producer = client.create_producer(topic)
     assert producer.send(b"next").entry_id() == n
+
+
+def _stored_state(broker: BrokerProcess, topic: str, subscription: str) -> CursorState:
+    db = broker.data_dir / "metadata.db" / "metadata.db"
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        row = conn.execute(
+            "SELECT state FROM cursors WHERE topic = ? AND subscription = ?", (topic, subscription)
+        ).fetchone()
+    return CursorState.from_bytes(row[0])
+
+
+def test_kill_9_in_a_steady_ack_stream_redelivers_only_the_last_second_of_acks(
+    dedicated_broker: Callable[..., BrokerProcess], client_factory: Callable[[str], pulsar.Client]
+) -> None:
+    """Cursor rounds at most once a second (mark_delete_rate_limit, Pulsar's default): a kill -9 in the
+    middle of acknowledgements coming every 5 ms redelivers exactly what the last round had not
+    persisted, every message never acked among them, and nothing acked 1.5 s before the kill."""
+    broker = dedicated_broker()
+    topic = "persistent://public/default/crash-ack-stream"
+    client = client_factory(broker.service_url)
+    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer(topic, batching_enabled=False)
+    n = 900  # (under the producer's 1,000 pending sends)
+    for i in range(n):
+        producer.send_async(_payload(i), None)
+    producer.flush()
+    received = [consumer.receive(timeout_millis=RECEIVE_MS) for _ in range(n)]
+    assert [_index_of(m.data()) for m in received] == list(range(n))
+
+    acked_at: list[float] = []
+    started = time.monotonic()
+    for msg in received:
+        consumer.acknowledge(msg)
+        acked_at.append(time.monotonic())
+        if acked_at[-1] - started >= 2.5:
+            break
+        time.sleep(0.005)
+    broker.kill()
+    killed_at = time.monotonic()
+    close_after_kill(client)
+    acked = len(acked_at)
+    assert acked < n, "the stream ended before the kill: nothing was tested"
+    stored = _stored_state(broker, topic, "sub")
+    # every ack made 1.5 s before the kill (one round interval, the client's 100 ms grouping, slack) is stored
+    old_enough = sum(1 for t in acked_at if t <= killed_at - 1.5)
+    assert stored.mark_delete >= old_enough - 1, (stored.mark_delete, old_enough, acked)
+    assert stored.mark_delete < acked
+
+    broker = dedicated_broker(broker.data_dir)
+    client = client_factory(broker.service_url)
+    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared)
+    expected = [i for i in range(n) if not stored.is_acked(i)]
+    back = [_index_of(consumer.receive(timeout_millis=RECEIVE_MS).data()) for _ in expected]
+    assert back == expected  # exactly what the last round left: the unacked, then the recent acks
+    assert set(range(acked, n)) <= set(back), "a message never acknowledged was lost"
+    assert_nothing_more(consumer)

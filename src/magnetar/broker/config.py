@@ -73,9 +73,14 @@ class BrokerConfig:
     fsync: FsyncPolicy = "always"
     #: a connection silent for this long gets a PING, and is closed after twice as long
     keepalive_seconds: float = 30.0
-    #: "commit": acknowledgements are persisted in their own rounds right after they change (a few
-    #: ms, like the group commit); "delay": at most every ``cursor_persist_delay_seconds``
+    #: "commit": acknowledgements are persisted in their own rounds soon after they change (the first
+    #: at once, then at most ``mark_delete_rate_limit`` rounds a second); "delay": at most every
+    #: ``cursor_persist_delay_seconds``
     cursor_persist: Literal["commit", "delay"] = "commit"
+    #: with ``cursor_persist = "commit"``, most cursor rounds a second (Pulsar's
+    #: managedLedgerDefaultMarkDeleteRateLimit; 0: a round right after every change). After a
+    #: kill -9 a subscription gets back what was acknowledged in the last 1 / rate seconds
+    mark_delete_rate_limit: float = 1.0
     #: with ``cursor_persist = "delay"``, longest delay before an acknowledgement is persisted
     cursor_persist_delay_seconds: float = 1.0
     #: a segment file rolls over past this size (Pulsar's managedLedgerMaxSizePerLedgerMbytes) ...
@@ -343,6 +348,8 @@ class BrokerConfig:
         for name in ("keepalive_seconds", "cursor_persist_delay_seconds"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
+        if not self.mark_delete_rate_limit >= 0:
+            raise ConfigError(f"mark_delete_rate_limit must be 0 or more, not {self.mark_delete_rate_limit}")
         if self.segment_max_bytes < 4096:
             raise ConfigError("segment_max_bytes must be at least 4096")
         for name in ("segment_min_rollover_minutes", "segment_max_rollover_minutes"):

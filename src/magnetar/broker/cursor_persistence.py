@@ -2,8 +2,13 @@
 
 Changed cursors (and the topics' deduplication snapshots) go to SQLite in one transaction per
 round, in a worker thread: every ``cursor_persist_delay_seconds``, and with ``cursor_persist =
-"commit"`` also round after round while acknowledgements come in (at the group commit's cadence).
-After a round the ledgers of the topics written are trimmed. The service owns one
+"commit"`` also round after round while acknowledgements come in: the first change after a quiet
+spell at once, then at most ``mark_delete_rate_limit`` rounds a second (Pulsar's
+``managedLedgerDefaultMarkDeleteRateLimit``, 1 by default: Apache Pulsar persists a cursor's
+mark-delete position at most that often and redelivers the rest after a crash; 0: no limit).
+A cursor created, reset (seek) or deleted is persisted at once, whatever the limit (Pulsar
+writes those before it answers). After a round the ledgers of the topics written are trimmed. Shutdown's final :meth:`flush` is
+never held back. The service owns one
 :class:`CursorPersistence`; deleting a topic holds its :attr:`~CursorPersistence.lock`, so that
 no write of the topic's cursors is in flight then.
 """
@@ -61,18 +66,34 @@ class CursorPersistence:
         #: the task persisting changed cursors round after round (acknowledgements at commit cadence)
         self._rounds_task: asyncio.Task | None = None
         self.running = False
+        rate = config.mark_delete_rate_limit
+        #: with ``cursor_persist = "commit"``, the least time between two writing rounds (0: none)
+        self.spacing = 1.0 / rate if rate > 0 and config.cursor_persist == "commit" else 0.0
+        #: loop time before which a paced round does not write (one spacing after the last write)
+        self._next_write = 0.0
+        #: rounds that wrote (or tried to write) cursors or snapshots, for the tests and the profiles
+        self.writes = 0
+        #: the unpaced rounds of created, reset and deleted cursors under way
+        self._at_once: set[asyncio.Task] = set()
+
+    @property
+    def longest_delay(self) -> float:
+        """The longest a changed cursor waits before a round persists it (without failures)."""
+        return max(self.config.cursor_persist_delay_seconds, self.spacing)
 
     def start(self) -> None:
         """Start the periodic rounds (and the commit-cadence ones when configured)."""
         if self.config.cursor_persist == "commit":
             self.cursors.on_pending = self._cursors_pending
+            if self.spacing > 0:
+                self.cursors.on_structural_change = self._persist_at_once
         self._flush_task = asyncio.create_task(self._flush_loop(), name="cursor-flush")
         self.running = True
 
     async def stop(self) -> None:
         """Stop the rounds and wait for the one under way; the final :meth:`flush` is the caller's."""
         self.running = False
-        tasks = [task for task in (self._flush_task, self._rounds_task) if task is not None]
+        tasks = [task for task in (self._flush_task, self._rounds_task, *self._at_once) if task is not None]
         if self._flush_task is not None:
             self._flush_task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -94,15 +115,21 @@ class CursorPersistence:
         data = json.loads(snapshot)
         return data["sequence_ids"], data["entry_id"]
 
-    async def flush(self, dedup: bool = True) -> None:
+    async def flush(self, dedup: bool = True, *, paced: bool = False) -> None:
         """Persist every changed cursor (and, with ``dedup``, the deduplication snapshots) in one
         metadata transaction, then trim their ledgers. When the write fails (a full disk) nothing is
-        marked persisted: the same changes go into the next flush, and the error is raised."""
+        marked persisted: the same changes go into the next flush, and the error is raised. A
+        ``paced`` round writes nothing sooner than :attr:`spacing` after the last write."""
         async with self.lock:
             topics = self._topics
+            loop_time = asyncio.get_running_loop().time()
+            if paced and loop_time < self._next_write:
+                return
             dedup_pending = dedup and any(t.dedup_dirty for t in topics.values())
             if not self.cursors.pending and not dedup_pending:
                 return
+            self._next_write = loop_time + self.spacing
+            self.writes += 1
             batch = self.cursors.take_batch()
             snapshots = []
             for topic in topics.values() if dedup_pending else ():
@@ -133,12 +160,26 @@ class CursorPersistence:
 
     async def _flush_loop(self) -> None:
         delay = self.config.cursor_persist_delay_seconds
+        paced = self.spacing > 0
         while True:
             await asyncio.sleep(delay)
             try:
-                await self.flush()
+                await self.flush(paced=paced)
             except Exception:
                 log.exception("persisting cursors failed")
+
+    def _persist_at_once(self) -> None:
+        """A cursor was created, reset or deleted: a round now, not held back by the rate limit."""
+        if self.running:
+            task = asyncio.get_running_loop().create_task(self._round_at_once(), name="cursor-round-at-once")
+            self._at_once.add(task)
+            task.add_done_callback(self._at_once.discard)
+
+    async def _round_at_once(self) -> None:
+        try:
+            await self.flush(dedup=False)
+        except Exception:
+            log.exception("persisting cursors failed")  # the paced rounds and the 1 s flush try again
 
     def _cursors_pending(self) -> None:
         """A cursor changed: persist it in the next cursor round (``cursor_persist = "commit"``)."""
@@ -148,11 +189,16 @@ class CursorPersistence:
 
     async def _rounds(self) -> None:
         """Persist changed cursors round after round while there are changes, like the group commit:
-        one SQLite transaction per round covers every acknowledgement since the previous one."""
+        one SQLite transaction per round covers every acknowledgement since the previous one; with a
+        rate limit a round waits until :attr:`spacing` after the last write, and writes the
+        deduplication snapshots too (the periodic flush may find itself too early)."""
+        loop = asyncio.get_running_loop()
+        paced = self.spacing > 0
         while self.running and self.cursors.pending:
-            await asyncio.sleep(0)  # take in the acknowledgements of this loop iteration
+            # at least one turn: take in the acknowledgements of this loop iteration
+            await asyncio.sleep(max(0.0, self._next_write - loop.time()) if paced else 0)
             try:
-                await self.flush(dedup=False)
+                await self.flush(dedup=paced, paced=paced)
             except Exception:
                 log.exception("persisting cursors failed; retrying in %.1f s", self.config.cursor_persist_delay_seconds)
                 await asyncio.sleep(self.config.cursor_persist_delay_seconds)

@@ -156,6 +156,13 @@ def _number(key: str, text: str) -> float:
     return float(text)
 
 
+def _non_negative_number(key: str, text: str) -> float:
+    value = _number(key, text)
+    if value < 0:
+        raise PulsarConfError(key, f"{value} must not be negative")
+    return value
+
+
 def _text(key: str, text: str) -> str:
     return text
 
@@ -236,6 +243,7 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "managedLedgerMaxSizePerLedgerMbytes": ("segment_max_bytes", _mebibytes),
     "managedLedgerMinLedgerRolloverTimeMinutes": ("segment_min_rollover_minutes", _non_negative),
     "managedLedgerMaxLedgerRolloverTimeMinutes": ("segment_max_rollover_minutes", _non_negative),
+    "managedLedgerDefaultMarkDeleteRateLimit": ("mark_delete_rate_limit", _non_negative_number),
     "dispatcherMaxReadBatchSize": ("dispatch_batch_entries", _positive),
     "dispatcherMaxReadSizeBytes": ("dispatch_max_read_bytes", _positive),
     "brokerServiceCompactionThresholdInBytes": ("compaction_threshold_bytes", _non_negative),

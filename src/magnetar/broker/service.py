@@ -357,8 +357,8 @@ class BrokerService(TopicDirectory):
 
     # -- cursors -------------------------------------------------------------------------
     def open_cursor(self, topic: PersistentTopic, name: str, mark_delete: int) -> ManagedCursor:
-        """A new durable cursor on a topic's ledger; it persists itself within the configured delay
-        (``cursor_persist_delay_seconds``), as it does after every change."""
+        """A new durable cursor on a topic's ledger; it is persisted at once (its later changes
+        within ``cursor_persist_delay_seconds`` or one mark-delete rate interval)."""
         return self.persistence.cursors.open(topic.ledger, topic.name, name, mark_delete)
 
     def maybe_trim(self, topic: Topic) -> None:

@@ -6,7 +6,8 @@ malformed or oversized frame raises :class:`ProtocolError`, after which the conn
 produced the bytes must be closed (nothing else is affected). ``FrameDecoder.frames`` yields them
 one by one instead (a client hands each on before the next is decoded). A MESSAGE frame of the
 usual shape is a :class:`~magnetar.protocol.message_frame.MessageFrame`, its command read by hand
-(the consumer's hot path, :mod:`.message_frame`). The ``encode_*`` functions build frames, and
+(the consumer's hot path, :mod:`.message_frame`), as are the usual SEND (:mod:`.send_frame`) and
+FLOW (:mod:`.flow_frame`) on the broker's. The ``encode_*`` functions build frames, and
 :func:`split_entry` / :func:`parse_entry_metadata` read entries.
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from magnetar.protocol.enums import COMMAND_FIELD
+from magnetar.protocol.flow_frame import FLOW_PREFIX, read_flow_frame
 from magnetar.protocol.frame import (
     MAGIC_CHECKSUM,
     Frame,
@@ -55,7 +57,13 @@ class FrameDecoder:
 
     def __init__(self, max_frame_size: int) -> None:
         self.max_frame_size = max_frame_size
-        self._buffer = bytearray()
+        #: the received pieces of a frame not complete yet: views of the immutable bytes read (no
+        #: copy until the frame is whole, then one ``join``: a 100 KB SEND spans two or three reads)
+        self._pending: list[bytes | memoryview] = []
+        #: their bytes in all
+        self._pending_size = 0
+        #: that frame's size after its length prefix, once its first four bytes are in
+        self._pending_total: int | None = None
         self._failed: str | None = None
         #: the shape of the last MESSAGE frame read by hand (empty head: none yet)
         self._shape = FrameShape()
@@ -63,7 +71,7 @@ class FrameDecoder:
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a complete frame."""
-        return len(self._buffer)
+        return self._pending_size
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
         """Add received bytes; return every frame they complete, in order.
@@ -92,7 +100,7 @@ class FrameDecoder:
         try:
             source = data if data.__class__ is bytes else bytes(data)
             pos = 0
-            if self._buffer:
+            if self._pending_size:
                 completed: list[Frame] = []
                 pos = self._complete_buffered(source, completed)
                 yield from completed
@@ -113,10 +121,12 @@ class FrameDecoder:
                         frame = read_message_frame(source, view, pos + 4, pos + 4 + total, shape)
                 elif source.startswith(SEND_PREFIX, pos + 8):
                     frame = read_send_frame(source, view, pos + 4, pos + 4 + total)
+                elif source.startswith(FLOW_PREFIX, pos + 8):
+                    frame = read_flow_frame(source, pos + 4, pos + 4 + total)
                 yield frame or decode_frame_body(view[pos + 4 : pos + 4 + total])
                 pos += 4 + total
             if pos < end:
-                self._buffer += view[pos:]
+                self._keep(view, pos)
         except ProtocolError as exc:
             self._failed = str(exc)
             raise type(exc)(str(exc)) from None
@@ -125,7 +135,7 @@ class FrameDecoder:
         # frames are views of ``source``: immutable bytes, so they stay valid once returned
         source = data if data.__class__ is bytes else bytes(data)
         frames: list[Frame] = []
-        pos = self._complete_buffered(source, frames) if self._buffer else 0
+        pos = self._complete_buffered(source, frames) if self._pending_size else 0
         end = len(source)
         max_size = self.max_frame_size
         view = memoryview(source)
@@ -140,38 +150,60 @@ class FrameDecoder:
                 frame = read_message_frame(source, view, pos + 4, pos + 4 + total)
             elif source.startswith(SEND_PREFIX, pos + 8):
                 frame = read_send_frame(source, view, pos + 4, pos + 4 + total)
+            elif source.startswith(FLOW_PREFIX, pos + 8):
+                frame = read_flow_frame(source, pos + 4, pos + 4 + total)
             frames.append(frame or decode_frame_body(view[pos + 4 : pos + 4 + total]))
             pos += 4 + total
         if pos < end:
-            self._buffer += view[pos:]
+            self._keep(view, pos)
         return frames
+
+    def _keep(self, view: memoryview, pos: int) -> None:
+        """Keep ``view[pos:]``, the start of a frame not complete yet (its size, when the four bytes
+        of it are there, was checked against the limit by the caller)."""
+        rest = view[pos:]
+        self._pending = [rest]
+        self._pending_size = len(rest)
+        self._pending_total = _U32.unpack_from(rest, 0)[0] if len(rest) >= 4 else None
 
     def _complete_buffered(self, source: bytes, frames: list[Frame]) -> int:
         """Finish the frame begun in earlier reads with the first bytes of ``source``; return how
         many of them it took (all when it is still incomplete)."""
-        buf = self._buffer
+        pending = self._pending
+        have = self._pending_size
+        total = self._pending_total
         taken = 0
-        if len(buf) < 4:
-            taken = min(4 - len(buf), len(source))
-            buf += source[:taken]
-            if len(buf) < 4:
+        if total is None:  # fewer than four bytes of it so far
+            head = b"".join(pending) + source[: 4 - have]
+            taken = len(head) - have
+            pending[:] = [head]
+            have = self._pending_size = len(head)
+            if have < 4:
                 return taken
-        (total,) = _U32.unpack_from(buf, 0)
-        if total > self.max_frame_size:
-            raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {self.max_frame_size}")
-        wanted = min(4 + total - len(buf), len(source) - taken)
-        buf += memoryview(source)[taken : taken + wanted]
+            (total,) = _U32.unpack_from(head, 0)
+            if total > self.max_frame_size:
+                raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {self.max_frame_size}")
+            self._pending_total = total
+        wanted = min(4 + total - have, len(source) - taken)
+        pending.append(memoryview(source)[taken : taken + wanted])
         taken += wanted
-        if len(buf) == 4 + total:
-            whole = bytes(buf)
-            buf.clear()
-            whole_view = memoryview(whole)
-            frame = None
-            if whole.startswith(MESSAGE_PREFIX, 8):
-                frame = read_message_frame(whole, whole_view, 4, len(whole))
-            elif whole.startswith(SEND_PREFIX, 8):
-                frame = read_send_frame(whole, whole_view, 4, len(whole))
-            frames.append(frame or decode_frame_body(whole_view[4:]))
+        have += wanted
+        if have < 4 + total:
+            self._pending_size = have
+            return taken
+        whole = b"".join(pending)
+        self._pending = []
+        self._pending_size = 0
+        self._pending_total = None
+        whole_view = memoryview(whole)
+        frame = None
+        if whole.startswith(MESSAGE_PREFIX, 8):
+            frame = read_message_frame(whole, whole_view, 4, len(whole))
+        elif whole.startswith(SEND_PREFIX, 8):
+            frame = read_send_frame(whole, whole_view, 4, len(whole))
+        elif whole.startswith(FLOW_PREFIX, 8):
+            frame = read_flow_frame(whole, 4, len(whole))
+        frames.append(frame or decode_frame_body(whole_view[4:]))
         return taken
 
 

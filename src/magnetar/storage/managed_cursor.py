@@ -263,6 +263,9 @@ class ManagedCursor:
             self._reads.clear()
         self._view_reads = None
         self._changed()
+        store = self._store
+        if store is not None and store.on_structural_change is not None:
+            store.on_structural_change()
 
     # -- reading -----------------------------------------------------------------------------
     @property
@@ -466,11 +469,17 @@ class CursorStore:
         self._deleted: set[CursorKey] = set()
         #: called when the store goes from nothing pending to something pending (schedules a flush)
         self.on_pending: Callable[[], None] | None = None
+        #: called when a cursor is created, reset (seek) or deleted: persisted at once, never held
+        #: back by a rate limit (as Pulsar writes those before it answers; only acknowledgements'
+        #: mark-delete writes are rate-limited there)
+        self.on_structural_change: Callable[[], None] | None = None
 
     def open(self, source: EntrySource, topic: str, name: str, mark_delete: int) -> ManagedCursor:
         """A new durable cursor with every entry up to ``mark_delete`` acknowledged (persisted soon)."""
         cursor = ManagedCursor(source, topic, name, CursorState(mark_delete), store=self)
         cursor.mark_dirty()
+        if self.on_structural_change is not None:
+            self.on_structural_change()
         return cursor
 
     def restore(self, source: EntrySource, topic: str, name: str, data: bytes) -> ManagedCursor:
@@ -496,6 +505,8 @@ class CursorStore:
         self._deleted.add(key)
         if not was_pending and self.on_pending is not None:
             self.on_pending()
+        if self.on_structural_change is not None:
+            self.on_structural_change()
 
     @property
     def pending(self) -> bool:

@@ -21,6 +21,7 @@ from magnetar.broker.session.producers import ProducerCommands
 from magnetar.broker.session.transactions import TransactionCommands
 from magnetar.protocol.commands import request_id_of
 from magnetar.protocol.enums import CommandType, ServerError
+from magnetar.protocol.flow_frame import FlowFrame
 from magnetar.protocol.framing import Frame, ProtocolError
 from magnetar.protocol.schema import BaseCommand
 from magnetar.protocol.send_frame import SendFrame
@@ -70,8 +71,15 @@ class ServerConnection(AuthCommands, LookupCommands, ProducerCommands, ConsumerC
         if self.held_frames is not None:  # a publish rate pauses this connection: in order, later
             self.held_frames.append(frame)
             return
-        if frame.__class__ is SendFrame and self.connected:
+        cls = frame.__class__
+        if cls is SendFrame and self.connected:
             self._send_frame(frame)  # type: ignore[arg-type]
+            return
+        if cls is FlowFrame and self.connected:
+            try:
+                self.flow_received(frame.consumer_id, frame.message_permits)  # type: ignore[attr-defined]
+            except Exception as exc:
+                self.answer_failure(frame.command, exc)
             return
         command = frame.command
         ctype = command.type

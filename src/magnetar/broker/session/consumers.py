@@ -139,9 +139,14 @@ class ConsumerCommands(DeferredCommands):
 
     def _on_flow(self, command: BaseCommand, frame: Frame) -> None:
         flow = command.flow
-        consumer = self.consumers.get(flow.consumer_id)
+        self.flow_received(flow.consumer_id, flow.message_permits)
+
+    def flow_received(self, consumer_id: int, permits: int) -> None:
+        """A FLOW: ``permits`` more messages for consumer ``consumer_id`` (the usual FLOW, read by
+        hand, comes here straight from the connection)."""
+        consumer = self.consumers.get(consumer_id)
         if consumer is not None:
-            consumer.subscription.flow(consumer, flow.message_permits)
+            consumer.subscription.flow(consumer, permits)
 
     def _on_ack(self, command: BaseCommand, frame: Frame) -> None:
         ack = command.ack

@@ -67,6 +67,8 @@ class Broker(Protocol):
     committer: Any
     topics: dict[str, Any]
     cache_budget: Any
+    #: the cursors' persistence (its ``longest_delay`` before a changed cursor is written)
+    persistence: Any
 
     async def load_topic(self, topic_name: TopicName, create: bool = True) -> Any:
         """The loaded topic."""
@@ -262,7 +264,7 @@ class TransactionService:
             sub.pending_acks.end(txn, commit)
         key = f"{acks_prefix(topic.name)}{sub_name}|{txn[0]}:{txn[1]}"
         # kept until the cursor holding the acknowledgements is persisted (a restart applies them again)
-        delay = self.broker.config.cursor_persist_delay_seconds + 5.0
+        delay = self.broker.persistence.longest_delay + 5.0
         asyncio.get_running_loop().call_later(delay, self._delete_key_later, key)
 
     def _delete_key_later(self, key: str) -> None:

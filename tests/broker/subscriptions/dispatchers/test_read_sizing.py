@@ -150,3 +150,23 @@ def test_the_read_size_follows_a_change_of_batch_size() -> None:
     consume_all(sub, [consumer], permits=1000, total_messages=1000 * 20 + 500)
     assert consumer.connection.sent == list(range(520))
     assert topic.entries_read <= 520 + 10
+
+
+def test_a_flow_that_leaves_the_consumer_without_permits_runs_no_dispatch() -> None:
+    """The official consumer grants half its queue (500) at a time; an entry of 975 messages costs
+    more, so every other FLOW leaves it at or below zero: no dispatch run is scheduled for it."""
+    topic = CountingTopic([975] * 6)
+    sub, (consumer,) = subscribe(topic, SubType.Exclusive)
+    dispatcher = sub.dispatcher
+    assert dispatcher is not None
+    sub.flow(consumer, 1000)
+    pump(sub)
+    assert (consumer.connection.sent, consumer.permits) == ([0, 1], 1000 - 2 * 975)
+    runs = []
+    for _ in range(4):
+        sub.flow(consumer, 500)
+        runs.append(dispatcher._scheduled)
+        pump(sub)
+    # -950 -> -450 (nothing to run), -450 -> 50 (one entry: -925), -925 -> -425, -425 -> 75 (one entry)
+    assert runs == [False, True, False, True]
+    assert (consumer.connection.sent, consumer.permits) == ([0, 1, 2, 3], 75 - 975)

@@ -11,22 +11,38 @@ from magnetar.broker.commit import GroupCommitter
 
 
 class FakeLedger:
+    """As the real ledger: a sync covers what was appended when it began; ``gate`` holds a begun sync
+    in its write (the round's commit thread keeps the write turn), ``sync_gate`` in its fdatasync."""
+
     def __init__(self) -> None:
         self.last_entry_id = -1
+        self.taken = -1
         self.syncs = 0
         self.flushes = 0
         self.flush_threads: list[str] = []
         self.gate = threading.Event()
         self.gate.set()
+        self.sync_gate = threading.Event()
+        self.sync_gate.set()
+        self.begun: list[int] = []
+        self.writing = threading.Event()  # set once a sync began its write
+
+    @property
+    def sync_needed(self) -> bool:
+        return self.last_entry_id > self.taken
 
     def sync(self) -> int:
-        covered = self.last_entry_id  # as the real ledger: what was appended before the fsync began
-        self.gate.wait(5)
-        self.syncs += 1
-        return covered
+        pending = self.begin_sync()
+        pending.run()
+        return self.end_sync(pending)
 
     def begin_sync(self) -> FakeSync:
-        return FakeSync(self)
+        pending = FakeSync(self, self.last_entry_id)
+        self.taken = pending.covered
+        self.begun.append(pending.covered)
+        self.writing.set()
+        self.gate.wait(5)
+        return pending
 
     def end_sync(self, pending: FakeSync) -> int:
         return pending.covered
@@ -38,16 +54,17 @@ class FakeLedger:
 
 
 class FakeSync:
-    """A sync of a FakeLedger begun by a round of several topics: its run is the ledger's sync."""
+    """A begun sync of a FakeLedger: its run is the fdatasync."""
 
     needed = True
 
-    def __init__(self, ledger: FakeLedger) -> None:
+    def __init__(self, ledger: FakeLedger, covered: int) -> None:
         self.ledger = ledger
-        self.covered = -1
+        self.covered = covered
 
     def run(self) -> None:
-        self.covered = self.ledger.sync()
+        self.ledger.sync_gate.wait(5)
+        self.ledger.syncs += 1
 
 
 class FakeTopic:
@@ -75,7 +92,7 @@ def test_appends_during_a_round_are_covered_by_the_next_single_round() -> None:
         committer.on_round = rounds.append
         committer.on_append_latency = latencies.append
         a, b = FakeTopic("a"), FakeTopic("b")
-        a.ledger.gate.clear()  # hold the first round in fsync
+        a.ledger.gate.clear()  # hold the first round in its write: the write turn stays taken
         a.append()
         committer.appended(a)
         await asyncio.sleep(0.05)
@@ -107,7 +124,7 @@ def test_without_fsync_entries_are_durable_once_the_commit_thread_wrote_them() -
         await asyncio.wait_for(committer.drain(), 5)
         assert t.durable == [2] and t.ledger.syncs == 0 and len(latencies) == 1
         assert committer.rounds == 0  # a round that only writes is not counted as a sync round
-        assert t.ledger.flushes == 1 and t.ledger.flush_threads == ["magnetar-commit"]
+        assert t.ledger.flushes == 1 and t.ledger.flush_threads == ["magnetar-commit"]  # without fsync: one thread
         committer.close()
 
     asyncio.run(run())
@@ -156,12 +173,12 @@ def test_failed_fsync_fails_the_publishes_and_the_resend_is_stored_once(tmp_path
 
 
 class LateLedger(FakeLedger):
-    """A ledger whose sync covers what was appended until the fsync began (after the gate)."""
+    """A ledger whose sync covers what was appended until its write began (after the gate)."""
 
-    def sync(self) -> int:
+    def begin_sync(self) -> FakeSync:
         self.gate.wait(5)
-        self.syncs += 1
-        return self.last_entry_id
+        self.taken = self.last_entry_id
+        return FakeSync(self, self.last_entry_id)
 
 
 def test_appends_a_round_covered_get_no_round_of_their_own() -> None:
@@ -173,7 +190,7 @@ def test_appends_a_round_covered_get_no_round_of_their_own() -> None:
         t.append()
         committer.appended(t)
         await asyncio.sleep(0.05)
-        for _ in range(5):  # appended while the round waits to fsync: its sync takes them too
+        for _ in range(5):  # appended after the round was taken, before its write: it writes them too
             t.append()
             committer.appended(t)
         t.ledger.gate.set()
@@ -184,10 +201,10 @@ def test_appends_a_round_covered_get_no_round_of_their_own() -> None:
     asyncio.run(run())
 
 
-def test_rounds_run_on_one_commit_thread_that_close_stops() -> None:
+def test_rounds_run_on_two_commit_threads_that_close_stops() -> None:
     async def run() -> None:
         def commit_threads() -> int:
-            return [t.name for t in threading.enumerate()].count("magnetar-commit")
+            return len([t for t in threading.enumerate() if t.name in ("magnetar-commit", "magnetar-commit-2")])
 
         before = commit_threads()
         committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
@@ -198,7 +215,7 @@ def test_rounds_run_on_one_commit_thread_that_close_stops() -> None:
                 committer.appended(topic)
             await asyncio.wait_for(committer.drain(), 5)
         assert [t.durable[-1] for t in topics] == [3, 3, 3]
-        assert commit_threads() == before + 1
+        assert commit_threads() == before + 2
         committer.close()
         assert commit_threads() == before
 
@@ -243,7 +260,7 @@ def test_receipts_wait_for_the_commit_thread_to_write_and_sync(tmp_path: Path) -
         assert segment.stat().st_size == 0  # queued on the loop, not written
         write_gate.set()
         await asyncio.sleep(0.2)
-        assert segment.stat().st_size > 0 and threads["write"] == "magnetar-commit"
+        assert segment.stat().st_size > 0 and threads["write"] == "magnetar-commit"  # the first takes it
         assert harness.log == [] and topic.last_readable_id == -1  # written, not yet synced
         gate.set()
         await asyncio.wait_for(committer.drain(), 5)
@@ -266,12 +283,12 @@ def test_a_rounds_outcomes_run_inside_one_completion_scope_in_order() -> None:
         def __exit__(self, *exc: object) -> None:
             events.append("exit")
 
-    in_sync = threading.Event()
+    in_write = threading.Event()
 
     class HeldLedger(FakeLedger):
-        def sync(self) -> int:
-            in_sync.set()
-            return super().sync()
+        def begin_sync(self) -> FakeSync:
+            in_write.set()
+            return super().begin_sync()
 
     class Recording(FakeTopic):
         def __init__(self, name: str) -> None:
@@ -285,10 +302,10 @@ def test_a_rounds_outcomes_run_inside_one_completion_scope_in_order() -> None:
     async def run() -> None:
         committer = GroupCommitter(asyncio.get_running_loop(), fsync=True, completion_scope=Scope)
         a, b, c = Recording("a"), Recording("b"), Recording("c")
-        a.ledger.gate.clear()  # hold a first round, so that b and c (and a again) make one round
+        a.ledger.gate.clear()  # hold a first round in its write, so that b and c (and a again) make one round
         a.append()
         committer.appended(a)
-        assert await asyncio.to_thread(in_sync.wait, 5)  # the first round took a's entry 0 only
+        assert await asyncio.to_thread(in_write.wait, 5)  # the first round took a's entry 0 only
         for topic in (b, c, a):
             topic.append()
             committer.appended(topic)

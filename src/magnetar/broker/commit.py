@@ -1,99 +1,73 @@
-"""Group commit: one fsync round covers every entry appended since the previous one.
+"""Group commit: one fsync round covers every entry appended since the previous one was taken.
 
-Topics report appends with :meth:`GroupCommitter.appended`. The committer runs one round at a
-time on its own commit thread over every topic appended to since the last round began: the round
-writes what each ledger queued (the event loop never writes a segment file: a write can wait for
-the file system's journal for milliseconds) and, with fsync "always", fdatasyncs it; when it
-completes, each topic learns how far its ledger is durable and sends the receipts that covers.
-Appends keep being queued while a round runs, and the next round starts as soon as the previous
-one ends. With fsync "never", entries count as durable once written.
+Topics report appends with :meth:`GroupCommitter.appended`, which hands the topic to the commit
+threads (:class:`~magnetar.broker.commit_rounds.RoundHandoff`). A round is what a commit thread
+takes from there: it writes what each ledger queued (the event loop never writes a segment file: a
+write can wait for the file system's journal for milliseconds) and, with fsync "always",
+fdatasyncs it; when it completes, each topic learns how far its ledger is durable and sends the
+receipts that covers. With fsync "never", entries count as durable once written.
 
-With fsync "always" and several topics, the commit thread writes every ledger of the round first,
-then runs their fdatasyncs at once (itself and up to ``SYNC_CONCURRENCY - 1`` pool threads, each
-taking the next ledger not taken), and ends each ledger's sync; without fsync it only writes, on its
-own thread.
+**Pipelined, self-continuing rounds** (fsync "always"). Two commit threads pass a write turn and a
+sync turn between them: the thread that holds the write turn takes the next round and writes it,
+then lets the write turn go and waits for the sync turn, which rounds get in the order they were
+taken; holding it, it runs the round's fdatasyncs, ends each ledger's sync and hands the outcome to
+the loop. So while round k's fdatasync runs, the other thread writes round k+1 (what was appended
+since k was taken), and fdatasyncs it once k ended; and no thread waits for the loop to start the
+next round: whatever the loop appended is taken as soon as the write turn is free. A lone send's
+round is taken, written, synced and reported by one thread, as before (the other one is asleep
+waiting to take the next). Invariant: an entry is confirmed only after an fdatasync that began
+after its write returned (the round that wrote it runs it), rounds end in order, and a failed
+fdatasync fails its round and every later round of that ledger (``ManagedLedger.end_sync``: the
+later ones end with ``SyncSupersededError``, which the committer passes over, since the failed
+round's report already failed every publish still waiting; see storage/ledger_sync.py).
 
-A round costs two thread hops besides the fsync: the loop hands the round to the commit thread
-through a :class:`queue.SimpleQueue` (a lock release in C: the cheapest wake-up Python has), and
-the commit thread hands the outcome back with one ``call_soon_threadsafe``, which runs the
-receipts in the loop's next iteration (no executor future chained to an asyncio future, which
-took a further iteration and two future objects per round). The outcome runs within
-``completion_scope`` (the service passes net's ``flushed_at_exit``): the round's receipts are written
-to their sockets in that same callback, not one loop iteration later behind whatever else is ready.
+With several topics, a round writes every ledger first, then runs their fdatasyncs at once (its
+thread and up to ``SYNC_CONCURRENCY - 1`` pool threads, each taking the next ledger not taken), and
+ends each ledger's sync. Without fsync, one commit thread only writes.
+
+The loop wakes a sleeping commit thread through a :class:`queue.SimpleQueue` (a lock release in C),
+and each round's outcome comes back with one ``call_soon_threadsafe``, which runs the receipts in
+the loop's next iteration, within ``completion_scope`` (the service passes net's
+``flushed_at_exit``): the round's receipts are written to their sockets in that same callback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from typing import Protocol
+
+from magnetar.broker.commit_rounds import (
+    CommittedTopic,
+    RoundHandoff,
+    SyncTurn,
+    begin_round,
+    finish_round,
+)
+from magnetar.storage.ledger_sync import SyncSupersededError
+
+__all__ = ["SYNC_CONCURRENCY", "CommittedTopic", "GroupCommitter"]
 
 log = logging.getLogger("magnetar.broker.commit")
 
-#: fdatasyncs of one round run this many at once (the commit thread and SYNC_CONCURRENCY - 1 pool
-#: threads, each taking the next ledger): the file system's journal commits concurrent
+#: commit threads with fsync "always": one writes round k+1 while the other's round k fdatasyncs
+PIPELINE_THREADS = 2
+
+#: fdatasyncs of one round run this many at once (the round's commit thread and SYNC_CONCURRENCY - 1
+#: pool threads, each taking the next ledger): the file system's journal commits concurrent
 #: fdatasyncs together (ext4, xfs), where one after the other a round lasts topics x one commit
 SYNC_CONCURRENCY = 16
-
-
-class LedgerSyncRun(Protocol):
-    """A ledger sync begun (its records written) whose fdatasyncs are still to run."""
-
-    #: whether :meth:`run` has anything to do
-    needed: bool
-
-    def run(self) -> None:
-        """fdatasync what the sync covers (any thread); never raises."""
-
-
-class SyncedLedger(Protocol):
-    """The part of a ledger the committer uses."""
-
-    #: the newest entry appended
-    last_entry_id: int
-
-    def sync(self) -> int:
-        """Make every entry appended so far durable; returns the last entry id it covers."""
-
-    def begin_sync(self) -> LedgerSyncRun:
-        """:meth:`sync` in parts: write, and take what to fdatasync (ended by :meth:`end_sync`)."""
-
-    def end_sync(self, pending: LedgerSyncRun) -> int:
-        """End a sync begun once it ran; returns the last entry id it covers (raises if it failed)."""
-
-    def flush(self) -> int:
-        """Write every entry appended so far (no fdatasync); returns the last entry id written."""
-
-
-class CommittedTopic(Protocol):
-    """What the committer needs of a topic that appends entries (a persistent topic)."""
-
-    name: str
-    closed: bool
-    ledger: SyncedLedger
-
-    def on_durable(self, last_durable_id: int) -> None:
-        """Entries up to ``last_durable_id`` are durable."""
-
-    def on_sync_failed(self, error: BaseException) -> None:
-        """The sync of the topic's ledger failed."""
-
-
-#: one round for the commit thread: the topics to sync and when the round's oldest append was made
-_Round = tuple[list[CommittedTopic], float | None]
 
 
 class GroupCommitter:
     """Schedules ledger syncs and reports durability back to topics on the loop.
 
-    Rounds run on the committer's own thread, started with the first round and stopped by
-    :meth:`close`.
+    Rounds run on the committer's own threads (``magnetar-commit``, and ``magnetar-commit-2`` with
+    fsync "always"), started with the first append and stopped by :meth:`close`.
     """
 
     def __init__(
@@ -106,60 +80,67 @@ class GroupCommitter:
         self._fsync = fsync
         #: entered around each round's outcome on the loop (the receipts it sends)
         self._completion_scope = completion_scope
-        self._dirty: dict[int, CommittedTopic] = {}
-        self._running = False
+        self._handoff = RoundHandoff()
+        #: (loop) rounds whose outcome the loop reported, set on each
+        self._completed = 0
+        self._progress: asyncio.Event = asyncio.Event()
         self.rounds = 0
         self.sync_seconds_total = 0.0
-        self._idle: asyncio.Event = asyncio.Event()
-        self._idle.set()
-        #: optional observer of each round's duration in seconds (metrics)
+        #: optional observer of each round's duration in seconds (its writes, fdatasyncs and ends)
         self.on_round: object = None
         #: optional observer, once per round, of the wait of the round's oldest append until it
         #: became durable: the worst append-to-receipt latency of that round (metrics)
         self.on_append_latency: object = None
-        self._oldest_append: float | None = None
-        #: runs the syncs of a round over several topics at once (created on the first such round)
+        #: held by the commit thread that takes and writes a round
+        self._write_turn = threading.Lock()
+        #: (write turn) the number of the next round taken
+        self._next_round = 0
+        self._sync_turn = SyncTurn()
+        #: (sync turn) runs the fdatasyncs of a round of several topics at once (made on the first)
         self._sync_pool: ThreadPoolExecutor | None = None
-        #: rounds for the commit thread (None: stop)
-        self._rounds: queue.SimpleQueue[_Round | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     def appended(self, topic: CommittedTopic) -> None:
         """``topic`` appended at least one entry that is not durable yet."""
-        self._dirty[id(topic)] = topic
-        if self._oldest_append is None:
-            self._oldest_append = time.monotonic()
-        self._idle.clear()
-        if not self._running:
-            self._start_round()
+        if not self._threads:
+            self._start_threads()
+        self._handoff.add(topic)
 
-    def _start_round(self) -> None:
-        topics, self._dirty = list(self._dirty.values()), {}
-        self._running = True
-        if self._fsync and len(topics) > 1 and self._sync_pool is None:
-            self._sync_pool = ThreadPoolExecutor(max(1, SYNC_CONCURRENCY - 1), thread_name_prefix="magnetar-fsync")
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._commit_thread, name="magnetar-commit", daemon=True)
-            self._thread.start()
-        self._rounds.put((topics, self._take_oldest_append()))
+    def _start_threads(self) -> None:
+        names = ["magnetar-commit", "magnetar-commit-2"][: PIPELINE_THREADS if self._fsync else 1]
+        self._threads = [threading.Thread(target=self._commit_thread, name=name, daemon=True) for name in names]
+        for thread in self._threads:
+            thread.start()
 
     def _commit_thread(self) -> None:
-        """(commit thread) Run each round handed over, and hand its outcome back to the loop."""
-        while (job := self._rounds.get()) is not None:
-            topics, oldest = job
-            results, elapsed = _sync_all(topics, self._sync_pool, self._fsync)
+        """(commit thread) Take a round, write it, then in its turn sync, end and report it; again."""
+        while True:
+            with self._write_turn:
+                job = self._handoff.take()
+                if job is None:
+                    return
+                topics, oldest = job
+                number, self._next_round = self._next_round, self._next_round + 1
+                start = time.perf_counter()
+                begun = begin_round(topics, self._fsync)
+                written = time.perf_counter() - start
+            self._sync_turn.wait(number)
             try:
+                start = time.perf_counter()
+                results = finish_round(topics, begun, self._pool_for(topics), SYNC_CONCURRENCY - 1)
+                elapsed = written + time.perf_counter() - start
+                # reported inside the turn: the loop gets the rounds' outcomes in their order
                 self._loop.call_soon_threadsafe(self._round_done, topics, results, elapsed, oldest)
             except RuntimeError:  # the loop is closed: nobody waits for the outcome any more
                 return
+            finally:
+                self._sync_turn.done(number)
 
-    def _take_oldest_append(self) -> float | None:
-        oldest, self._oldest_append = self._oldest_append, None
-        return oldest
-
-    def _report_append_latency(self, oldest: float | None) -> None:
-        if oldest is not None and callable(self.on_append_latency):
-            self.on_append_latency(time.monotonic() - oldest)
+    def _pool_for(self, topics: list[CommittedTopic]) -> ThreadPoolExecutor | None:
+        """(sync turn) The pool of a round's fdatasyncs, made for the first round of several topics."""
+        if self._fsync and len(topics) > 1 and self._sync_pool is None:
+            self._sync_pool = ThreadPoolExecutor(max(1, SYNC_CONCURRENCY - 1), thread_name_prefix="magnetar-fsync")
+        return self._sync_pool
 
     def _round_done(
         self, topics: list[CommittedTopic], results: list[int | BaseException], elapsed: float, oldest: float | None
@@ -170,123 +151,46 @@ class GroupCommitter:
     def _complete_round(
         self, topics: list[CommittedTopic], results: list[int | BaseException], elapsed: float, oldest: float | None
     ) -> None:
-        self._running = False
+        self._completed += 1
         if self._fsync:  # with fsync never a round only writes: it is not a sync round
             self.rounds += 1
             self.sync_seconds_total += elapsed
             if callable(self.on_round):
                 self.on_round(elapsed)
-        self._report_append_latency(oldest)
-        dirty = self._dirty
+        if oldest is not None and callable(self.on_append_latency):
+            self.on_append_latency(time.monotonic() - oldest)
         for topic, outcome in zip(topics, results, strict=True):
-            if topic.closed:
-                continue
+            if topic.closed or isinstance(outcome, SyncSupersededError):
+                continue  # superseded: the round that failed reported it, failing every publish waiting
             if isinstance(outcome, BaseException):
                 log.error("sync of %s failed: %s", topic.name, outcome)
                 topic.on_sync_failed(outcome)
                 continue
-            if outcome >= topic.ledger.last_entry_id and dirty.pop(id(topic), None) is not None and not dirty:
-                # its appends made while the round ran were covered by it (the ledger's sync takes
-                # what was appended when it starts): no round of its own for them
-                self._oldest_append = None
             topic.on_durable(outcome)
-        if dirty:
-            self._start_round()
-        else:
-            self._idle.set()
+        self._progress.set()
 
     async def drain(self) -> None:
         """Wait until every append so far is durable and reported."""
-        await self._idle.wait()
+        while not self._handoff.idle(self._completed):
+            self._progress.clear()
+            await self._progress.wait()
 
     def close(self) -> None:
-        """Stop the commit thread and the sync threads (after :meth:`drain`)."""
-        if self._thread is not None:
-            self._rounds.put(None)
-            self._thread.join()
-            self._thread = None
+        """Stop the commit threads and the sync threads (after :meth:`drain`)."""
+        self._handoff.stop()
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
         if self._sync_pool is not None:
             self._sync_pool.shutdown(wait=True)
             self._sync_pool = None
 
 
-def _sync_one(topic: CommittedTopic) -> int | BaseException:
-    try:
-        return topic.ledger.sync()
-    except BaseException as exc:  # reported on the loop, per topic
-        return exc
-
-
-def _flush_one(topic: CommittedTopic) -> int | BaseException:
-    try:
-        return topic.ledger.flush()
-    except BaseException as exc:  # reported on the loop, per topic
-        return exc
-
-
 def _sync_all(
     topics: list[CommittedTopic], pool: ThreadPoolExecutor | None, fsync: bool = True
 ) -> tuple[list[int | BaseException], float]:
-    """Write and (with ``fsync``) sync every topic of a round; the outcomes in order.
-
-    Without fsync, or for one topic, on this thread: a flush is one writev, and a lone sync gains
-    nothing from another thread. With fsync and several topics see :func:`_sync_many`.
-    """
+    """One round written and synced on this thread, unpipelined (benchmarks/commit_rounds.py times
+    it); the outcomes in the topics' order and the seconds it took."""
     start = time.perf_counter()
-    if not fsync:
-        results = [_flush_one(topic) for topic in topics]
-    elif len(topics) == 1 or pool is None:
-        results = [_sync_one(topic) for topic in topics]
-    else:
-        results = _sync_many(topics, pool)
+    results = finish_round(topics, begin_round(topics, fsync), pool if fsync else None, SYNC_CONCURRENCY - 1)
     return results, time.perf_counter() - start
-
-
-def _sync_many(topics: list[CommittedTopic], pool: ThreadPoolExecutor) -> list[int | BaseException]:
-    """Sync several ledgers: write them all on this thread, run their fdatasyncs at once (this
-    thread and up to SYNC_CONCURRENCY - 1 of ``pool``'s), then end each sync.
-
-    A failed write or fdatasync is that ledger's outcome only (it fenced itself); the others'
-    syncs go on. Every sync begun is ended, whatever happens, so no ledger stays locked.
-    """
-    results: list[int | BaseException] = []
-    begun: list[tuple[int, LedgerSyncRun]] = []
-    ledgers: set[int] = set()
-    again: list[int] = []  # a ledger met twice: a second begin_sync would wait for the first's end
-    for index, topic in enumerate(topics):
-        results.append(-1)
-        if id(topic.ledger) in ledgers:
-            again.append(index)
-            continue
-        ledgers.add(id(topic.ledger))
-        try:
-            begun.append((index, topic.ledger.begin_sync()))
-        except BaseException as exc:  # reported on the loop, per topic
-            results[index] = exc
-    try:
-        _fdatasync_at_once([pending for _, pending in begun if pending.needed], pool)
-    finally:
-        for index, pending in begun:
-            try:
-                results[index] = topics[index].ledger.end_sync(pending)
-            except BaseException as exc:  # reported on the loop, per topic
-                results[index] = exc
-    for index in again:
-        results[index] = _sync_one(topics[index])
-    return results
-
-
-def _fdatasync_at_once(pendings: list[LedgerSyncRun], pool: ThreadPoolExecutor) -> None:
-    """Run ``pendings`` (their fdatasyncs) concurrently on this thread and up to SYNC_CONCURRENCY - 1
-    of ``pool``'s (one future per thread, not per ledger); each thread takes the next one not
-    taken, so one slow fdatasync holds up no other."""
-    remaining = iter(pendings)  # a list iterator's next() is atomic under the GIL
-    futures = [pool.submit(_run_taken, remaining) for _ in range(min(SYNC_CONCURRENCY, len(pendings)) - 1)]
-    _run_taken(remaining)
-    for future in futures:
-        future.result()
-
-
-def _run_taken(pendings: Iterator[LedgerSyncRun]) -> None:
-    for pending in pendings:
-        pending.run()

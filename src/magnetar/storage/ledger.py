@@ -15,6 +15,7 @@ from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo
 from magnetar.storage.entry_reader import EntryReader, decoding, decoding_each
 from magnetar.storage.files import FileLayer, default_file_layer
 from magnetar.storage.health import storage_health
+from magnetar.storage.ledger_sync import LedgerFencedError, LedgerSync, SyncOrder, SyncSupersededError
 from magnetar.storage.read_thread import ReadThread
 from magnetar.storage.segment import (
     MAX_RECORD_BYTES,
@@ -41,47 +42,10 @@ __all__ = [
     "RolloverPolicy",
     "SegmentInfo",
     "StorageError",
+    "SyncSupersededError",
 ]
 
 log = logging.getLogger("magnetar.storage.ledger")
-
-
-class LedgerFencedError(StorageError):
-    """A sync of the ledger failed: it accepts no appends until :meth:`ManagedLedger.recover`."""
-
-
-class LedgerSync:
-    """One sync of a ledger between :meth:`ManagedLedger.begin_sync` and :meth:`ManagedLedger.end_sync`:
-    its records are written; the fdatasyncs that make them durable are still to :meth:`run`."""
-
-    __slots__ = ("_files", "target", "fds", "directory", "error")
-
-    def __init__(self, files: FileLayer, target: int, fds: list[int], directory: Path | None) -> None:
-        """What :meth:`ManagedLedger.begin_sync` took: the last entry id written, duplicated
-        descriptors of the segments to fdatasync, the directory to sync (None: none)."""
-        self._files = files
-        #: the last entry id durable once the sync ran without error
-        self.target = target
-        self.fds = fds
-        self.directory = directory
-        #: what the fdatasync raised (None: it succeeded or did not run yet)
-        self.error: BaseException | None = None
-
-    @property
-    def needed(self) -> bool:
-        """Whether :meth:`run` has anything to sync."""
-        return bool(self.fds) or self.directory is not None
-
-    def run(self) -> None:
-        """fdatasync the written segments (and the directory when it changed); any thread. Never
-        raises: an error is kept for :meth:`ManagedLedger.end_sync`."""
-        try:
-            for fd in self.fds:
-                self._files.datasync(fd)
-            if self.directory is not None:
-                self._files.sync_directory(self.directory)
-        except BaseException as exc:  # reported by end_sync, on the thread that began the sync
-            self.error = exc
 
 
 DEFAULT_CACHE_MAX_BYTES = 32 * 1024 * 1024
@@ -130,7 +94,11 @@ class ManagedLedger:
         self._durable = self._last_entry_id
         self._queue = WriteQueue()
         self._write_behind = write_behind
+        # Held while a sync or flush writes and takes what to fdatasync (not during the fdatasync).
         self._sync_mutex = threading.Lock()
+        self._syncs = SyncOrder(self._lock)
+        #: the last entry id a begun sync took (what :attr:`sync_needed` compares with)
+        self._taken = self._last_entry_id
         self._unsynced: dict[int, Segment] = {}
         self.cache = TailCache(cache_max_bytes, cache_budget, self._last_entry_id + 1)
         self._reader = EntryReader(ledger_id, self._chain, self.cache, self._queue)
@@ -297,9 +265,10 @@ class ManagedLedger:
 
     def flush(self) -> int:
         """Write every entry appended so far to its segment file, without fdatasync (fsync "never");
-        returns the last entry id written. A failed write fences the ledger, as a failed sync does."""
+        returns the last entry id written. A failed write fences the ledger, as a failed sync does;
+        on a fenced ledger it raises :class:`SyncSupersededError`."""
         with self._sync_mutex:
-            self._check_not_fenced()
+            self._check_syncable()
             return self._write_queued()
 
     def _write_queued(self, keep: dict[int, int] | None = None) -> int:
@@ -347,6 +316,11 @@ class ManagedLedger:
         storage_health.ledger_fenced()
         return LedgerFencedError(f"{what} ledger {self._ledger_id} failed: {exc}")
 
+    @property
+    def sync_needed(self) -> bool:
+        """Whether entries were appended after the last begun sync took its target (any thread)."""
+        return self._last_entry_id > self._taken
+
     def sync(self) -> int:
         """Make every appended entry durable and return the last durable entry id.
 
@@ -364,39 +338,50 @@ class ManagedLedger:
     def begin_sync(self) -> LedgerSync:
         """The first part of :meth:`sync`: write the queued records and take the files to fdatasync.
 
-        The caller runs the returned :meth:`LedgerSync.run` (on any thread: a committer runs many
-        ledgers' at once, so that the file system's journal commits them together) and must then
-        pass it to :meth:`end_sync`; until then the ledger's other syncs and flushes wait. A failed
-        write fences the ledger and raises LedgerFencedError (nothing to end then).
+        The caller runs the returned :meth:`LedgerSync.run` (on any thread) and must then pass it to
+        :meth:`end_sync`. The next sync may begin (write) before this one ended: syncs end in the
+        order they began (ledger_sync.py says why that keeps every confirmed entry durable). A
+        failed write fences the ledger and raises LedgerFencedError, a fenced ledger
+        :class:`SyncSupersededError` (nothing to end then).
         """
-        self._sync_mutex.acquire()
         written: dict[int, int] = {}
-        try:
-            self._check_not_fenced()
-            target = self._write_queued(written)
-            with self._lock:
-                pending = list(self._unsynced.values())
-                self._unsynced.clear()
-                dir_dirty, self._chain.dir_dirty = self._chain.dir_dirty, False
-                # Duplicates stay valid even if trim/close closes the originals (the writes' serve again).
-                fds = [written.pop(id(s)) if id(s) in written else self._files.dup(s.fileno())
-                       for s in pending if not s.closed]
-        except BaseException:
-            self._sync_mutex.release()
-            raise
-        finally:
-            for fd in written.values():
-                self._files.close(fd)
-        return LedgerSync(self._files, target, fds, self._directory if dir_dirty else None)
+        with self._sync_mutex:
+            try:
+                self._check_syncable()
+                target = self._write_queued(written)
+                with self._lock:
+                    pending = list(self._unsynced.values())
+                    self._unsynced.clear()
+                    dir_dirty, self._chain.dir_dirty = self._chain.dir_dirty, False
+                    # Duplicates stay valid even if trim/close closes the originals (the writes' serve again).
+                    fds = [written.pop(id(s)) if id(s) in written else self._files.dup(s.fileno())
+                           for s in pending if not s.closed]
+                    sync = LedgerSync(self._files, target, fds, self._directory if dir_dirty else None, self._syncs.epoch)
+                    self._syncs.began(sync)
+                    self._taken = target
+            finally:
+                for fd in written.values():
+                    self._files.close(fd)
+        return sync
 
     def end_sync(self, pending: LedgerSync) -> int:
-        """The end of :meth:`sync` once ``pending`` (from :meth:`begin_sync`) ran: the last durable
-        entry id, or LedgerFencedError when an fdatasync failed (the ledger is fenced)."""
+        """The end of :meth:`sync` once ``pending`` (from :meth:`begin_sync`) ran, after every sync of
+        the ledger begun before it ended (it waits for them): the last durable entry id, or
+        LedgerFencedError when its fdatasync failed (the ledger is fenced), SyncSupersededError when
+        an earlier one failed (or the ledger was recovered) since it began."""
+        for fd in pending.fds:
+            self._files.close(fd)
+        with self._lock:
+            self._syncs.wait_turn(pending)
         try:
-            for fd in pending.fds:
-                self._files.close(fd)
             error = pending.error
+            with self._lock:
+                current = self._syncs.current(pending)
+            if not current:
+                raise SyncSupersededError(f"ledger {self._ledger_id}: an earlier sync failed, nothing confirmed")
             if isinstance(error, OSError):
+                with self._lock:
+                    self._syncs.epoch += 1  # the syncs begun after this one confirm nothing
                 raise self._fence("sync of", error) from error
             if error is not None:
                 raise error
@@ -405,7 +390,8 @@ class ManagedLedger:
                     self._durable = pending.target
                 return self._durable
         finally:
-            self._sync_mutex.release()
+            with self._lock:
+                self._syncs.ended(pending)
 
     def recover(self) -> int:
         """Reopen a fenced ledger from what is known durable; returns the last entry id kept.
@@ -427,8 +413,10 @@ class ManagedLedger:
                 raise StorageError(f"ledger {self._ledger_id} cannot be recovered: {exc}") from exc
             with self._lock:
                 self._last_entry_id = keep - 1
+                self._taken = min(self._taken, keep - 1)
                 self._chain.written = min(self._chain.written, keep - 1)
                 self._unsynced.clear()
+                self._syncs.epoch += 1  # a sync begun before (none should be) confirms nothing
                 self._fenced = None
             log.warning("ledger %d recovered: entries from %d on were not durable and were dropped", self._ledger_id, keep)
             return keep - 1
@@ -595,5 +583,9 @@ class ManagedLedger:
     def _check_not_fenced(self) -> None:
         if self._fenced is not None:
             raise LedgerFencedError(f"ledger {self._ledger_id} is fenced after a failed sync: {self._fenced}")
+
+    def _check_syncable(self) -> None:
+        if self._fenced is not None:
+            raise SyncSupersededError(f"ledger {self._ledger_id} is fenced after a failed sync: {self._fenced}")
 
 

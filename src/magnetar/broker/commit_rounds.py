@@ -1,0 +1,203 @@
+"""The parts of a group-commit round the commit threads run, and the state they share.
+
+:class:`RoundHandoff` holds the topics the loop appended to until a commit thread takes them as a
+round; :class:`SyncTurn` lets rounds run their fdatasyncs and end one after the other, in the order
+they were taken. :func:`begin_round` writes a round (each ledger's ``begin_sync``, or ``flush``
+without fsync), :func:`finish_round` runs its fdatasyncs and ends each ledger's sync.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+
+class LedgerSyncRun(Protocol):
+    """A ledger sync begun (its records written) whose fdatasyncs are still to run."""
+
+    #: whether :meth:`run` has anything to do
+    needed: bool
+
+    def run(self) -> None:
+        """fdatasync what the sync covers (any thread); never raises."""
+
+
+class SyncedLedger(Protocol):
+    """The part of a ledger the committer uses."""
+
+    #: the newest entry appended
+    last_entry_id: int
+
+    @property
+    def sync_needed(self) -> bool:
+        """Whether entries were appended after the last begun sync took its target."""
+
+    def begin_sync(self) -> LedgerSyncRun:
+        """Write, and take what to fdatasync (ended by :meth:`end_sync`; the next may begin before)."""
+
+    def end_sync(self, pending: LedgerSyncRun) -> int:
+        """End a sync begun once it ran, after the ledger's earlier ones; the last entry id it covers
+        (raises if it failed, SyncSupersededError if an earlier one failed)."""
+
+    def flush(self) -> int:
+        """Write every entry appended so far (no fdatasync); returns the last entry id written."""
+
+
+class CommittedTopic(Protocol):
+    """What the committer needs of a topic that appends entries (a persistent topic)."""
+
+    name: str
+    closed: bool
+    ledger: SyncedLedger
+
+    def on_durable(self, last_durable_id: int) -> None:
+        """Entries up to ``last_durable_id`` are durable."""
+
+    def on_sync_failed(self, error: BaseException) -> None:
+        """The sync of the topic's ledger failed."""
+
+
+#: what a round has of a topic once written: its begun sync, the last id a flush wrote, or the error
+Begun = LedgerSyncRun | int | BaseException
+
+
+class RoundHandoff:
+    """The topics appended to since a commit thread last took them, from the loop to the commit threads.
+
+    The loop calls :meth:`add`; the commit thread holding the write turn calls :meth:`take`, which
+    sleeps until there is something to take (woken through a :class:`queue.SimpleQueue`, the
+    cheapest wake-up Python has) or :meth:`stop`. It counts the rounds taken, so that the loop can
+    tell when every append was taken and reported (:meth:`idle`).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[int, CommittedTopic] = {}
+        #: when the oldest append not taken yet was made (None: none)
+        self._oldest: float | None = None
+        self._taken = 0
+        self._sleeping = False
+        self._stopped = False
+        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
+
+    def add(self, topic: CommittedTopic) -> None:
+        """(loop) ``topic`` appended an entry: the next round takes it."""
+        with self._lock:
+            self._pending[id(topic)] = topic
+            if self._oldest is None:
+                self._oldest = time.monotonic()
+            wake, self._sleeping = self._sleeping, False
+        if wake:
+            self._wake.put(None)
+
+    def take(self) -> tuple[list[CommittedTopic], float | None] | None:
+        """(commit thread) The next round: the topics with entries no begun sync took yet, and when
+        the oldest of those appends was made; waits for one; None once stopped."""
+        while True:
+            with self._lock:
+                if self._stopped:
+                    return None
+                topics = [topic for topic in self._pending.values() if topic.ledger.sync_needed]
+                self._pending = {}
+                oldest, self._oldest = self._oldest, None
+                if topics:
+                    self._taken += 1
+                    return topics, oldest
+                self._sleeping = True
+            self._wake.get()
+
+    def idle(self, completed: int) -> bool:
+        """(loop) Whether every round taken was completed (``completed``: the rounds the loop reported)
+        and no topic waits with entries to sync."""
+        with self._lock:
+            return self._taken == completed and not any(t.ledger.sync_needed for t in self._pending.values())
+
+    def stop(self) -> None:
+        """Make :meth:`take` return None from now on (waking a commit thread waiting in it)."""
+        with self._lock:
+            self._stopped = True
+            wake, self._sleeping = self._sleeping, False
+        if wake:
+            self._wake.put(None)
+
+
+class SyncTurn:
+    """Rounds run their fdatasyncs and end in the order they were taken (numbered from 0)."""
+
+    def __init__(self) -> None:
+        self._turn = threading.Condition(threading.Lock())
+        self._next = 0
+
+    def wait(self, number: int) -> None:
+        """Wait until round ``number`` - 1 ended."""
+        with self._turn:
+            while self._next != number:
+                self._turn.wait()
+
+    def done(self, number: int) -> None:
+        """Round ``number`` ended: the next one's turn."""
+        with self._turn:
+            self._next = number + 1
+            self._turn.notify_all()
+
+
+def begin_round(topics: list[CommittedTopic], fsync: bool) -> list[Begun]:
+    """Write every topic of a round: with ``fsync`` begin each ledger's sync, else flush it. A
+    failure is that topic's outcome only (its ledger fenced itself)."""
+    begun: list[Begun] = []
+    for topic in topics:
+        try:
+            begun.append(topic.ledger.begin_sync() if fsync else topic.ledger.flush())
+        except BaseException as exc:  # reported on the loop, per topic
+            begun.append(exc)
+    return begun
+
+
+def finish_round(
+    topics: list[CommittedTopic], begun: list[Begun], pool: ThreadPoolExecutor | None, helpers: int = 0
+) -> list[int | BaseException]:
+    """Run the fdatasyncs of a round written by :func:`begin_round` (several at once, on this thread
+    and up to ``helpers`` threads of ``pool``, when there are several) and end each ledger's sync in
+    the round's order; the outcomes.
+
+    Every sync begun is ended, whatever happens, so that none holds up the ledger's later syncs.
+    """
+    pendings = [item for item in begun if not isinstance(item, (int, BaseException))]
+    needed = [pending for pending in pendings if pending.needed]
+    try:
+        if len(needed) > 1 and pool is not None and helpers > 0:
+            _fdatasync_at_once(needed, pool, helpers)
+        else:
+            _run_taken(iter(needed))
+    finally:
+        results = [_end(topic, item) for topic, item in zip(topics, begun, strict=True)]
+    return results
+
+
+def _end(topic: CommittedTopic, item: Begun) -> int | BaseException:
+    if isinstance(item, (int, BaseException)):
+        return item
+    try:
+        return topic.ledger.end_sync(item)
+    except BaseException as exc:  # reported on the loop, per topic
+        return exc
+
+
+def _fdatasync_at_once(pendings: list[LedgerSyncRun], pool: ThreadPoolExecutor, helpers: int) -> None:
+    """Run ``pendings`` (their fdatasyncs) concurrently on this thread and up to ``helpers`` of
+    ``pool``'s (one future per thread, not per ledger); each thread takes the next one not taken,
+    so one slow fdatasync holds up no other."""
+    remaining = iter(pendings)  # a list iterator's next() is atomic under the GIL
+    futures = [pool.submit(_run_taken, remaining) for _ in range(min(helpers, len(pendings) - 1))]
+    _run_taken(remaining)
+    for future in futures:
+        future.result()
+
+
+def _run_taken(pendings: Iterator[LedgerSyncRun]) -> None:
+    for pending in pendings:
+        pending.run()

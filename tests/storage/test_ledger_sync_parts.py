@@ -31,21 +31,29 @@ def test_begin_writes_run_syncs_end_makes_durable(tmp_path: Path) -> None:
         assert not nothing.needed and ledger.end_sync(nothing) == 1
 
 
-def test_a_sync_begun_holds_the_ledgers_other_syncs_until_it_ends(tmp_path: Path) -> None:
+def test_a_sync_begun_later_writes_at_once_and_ends_after_the_earlier_one(tmp_path: Path) -> None:
     with ManagedLedger.open(tmp_path / "l", 1) as ledger:
         ledger.append(b"one")
         pending = ledger.begin_sync()
         ledger.append(b"two")
+        written = threading.Event()
         done = threading.Event()
         outcome: list[int] = []
+        segment = tmp_path / "l" / segment_file_name(0)
+        size = segment.stat().st_size
 
         def other_sync() -> None:
-            outcome.append(ledger.sync())
+            later = ledger.begin_sync()
+            written.set()
+            later.run()
+            outcome.append(ledger.end_sync(later))
             done.set()
 
         thread = threading.Thread(target=other_sync)
         thread.start()
-        assert not done.wait(0.2)  # waits for the begun sync to end
+        assert written.wait(5) and segment.stat().st_size > size  # wrote before the first sync ended
+        assert not done.wait(0.2)  # its end waits for the begun sync to end
+        assert ledger.last_durable_entry_id == -1
         pending.run()
         assert ledger.end_sync(pending) == 0
         thread.join(5)

@@ -49,6 +49,7 @@ log = logging.getLogger("magnetar.storage.ledger")
 
 
 DEFAULT_CACHE_MAX_BYTES = 32 * 1024 * 1024
+_SYNC_OF = "sync of"
 
 
 def _run_at_once(job: Callable[[], None]) -> None:
@@ -309,9 +310,12 @@ class ManagedLedger:
 
     def _fence(self, what: str, exc: BaseException) -> LedgerFencedError:
         """Fence the ledger after a failed write or sync (``what``: "write to", "sync of"), report it,
-        and return the error to raise."""
+        and return the error to raise. A failed sync starts a new epoch (see ledger_sync.py) in the
+        same step, so that a sync begins either before the fence (and ends superseded) or after it."""
         with self._lock:
             self._fenced = exc
+            if what == _SYNC_OF:
+                self._syncs.epoch += 1
         storage_health.write_failed(f"{what} ledger {self._ledger_id}", exc)
         storage_health.ledger_fenced()
         return LedgerFencedError(f"{what} ledger {self._ledger_id} failed: {exc}")
@@ -347,7 +351,9 @@ class ManagedLedger:
         written: dict[int, int] = {}
         with self._sync_mutex:
             try:
-                self._check_syncable()
+                with self._lock:  # the epoch read with the fence check: a fence after it supersedes this sync
+                    self._check_syncable()
+                    epoch = self._syncs.epoch
                 target = self._write_queued(written)
                 with self._lock:
                     pending = list(self._unsynced.values())
@@ -356,7 +362,7 @@ class ManagedLedger:
                     # Duplicates stay valid even if trim/close closes the originals (the writes' serve again).
                     fds = [written.pop(id(s)) if id(s) in written else self._files.dup(s.fileno())
                            for s in pending if not s.closed]
-                    sync = LedgerSync(self._files, target, fds, self._directory if dir_dirty else None, self._syncs.epoch)
+                    sync = LedgerSync(self._files, target, fds, self._directory if dir_dirty else None, epoch)
                     self._syncs.began(sync)
                     self._taken = target
             finally:
@@ -380,9 +386,7 @@ class ManagedLedger:
             if not current:
                 raise SyncSupersededError(f"ledger {self._ledger_id}: an earlier sync failed, nothing confirmed")
             if isinstance(error, OSError):
-                with self._lock:
-                    self._syncs.epoch += 1  # the syncs begun after this one confirm nothing
-                raise self._fence("sync of", error) from error
+                raise self._fence(_SYNC_OF, error) from error
             if error is not None:
                 raise error
             with self._lock:
@@ -405,6 +409,8 @@ class ManagedLedger:
         with self._sync_mutex:
             if self._fenced is None:
                 return self._last_entry_id
+            with self._lock:
+                self._syncs.wait_all()  # a sync begun before a failed write may still end well
             keep = self._durable + 1
             try:
                 self._cut_from(keep)
@@ -416,7 +422,6 @@ class ManagedLedger:
                 self._taken = min(self._taken, keep - 1)
                 self._chain.written = min(self._chain.written, keep - 1)
                 self._unsynced.clear()
-                self._syncs.epoch += 1  # a sync begun before (none should be) confirms nothing
                 self._fenced = None
             log.warning("ledger %d recovered: entries from %d on were not durable and were dropped", self._ledger_id, keep)
             return keep - 1

@@ -82,7 +82,7 @@ class SyncOrder:
     def __init__(self, lock: threading.Lock) -> None:
         self._turn = threading.Condition(lock)
         self._begun: deque[LedgerSync] = deque()
-        #: bumped by each failed fdatasync and each recovery: a sync of an older epoch confirms nothing
+        #: bumped by each failed fdatasync: a sync of an older epoch confirms nothing
         self.epoch = 0
 
     def began(self, sync: LedgerSync) -> None:
@@ -97,8 +97,12 @@ class SyncOrder:
     def ended(self, sync: LedgerSync) -> None:
         """(holding the lock, after :meth:`wait_turn`) ``sync``, the oldest, ended: let the next one end."""
         self._begun.popleft()
-        if self._begun:
-            self._turn.notify_all()
+        self._turn.notify_all()
+
+    def wait_all(self) -> None:
+        """(holding the lock) Wait until every sync begun ended."""
+        while self._begun:
+            self._turn.wait()
 
     def current(self, sync: LedgerSync) -> bool:
         """(holding the lock) Whether ``sync`` began in this epoch (no failure or recovery since)."""

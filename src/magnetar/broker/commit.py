@@ -107,7 +107,7 @@ class GroupCommitter:
         self._handoff.add(topic)
 
     def _start_threads(self) -> None:
-        names = ["magnetar-commit", "magnetar-commit-2"][: PIPELINE_THREADS if self._fsync else 1]
+        names = ["magnetar-commit"] + [f"magnetar-commit-{n}" for n in range(2, PIPELINE_THREADS + 1) if self._fsync]
         self._threads = [threading.Thread(target=self._commit_thread, name=name, daemon=True) for name in names]
         for thread in self._threads:
             thread.start()

@@ -8,14 +8,14 @@ fdatasyncs it; when it completes, each topic learns how far its ledger is durabl
 receipts that covers. With fsync "never", entries count as durable once written.
 
 **Pipelined, self-continuing rounds** (fsync "always"). Two commit threads pass a write turn and a
-sync turn between them: the thread that holds the write turn takes the next round and writes it,
-then lets the write turn go and waits for the sync turn, which rounds get in the order they were
-taken; holding it, it runs the round's fdatasyncs, ends each ledger's sync and hands the outcome to
-the loop. So while round k's fdatasync runs, the other thread writes round k+1 (what was appended
-since k was taken), and fdatasyncs it once k ended; and no thread waits for the loop to start the
-next round: whatever the loop appended is taken as soon as the write turn is free. A lone send's
-round is taken, written, synced and reported by one thread, as before (the other one is asleep
-waiting to take the next). Invariant: an entry is confirmed only after an fdatasync that began
+sync turn between them: a thread with something to take gets the write turn, takes the next round
+and writes it, then lets the write turn go and waits for the sync turn, which rounds get in the
+order they were taken; holding it, it runs the round's fdatasyncs, ends each ledger's sync and
+hands the outcome to the loop. So while round k's fdatasync runs, the other thread writes round k+1
+(what was appended since k was taken), and fdatasyncs it once k ended; and no thread waits for the
+loop to start the next round: a thread that ended its round takes whatever the loop appended
+meanwhile at once. A lone send's round is taken, written, synced and reported by one thread woken
+once, as before (the other one sleeps on). Invariant: an entry is confirmed only after an fdatasync that began
 after its write returned (the round that wrote it runs it), rounds end in order, and a failed
 fdatasync fails its round and every later round of that ledger (``ManagedLedger.end_sync``: the
 later ones end with ``SyncSupersededError``, which the committer passes over, since the failed
@@ -114,11 +114,11 @@ class GroupCommitter:
 
     def _commit_thread(self) -> None:
         """(commit thread) Take a round, write it, then in its turn sync, end and report it; again."""
-        while True:
+        while self._handoff.wait():
             with self._write_turn:
                 job = self._handoff.take()
-                if job is None:
-                    return
+                if job is None:  # the other thread took it, or a begun sync had taken its entries
+                    continue
                 topics, oldest = job
                 number, self._next_round = self._next_round, self._next_round + 1
                 start = time.perf_counter()

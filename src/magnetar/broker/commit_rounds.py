@@ -68,10 +68,11 @@ Begun = LedgerSyncRun | int | BaseException
 class RoundHandoff:
     """The topics appended to since a commit thread last took them, from the loop to the commit threads.
 
-    The loop calls :meth:`add`; the commit thread holding the write turn calls :meth:`take`, which
-    sleeps until there is something to take (woken through a :class:`queue.SimpleQueue`, the
-    cheapest wake-up Python has) or :meth:`stop`. It counts the rounds taken, so that the loop can
-    tell when every append was taken and reported (:meth:`idle`).
+    The loop calls :meth:`add`. A commit thread with nothing to do sleeps in :meth:`wait` (on a
+    :class:`queue.SimpleQueue`, the cheapest wake-up Python has) until there is something to take,
+    then takes it with :meth:`take` holding the committer's write turn. An append wakes one sleeping
+    thread, and no other until that one is up: a lone send wakes one thread, not both. It counts the
+    rounds taken, so that the loop can tell when every append was taken and reported (:meth:`idle`).
     """
 
     def __init__(self) -> None:
@@ -80,7 +81,9 @@ class RoundHandoff:
         #: when the oldest append not taken yet was made (None: none)
         self._oldest: float | None = None
         self._taken = 0
-        self._sleeping = False
+        #: commit threads asleep in wait(), and whether one was woken and is not up yet
+        self._sleepers = 0
+        self._waking = False
         self._stopped = False
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
 
@@ -90,25 +93,37 @@ class RoundHandoff:
             self._pending[id(topic)] = topic
             if self._oldest is None:
                 self._oldest = time.monotonic()
-            wake, self._sleeping = self._sleeping, False
+            wake = self._sleepers > 0 and not self._waking
+            if wake:
+                self._sleepers -= 1
+                self._waking = True
         if wake:
             self._wake.put(None)
 
+    def wait(self) -> bool:
+        """(commit thread) Wait until there is something to take; False once stopped."""
+        with self._lock:
+            if self._stopped:
+                return False
+            if self._pending:
+                return True
+            self._sleepers += 1
+        self._wake.get()
+        with self._lock:
+            self._waking = False
+            return not self._stopped
+
     def take(self) -> tuple[list[CommittedTopic], float | None] | None:
-        """(commit thread) The next round: the topics with entries no begun sync took yet, and when
-        the oldest of those appends was made; waits for one; None once stopped."""
-        while True:
-            with self._lock:
-                if self._stopped:
-                    return None
-                topics = [topic for topic in self._pending.values() if topic.ledger.sync_needed]
-                self._pending = {}
-                oldest, self._oldest = self._oldest, None
-                if topics:
-                    self._taken += 1
-                    return topics, oldest
-                self._sleeping = True
-            self._wake.get()
+        """(commit thread, holding the write turn) The next round, or None when there is none: the
+        topics with entries no begun sync took yet, and when the oldest of those appends was made."""
+        with self._lock:
+            topics = [topic for topic in self._pending.values() if topic.ledger.sync_needed]
+            self._pending = {}
+            oldest, self._oldest = self._oldest, None
+            if not topics:
+                return None
+            self._taken += 1
+            return topics, oldest
 
     def idle(self, completed: int) -> bool:
         """(loop) Whether every round taken was completed (``completed``: the rounds the loop reported)
@@ -117,11 +132,11 @@ class RoundHandoff:
             return self._taken == completed and not any(t.ledger.sync_needed for t in self._pending.values())
 
     def stop(self) -> None:
-        """Make :meth:`take` return None from now on (waking a commit thread waiting in it)."""
+        """Make :meth:`wait` return False from now on (waking every commit thread asleep in it)."""
         with self._lock:
             self._stopped = True
-            wake, self._sleeping = self._sleeping, False
-        if wake:
+            sleepers, self._sleepers = self._sleepers, 0
+        for _ in range(sleepers):
             self._wake.put(None)
 
 

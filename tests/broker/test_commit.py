@@ -260,7 +260,7 @@ def test_receipts_wait_for_the_commit_thread_to_write_and_sync(tmp_path: Path) -
         assert segment.stat().st_size == 0  # queued on the loop, not written
         write_gate.set()
         await asyncio.sleep(0.2)
-        assert segment.stat().st_size > 0 and threads["write"] == "magnetar-commit"  # the first takes it
+        assert segment.stat().st_size > 0 and threads["write"] in ("magnetar-commit", "magnetar-commit-2")
         assert harness.log == [] and topic.last_readable_id == -1  # written, not yet synced
         gate.set()
         await asyncio.wait_for(committer.drain(), 5)

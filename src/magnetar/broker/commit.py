@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -114,7 +115,8 @@ class GroupCommitter:
 
     def _commit_thread(self) -> None:
         """(commit thread) Take a round, write it, then in its turn sync, end and report it; again."""
-        while self._handoff.wait():
+        wake: queue.SimpleQueue[None] = queue.SimpleQueue()
+        while self._handoff.wait(wake):
             with self._write_turn:
                 job = self._handoff.take()
                 if job is None:  # the other thread took it, or a begun sync had taken its entries

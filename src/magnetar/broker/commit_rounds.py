@@ -69,9 +69,11 @@ class RoundHandoff:
     """The topics appended to since a commit thread last took them, from the loop to the commit threads.
 
     The loop calls :meth:`add`. A commit thread with nothing to do sleeps in :meth:`wait` (on a
-    :class:`queue.SimpleQueue`, the cheapest wake-up Python has) until there is something to take,
-    then takes it with :meth:`take` holding the committer's write turn. An append wakes one sleeping
-    thread, and no other until that one is up: a lone send wakes one thread, not both. It counts the
+    :class:`queue.SimpleQueue` of its own, the cheapest wake-up Python has) until there is something
+    to take, then takes it with :meth:`take` holding the committer's write turn. An append wakes one
+    sleeping thread, the last one to fall asleep, and no other until that one is up: one-at-a-time
+    sends keep waking the same thread, the other one only wakes for appends made while the first is
+    busy. It counts the
     rounds taken, so that the loop can tell when every append was taken and reported (:meth:`idle`).
     """
 
@@ -81,11 +83,11 @@ class RoundHandoff:
         #: when the oldest append not taken yet was made (None: none)
         self._oldest: float | None = None
         self._taken = 0
-        #: commit threads asleep in wait(), and whether one was woken and is not up yet
-        self._sleepers = 0
+        #: the wake-ups of the commit threads asleep in wait(), the last one to fall asleep last
+        self._asleep: list[queue.SimpleQueue[None]] = []
+        #: whether a thread was woken and is not up yet
         self._waking = False
         self._stopped = False
-        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
 
     def add(self, topic: CommittedTopic) -> None:
         """(loop) ``topic`` appended an entry: the next round takes it."""
@@ -93,22 +95,22 @@ class RoundHandoff:
             self._pending[id(topic)] = topic
             if self._oldest is None:
                 self._oldest = time.monotonic()
-            wake = self._sleepers > 0 and not self._waking
-            if wake:
-                self._sleepers -= 1
+            wake = self._asleep.pop() if self._asleep and not self._waking else None
+            if wake is not None:
                 self._waking = True
-        if wake:
-            self._wake.put(None)
+        if wake is not None:
+            wake.put(None)
 
-    def wait(self) -> bool:
-        """(commit thread) Wait until there is something to take; False once stopped."""
+    def wait(self, wake: queue.SimpleQueue[None]) -> bool:
+        """(commit thread) Wait until there is something to take (``wake``: this thread's own
+        wake-up); False once stopped."""
         with self._lock:
             if self._stopped:
                 return False
             if self._pending:
                 return True
-            self._sleepers += 1
-        self._wake.get()
+            self._asleep.append(wake)
+        wake.get()
         with self._lock:
             self._waking = False
             return not self._stopped
@@ -135,9 +137,9 @@ class RoundHandoff:
         """Make :meth:`wait` return False from now on (waking every commit thread asleep in it)."""
         with self._lock:
             self._stopped = True
-            sleepers, self._sleepers = self._sleepers, 0
-        for _ in range(sleepers):
-            self._wake.put(None)
+            asleep, self._asleep = self._asleep, []
+        for wake in asleep:
+            wake.put(None)
 
 
 class SyncTurn:
@@ -145,19 +147,26 @@ class SyncTurn:
 
     def __init__(self) -> None:
         self._turn = threading.Condition(threading.Lock())
+        #: the round whose turn it is: only done() of the round before changes it to a round's number
         self._next = 0
+        self._waiting = 0
 
     def wait(self, number: int) -> None:
         """Wait until round ``number`` - 1 ended."""
+        if self._next == number:
+            return
         with self._turn:
+            self._waiting += 1
             while self._next != number:
                 self._turn.wait()
+            self._waiting -= 1
 
     def done(self, number: int) -> None:
         """Round ``number`` ended: the next one's turn."""
         with self._turn:
             self._next = number + 1
-            self._turn.notify_all()
+            if self._waiting:
+                self._turn.notify_all()
 
 
 def begin_round(topics: list[CommittedTopic], fsync: bool) -> list[Begun]:
@@ -181,13 +190,13 @@ def finish_round(
 
     Every sync begun is ended, whatever happens, so that none holds up the ledger's later syncs.
     """
-    pendings = [item for item in begun if not isinstance(item, (int, BaseException))]
-    needed = [pending for pending in pendings if pending.needed]
+    needed = [item for item in begun if not isinstance(item, (int, BaseException)) and item.needed]
     try:
         if len(needed) > 1 and pool is not None and helpers > 0:
             _fdatasync_at_once(needed, pool, helpers)
         else:
-            _run_taken(iter(needed))
+            for pending in needed:
+                pending.run()
     finally:
         results = [_end(topic, item) for topic, item in zip(topics, begun, strict=True)]
     return results

@@ -351,9 +351,8 @@ class ManagedLedger:
         written: dict[int, int] = {}
         with self._sync_mutex:
             try:
-                with self._lock:  # the epoch read with the fence check: a fence after it supersedes this sync
-                    self._check_syncable()
-                    epoch = self._syncs.epoch
+                epoch = self._syncs.epoch  # read before the fence check: a fence after it supersedes this sync
+                self._check_syncable()
                 target = self._write_queued(written)
                 with self._lock:
                     pending = list(self._unsynced.values())
@@ -374,25 +373,23 @@ class ManagedLedger:
         """The end of :meth:`sync` once ``pending`` (from :meth:`begin_sync`) ran, after every sync of
         the ledger begun before it ended (it waits for them): the last durable entry id, or
         LedgerFencedError when its fdatasync failed (the ledger is fenced), SyncSupersededError when
-        an earlier one failed (or the ledger was recovered) since it began."""
+        an earlier one failed since it began."""
         for fd in pending.fds:
             self._files.close(fd)
+        error = pending.error
         with self._lock:
             self._syncs.wait_turn(pending)
+            if error is None and pending.epoch == self._syncs.epoch:
+                if pending.target > self._durable:
+                    self._durable = pending.target
+                self._syncs.ended(pending)
+                return self._durable
         try:
-            error = pending.error
-            with self._lock:
-                current = self._syncs.current(pending)
-            if not current:
+            if pending.epoch != self._syncs.epoch:
                 raise SyncSupersededError(f"ledger {self._ledger_id}: an earlier sync failed, nothing confirmed")
             if isinstance(error, OSError):
                 raise self._fence(_SYNC_OF, error) from error
-            if error is not None:
-                raise error
-            with self._lock:
-                if pending.target > self._durable:
-                    self._durable = pending.target
-                return self._durable
+            raise error  # type: ignore[misc]
         finally:
             with self._lock:
                 self._syncs.ended(pending)

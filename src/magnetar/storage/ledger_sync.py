@@ -82,6 +82,8 @@ class SyncOrder:
     def __init__(self, lock: threading.Lock) -> None:
         self._turn = threading.Condition(lock)
         self._begun: deque[LedgerSync] = deque()
+        #: threads in wait_turn() or wait_all()
+        self._waiting = 0
         #: bumped by each failed fdatasync: a sync of an older epoch confirms nothing
         self.epoch = 0
 
@@ -92,18 +94,22 @@ class SyncOrder:
     def wait_turn(self, sync: LedgerSync) -> None:
         """(holding the lock) Wait until every sync begun before ``sync`` ended."""
         while self._begun[0] is not sync:
-            self._turn.wait()
+            self._wait()
 
     def ended(self, sync: LedgerSync) -> None:
         """(holding the lock, after :meth:`wait_turn`) ``sync``, the oldest, ended: let the next one end."""
         self._begun.popleft()
-        self._turn.notify_all()
+        if self._waiting:
+            self._turn.notify_all()
 
     def wait_all(self) -> None:
         """(holding the lock) Wait until every sync begun ended."""
         while self._begun:
-            self._turn.wait()
+            self._wait()
 
-    def current(self, sync: LedgerSync) -> bool:
-        """(holding the lock) Whether ``sync`` began in this epoch (no failure or recovery since)."""
-        return sync.epoch == self.epoch
+    def _wait(self) -> None:
+        self._waiting += 1
+        try:
+            self._turn.wait()
+        finally:
+            self._waiting -= 1

@@ -12,7 +12,10 @@ while this one's fdatasync runs (the committer's pipelined rounds). What keeps t
 - a failed fdatasync fences the ledger and starts a new epoch: every sync begun before it (written,
   maybe already fdatasynced) ends with :class:`SyncSupersededError` and confirms nothing, as does a
   sync begun while the ledger is fenced. Their entries were appended before the failure was
-  reported, so the report of the failed sync (its LedgerFencedError) already covers them.
+  reported, so the report of the failed sync (its LedgerFencedError) already covers them;
+- a failed write fences the ledger without a new epoch (the syncs begun before it wrote whole
+  records and may end well), and ``recover`` waits for every begun sync to end before it cuts the
+  ledger back to what is durable.
 """
 
 from __future__ import annotations

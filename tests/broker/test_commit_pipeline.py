@@ -186,3 +186,31 @@ def test_a_commit_thread_takes_the_next_round_without_the_loop() -> None:
         committer.close()
 
     asyncio.run(run())
+
+
+def test_a_round_of_several_topics_is_written_during_the_fdatasync_before_and_ends_after_it() -> None:
+    """Rounds of several topics pipeline as one topic's: b and c, appended while a's round is held in
+    its fdatasync, are written by the other thread at once, and fdatasynced (together, on the sync
+    pool) and confirmed only after a's round ended."""
+
+    async def run() -> None:
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
+        a, b, c = FakeTopic("a"), FakeTopic("b"), FakeTopic("c")
+        a.ledger.sync_gate.clear()
+        a.append()
+        committer.appended(a)
+        await _until(lambda: a.ledger.begun == [0])
+        for topic in (b, c):
+            topic.append()
+            committer.appended(topic)
+        await _until(lambda: b.ledger.begun == [0] and c.ledger.begun == [0])  # round k+1 written
+        await asyncio.sleep(0.1)
+        assert (b.ledger.syncs, c.ledger.syncs, b.durable, c.durable) == (0, 0, [], [])  # waits for round k
+        assert a.durable == [] and a.ledger.syncs == 0
+        a.ledger.sync_gate.set()
+        await asyncio.wait_for(committer.drain(), 5)
+        assert (a.durable, b.durable, c.durable) == ([0], [0], [0]) and committer.rounds == 2
+        assert (a.ledger.syncs, b.ledger.syncs, c.ledger.syncs) == (1, 1, 1)
+        committer.close()
+
+    asyncio.run(run())

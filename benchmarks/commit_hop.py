@@ -46,6 +46,7 @@ class BenchLedger:
     def __init__(self, fd: int | None) -> None:
         self.fd = fd
         self.last_entry_id = -1
+        self.taken = -1
 
     def sync(self) -> int:
         covered = self.last_entry_id
@@ -53,6 +54,35 @@ class BenchLedger:
             os.write(self.fd, b"x" * 100)
             os.fdatasync(self.fd)
         return covered
+
+    @property
+    def sync_needed(self) -> bool:
+        """(pipelined committers) Whether an append came after the last sync began."""
+        return self.last_entry_id > self.taken
+
+    def begin_sync(self) -> BenchSync:
+        """(pipelined committers) The sync in parts: write now, fdatasync in ``run``."""
+        self.taken = self.last_entry_id
+        if self.fd is not None:
+            os.write(self.fd, b"x" * 100)
+        return BenchSync(self.fd, self.taken)
+
+    def end_sync(self, pending: BenchSync) -> int:
+        """(pipelined committers) What the sync covered."""
+        return pending.covered
+
+
+class BenchSync:
+    """A begun sync of a BenchLedger: its run is the fdatasync."""
+
+    def __init__(self, fd: int | None, covered: int) -> None:
+        self.fd = fd
+        self.covered = covered
+        self.needed = fd is not None
+
+    def run(self) -> None:
+        if self.fd is not None:
+            os.fdatasync(self.fd)
 
 
 class BenchTopic:

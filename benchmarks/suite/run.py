@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -47,6 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=0, help="seconds for one measurement (default 900/300)")
     parser.add_argument("--pin-brokers", default="", metavar="CPUS",
                         help="pin every server (all its threads) to these CPUs with taskset, e.g. 0: an edge box")
+    parser.add_argument("--keep-data", action="store_true",
+                        help="keep the peers' data directories and logs under --work (default: removed after the run)")
     return parser.parse_args(argv)
 
 
@@ -199,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         for peer in started:
             log(f"stopping {peer.name}")
             peer.stop()
+        if not args.keep_data:
+            # a full run leaves several GB of topic data per peer: repeated runs filled a 250 GB disk
+            shutil.rmtree(run_dir, ignore_errors=True)
     document = {
         "suite": "magnetar peer suite (benchmarks/suite)",
         "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime(started_at)),

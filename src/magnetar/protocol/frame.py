@@ -79,7 +79,7 @@ class Frame:
 
 
 class LazyCommandFrame(Frame):
-    """A frame read by hand (message_frame.py, send_frame.py): its fields are plain attributes of the
+    """A frame read by hand (message_frame.py, send_frame.py, flow_frame.py): its fields are plain attributes of the
     subclass, and :attr:`command` parses the same bytes with protobuf only when someone asks for it."""
 
     __slots__ = ("_source", "_command_start", "_command_end", "_parsed")

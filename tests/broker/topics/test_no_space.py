@@ -105,8 +105,58 @@ def test_an_append_failing_for_want_of_space_fails_the_publish_and_closes_the_pr
     files.inject("open", errno.ENOSPC, times=-1)  # the next segment cannot be created
     big = encode_entry(MessageMetadata(producer_name="p", sequence_id=0, publish_time=1), b"x" * 3000)
     assert topic.publish(producer, big, crc32c(big), RecordingContext(log, 0))
+    topic.on_durable(0)
     assert not topic.publish(producer, big, crc32c(big), RecordingContext(log, 1))  # rolls over: ENOSPC
-    assert log == [("error", 1, ServerError.PersistenceError)]
+    assert log == [("receipt", 0, LEDGER_ID, 0), ("error", 1, ServerError.PersistenceError)]
+    assert session.calls == [("closed", 1)] and topic.no_space.active
+    files.clear()
+    topic.close()
+    storage_health.reset()
+
+
+def _topic_on_faulty_files(tmp_path: Path) -> tuple[PersistentTopic, FaultyFileLayer, RecordingSession, Producer]:
+    files = FaultyFileLayer()
+    ledger = ManagedLedger.open(tmp_path / "ledger", LEDGER_ID, segment_max_bytes=4096, files=files, write_behind=False)
+    topic = PersistentTopic(TopicName.parse(TOPIC), ledger, config=BrokerConfig(data_dir=tmp_path),
+                            committer=FakeCommitter(), cursors=FakeCursors(), producer_name_prefix="unit")  # type: ignore[arg-type]
+    session = RecordingSession()
+    producer = Producer(session, 1, "p", topic, ProducerAccessMode.Shared, True)
+    topic.add_producer(producer)
+    return topic, files, session, producer
+
+
+def test_an_append_without_space_waits_for_the_publishes_before_it_to_complete(tmp_path: Path) -> None:
+    """The producers are closed only once the entries appended before are durable: their receipts
+    reach the client before it fails what it has pending (a receipt after the close is lost, and the
+    client would count a stored, readable entry as failed)."""
+    storage_health.reset()
+    topic, files, session, producer = _topic_on_faulty_files(tmp_path)
+    log: list[tuple] = []
+    big = encode_entry(MessageMetadata(producer_name="p", sequence_id=0, publish_time=1), b"x" * 3000)
+    assert topic.publish(producer, big, crc32c(big), RecordingContext(log, 0))
+    files.inject("open", errno.ENOSPC, times=-1)
+    assert not topic.publish(producer, big, crc32c(big), RecordingContext(log, 1))  # rolls over: ENOSPC
+    assert not topic.publish(producer, big, crc32c(big), RecordingContext(log, 2))
+    assert log == [] and session.calls == [] and not topic.no_space.active
+    topic.on_durable(0)
+    assert log == [("receipt", 0, LEDGER_ID, 0), ("error", 1, ServerError.PersistenceError),
+                   ("error", 2, ServerError.PersistenceError)]
+    assert session.calls == [("closed", 1)] and topic.no_space.active
+    files.clear()
+    topic.close()
+    storage_health.reset()
+
+
+def test_an_append_without_space_fails_with_the_round_before_it_when_that_fails(tmp_path: Path) -> None:
+    storage_health.reset()
+    topic, files, session, producer = _topic_on_faulty_files(tmp_path)
+    log: list[tuple] = []
+    big = encode_entry(MessageMetadata(producer_name="p", sequence_id=0, publish_time=1), b"x" * 3000)
+    assert topic.publish(producer, big, crc32c(big), RecordingContext(log, 0))
+    files.inject("open", errno.ENOSPC, times=-1)
+    assert not topic.publish(producer, big, crc32c(big), RecordingContext(log, 1))
+    topic.on_sync_failed(OSError(errno.ENOSPC, "No space left on device"))
+    assert log == [("error", 0, ServerError.PersistenceError), ("error", 1, ServerError.PersistenceError)]
     assert session.calls == [("closed", 1)] and topic.no_space.active
     files.clear()
     topic.close()

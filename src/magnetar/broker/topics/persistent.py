@@ -94,6 +94,27 @@ class _MarkerContext:
         self._failed(message)
 
 
+class _RefusedContext:
+    """A publish whose append found no space while earlier ones still waited for their round: it
+    is refused in order, once they completed (a duplicate's path) or failed."""
+
+    __slots__ = ("_context", "_guard", "_error")
+
+    def __init__(self, context: PublishContext, guard: NoSpaceGuard, error: StorageError) -> None:
+        self._context = context
+        self._guard = guard
+        self._error = error
+
+    def duplicate(self) -> None:
+        """Every publish before it completed: close the producers, then fail it (no SEND_ERROR)."""
+        self._guard.enter(self._error)
+        self._context.failed(ServerError.PersistenceError, f"storage failure: {self._error}")
+
+    def failed(self, code: ServerError, message: str) -> None:
+        """The round before it failed: it fails with the rest."""
+        self._context.failed(code, message)
+
+
 class PersistentTopic(Topic):
     """One persistent topic (or one partition of a partitioned topic).
 
@@ -201,8 +222,14 @@ class PersistentTopic(Topic):
         except StorageError as exc:
             if not is_disk_full(exc):
                 raise
-            self.no_space.enter(exc)
-            context.failed(ServerError.PersistenceError, f"storage failure: {exc}")
+            if self._receipts:
+                # after the publishes still waiting for their round: closing the producers now would
+                # fail, at the client, entries whose round may yet make them durable and readable
+                refused = _RefusedContext(context, self.no_space, exc)
+                self._receipts.append((refused, "", self.ledger.last_entry_id, True))  # type: ignore[arg-type]
+            else:
+                self.no_space.enter(exc)
+                context.failed(ServerError.PersistenceError, f"storage failure: {exc}")
             return False
         if self.dedup_enabled and _is_partial_chunk(entry):
             name = ""  # its sequence id is recorded with the message's last chunk

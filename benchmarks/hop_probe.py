@@ -5,11 +5,11 @@ every process of the machine, so a client's own stamps line up with these):
 
 - ``read``: the connection's ``data_received`` that carried the SEND began (the loop read it);
 - ``pub``: the topic's ``publish`` was called (the SEND decoded);
-- ``start``: the commit round that covered it was handed to the commit thread (``_start_round``);
-- ``got``: the commit thread began that round (``_sync_all``);
+- ``start``: the topic's append was handed to the commit threads (``GroupCommitter.appended``);
+- ``got``: a commit thread began the round that covered it (``begin_round``: its writes);
 - ``kernel``: the round's last fdatasync returned in the kernel, stamped in C before the thread
   asks for the GIL back (a small shim built with the system's C compiler; absent without one);
-- ``synced``: the commit thread held the GIL again after the round (``_sync_all`` returned);
+- ``synced``: the commit thread held the GIL again after the round (``finish_round`` returned);
 - ``done``: the loop ran the round's outcome (``_round_done``);
 - ``rcpt``: the SEND_RECEIPT was queued (``SendContext.completed``);
 - ``flush``: the connection's queued bytes, the receipt among them, were handed to the socket.
@@ -120,8 +120,9 @@ class HopProbe:
         suffix = self.topic_suffix
         real_data, real_flush = transport.FramedProtocol.data_received, transport.FramedProtocol.flush
         real_publish = persistent.PersistentTopic.publish
-        real_start, real_done = commit.GroupCommitter._start_round, commit.GroupCommitter._round_done
-        real_sync_all, real_completed = commit._sync_all, producers.SendContext.completed
+        real_start, real_done = commit.GroupCommitter.appended, commit.GroupCommitter._round_done
+        real_begin, real_finish = commit.begin_round, commit.finish_round
+        real_completed = producers.SendContext.completed
 
         def data_received(self: Any, data: bytes) -> None:
             probe.reads[id(self)] = time.perf_counter()
@@ -133,15 +134,18 @@ class HopProbe:
                 probe.pubs[context.sequence_id] = (probe.reads.get(id(session), 0.0), time.perf_counter())
             return real_publish(self, producer, entry, crc, context)
 
-        def start_round(self: Any) -> None:
+        def appended(self: Any, topic: Any) -> None:
             probe.starts.append(time.perf_counter())
-            real_start(self)
+            real_start(self, topic)
 
-        def sync_all(*args: Any, **kwargs: Any) -> Any:
-            got = time.perf_counter()
+        def begin_round(*args: Any, **kwargs: Any) -> Any:
+            probe._kernel.got = time.perf_counter()  # per commit thread: its round's finish follows
             probe._kernel.last = None
-            outcome = real_sync_all(*args, **kwargs)
-            probe.rounds.append((got, probe._kernel.last, time.perf_counter()))
+            return real_begin(*args, **kwargs)
+
+        def finish_round(*args: Any, **kwargs: Any) -> Any:
+            outcome = real_finish(*args, **kwargs)
+            probe.rounds.append((probe._kernel.got, probe._kernel.last, time.perf_counter()))
             return outcome
 
         def round_done(self: Any, *args: Any) -> None:
@@ -165,9 +169,10 @@ class HopProbe:
         transport.FramedProtocol.data_received = data_received
         transport.FramedProtocol.flush = flush
         persistent.PersistentTopic.publish = publish
-        commit.GroupCommitter._start_round = start_round
+        commit.GroupCommitter.appended = appended
         commit.GroupCommitter._round_done = round_done
-        commit._sync_all = sync_all
+        commit.begin_round = begin_round
+        commit.finish_round = finish_round
         producers.SendContext.completed = completed
 
     def sends(self) -> list[dict[str, Any]]:

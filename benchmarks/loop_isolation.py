@@ -251,7 +251,9 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
                                              "loop_cpu_ms": round(sum(s[3].get("MainThread", 0) for s in stalls), 1),
                                              "loop_waiting_for_cpu_ms":
                                                  round(sum(s[3].get("MainThread wait", 0) for s in stalls), 1)},
-                           "stalls": stalls[:10], "stall_stacks": seen["stall_stacks"][:8]}
+                           "stalls": stalls[:10], "stall_stacks": seen["stall_stacks"][:8],
+                           # how long the loop's dispatch runs, reads and round outcomes each ran
+                           "turns_ms": seen.get("turns_ms", {})}
         if "hop_sends" in seen:
             result["probe"]["hops"] = hop_breakdown(client_stamps, seen["hop_sends"])
     return result

@@ -19,6 +19,10 @@ wants the GIL waits before it forces the holder to drop it; Python's default is 
   is reported with where the loop was (a blocking call shows as the frame that made it), and with
   how late the watchdog itself woke (a late watchdog: the process was not running at all).
 
+- the loop's turns of a few kinds, each timed (``turns_ms``): a dispatcher's run (``dispatch``: a
+  catch-up's turn), a connection's ``data_received`` (``read``: the frames one read carried), a
+  commit round's outcome (``round_done``): the callbacks a probe send can queue behind;
+
 - the hops of each publish to topics named ``*/probe`` (benchmarks/hop_probe.py): when the loop read
   the SEND, decoded it, handed its commit round to the commit thread, the thread began it, the
   kernel returned its fdatasync, the thread held the GIL again, the loop ran the round's outcome,
@@ -84,6 +88,8 @@ class Probe:
         #: (stall length ms, the watchdog's own worst lateness ms, the stack seen most, CPU ms each
         #: thread used during the stall) per stall
         self.stalls: list[tuple[float, float, str, dict[str, float]]] = []
+        #: (loop) kind of callback -> how long each one ran, ms
+        self.turns: dict[str, list[float]] = {}
 
     def watch_stalls(self, loop_thread_id: int) -> None:
         """(watchdog thread) Sample the loop thread's stack while the loop is stalled, and note which
@@ -126,6 +132,29 @@ class Probe:
             self._gc_started = time.perf_counter()
         else:
             self.gc[info["generation"]].append((time.perf_counter() - self._gc_started) * 1000)
+
+    def timed_turn(self, kind: str, real: Any) -> Any:
+        """A loop callback (a method) that records how long each call ran under ``kind``."""
+        turns = self.turns.setdefault(kind, [])
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                turns.append((time.perf_counter() - started) * 1000)
+
+        return timed
+
+    def install_turns(self) -> None:
+        """Time the loop callbacks of :attr:`turns` (classes of the tree on sys.path)."""
+        from magnetar.broker.commit import GroupCommitter
+        from magnetar.broker.subscriptions.dispatchers.base import Dispatcher
+        from magnetar.net.transport import FramedProtocol
+
+        Dispatcher._run = self.timed_turn("dispatch", Dispatcher._run)
+        FramedProtocol.data_received = self.timed_turn("read", FramedProtocol.data_received)
+        GroupCommitter._round_done = self.timed_turn("round_done", GroupCommitter._round_done)
 
     def timed_fdatasync(self, real: Any) -> Any:
         """``os.fdatasync`` that records its duration."""
@@ -174,6 +203,9 @@ class Probe:
             stalls, self.stalls = self.stalls, []
             stacks, self.stall_stacks = self.stall_stacks, Counter()
         gcs, self.gc = self.gc, {0: [], 1: [], 2: []}
+        turns = {kind: percentiles(values) for kind, values in self.turns.items()}
+        for values in self.turns.values():
+            values.clear()
         cpu, self._cpu_started = time.process_time() - self._cpu_started, time.process_time()
         record = {
             "cpu_s": round(cpu, 3),
@@ -187,6 +219,7 @@ class Probe:
                                "over_2ms": sum(1 for x in loop_writes if x > 2)},
             "stalls": sorted(stalls, key=lambda stall: stall[0], reverse=True)[:200],  # the longest
             "stall_stacks": stacks.most_common(15),
+            "turns_ms": turns,
         }
         record.update(hop_record(self.hops.dump()))
         with open(self.out, "a") as f:
@@ -230,6 +263,7 @@ def install(probe: Probe) -> None:
     gc.callbacks.append(probe.on_gc)
     os.fdatasync = probe.timed_fdatasync(probe.hops.fdatasync(os.fdatasync))
     probe.hops.install()
+    probe.install_turns()
     os.writev = probe.timed_writev(os.writev)
     import uvloop
 

@@ -14,6 +14,7 @@ import asyncio
 import pytest
 
 from magnetar.broker.subscriptions.consumer import Consumer
+from magnetar.broker.subscriptions.dispatchers import base
 from magnetar.broker.subscriptions.dispatchers.base import Dispatcher
 from magnetar.broker.subscriptions.subscription import Subscription
 from magnetar.protocol.enums import SubType
@@ -42,6 +43,36 @@ def runs_until_idle(sub: Subscription) -> list[list[int]]:
     raise AssertionError("the dispatcher keeps rescheduling itself")
 
 
+def loop_runs_until_idle(sub: Subscription) -> list[list[int]]:
+    """As :func:`runs_until_idle`, each run started as the loop starts it (``_run``: its time bounded)."""
+    dispatcher = sub.dispatcher
+    assert dispatcher is not None
+    sent: list[list[int]] = []
+    before = 0
+    for _ in range(10_000):
+        if not dispatcher._scheduled:
+            return sent
+        dispatcher._run()
+        ids = [e for c in dispatcher.consumers for e in c.connection.sent]
+        sent.append(ids[before:])
+        before = len(ids)
+    raise AssertionError("the dispatcher keeps rescheduling itself")
+
+
+@pytest.fixture
+def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn of 1 s on a clock that moves 0.25 s each time it is read: the run reads it once as it
+    starts and once after each entry sent, so a run's fourth entry ends it."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.25
+        return now[0]
+
+    monkeypatch.setattr(base, "TURN_SECONDS", 1.0)
+    monkeypatch.setattr(Dispatcher, "clock", staticmethod(clock))
+
+
 @pytest.fixture
 def manual_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
     def schedule(self: Dispatcher) -> None:
@@ -63,6 +94,37 @@ def test_a_catch_up_goes_out_one_batch_per_turn(sub_type: SubType) -> None:
     assert max(sizes) == 100
     assert sum(sizes) == 1050
     assert len([s for s in sizes if s]) == 11  # 10 full turns and one of 50
+
+
+@pytest.mark.usefixtures("manual_schedule", "ticking_clock")
+@pytest.mark.parametrize("sub_type", [SubType.Exclusive, SubType.Shared, SubType.Key_Shared])
+def test_a_turn_stops_at_its_time(sub_type: SubType) -> None:
+    """A run the loop makes yields once it has held the loop for TURN_SECONDS, after the entry that
+    crossed it, however many entries its batch still has; what it read and did not send goes next."""
+    topic = CountingTopic([10] * 50)
+    topic.config.dispatch_batch_entries = 100
+    sub, (consumer,) = subscribe(topic, sub_type)
+    sub.flow(consumer, 50 * 10)
+    runs = loop_runs_until_idle(sub)
+    assert consumer.connection.sent == list(range(50))  # all of them, once each, in order
+    assert [len(r) for r in runs if r] == [4] * 12 + [2]
+    assert sub.dispatcher is not None and sub.dispatcher._turn_deadline == float("inf")
+
+
+@pytest.mark.usefixtures("manual_schedule", "ticking_clock")
+def test_redeliveries_stop_at_the_time_too() -> None:
+    topic = CountingTopic([1] * 30)
+    sub, (first,) = subscribe(topic, SubType.Key_Shared)
+    sub.flow(first, 30)
+    loop_runs_until_idle(sub)
+    assert first.connection.sent == list(range(30))
+    second = Consumer(type(first.connection)(), 9, "c9", sub, SubType.Key_Shared)
+    sub.add_consumer(second)
+    sub.remove_consumer(first)  # its 30 unacknowledged entries are replayed to the other consumer
+    sub.flow(second, 1000)
+    runs = loop_runs_until_idle(sub)
+    assert second.connection.sent == list(range(30))
+    assert [len(r) for r in runs if r] == [4] * 7 + [2]
 
 
 @pytest.mark.usefixtures("manual_schedule")

@@ -11,7 +11,11 @@ One run hands out at most one read batch (``dispatch_batch_entries`` entries, Pu
 ``dispatcherMaxReadSizeBytes``), then schedules itself again behind whatever else is ready on the
 loop, as Pulsar's dispatcher reads its next batch only after sending the previous one: a
 subscription catching up on a backlog holds the loop for one batch at a time, so other clients'
-publishes are served between its batches.
+publishes are served between its batches. A run also ends once it has held the loop for
+``TURN_SECONDS`` (after the entry that crossed it): entries cost 10-100 us each on the loop
+(metadata, selection, framing) depending on the machine's load, so a batch alone could hold it
+for 10 ms, and a publish that arrives meanwhile waits for the whole run twice (its SEND read,
+its receipt written).
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ log = logging.getLogger("magnetar.broker.dispatch")
 
 #: entries read by a dispatcher's first read, before it knows how many messages an entry holds
 _FIRST_READ = 8
+
+#: how long one run may hold the loop before it yields (checked after each entry sent): 1 ms,
+#: the broker's GIL switch interval, is what a publish waits at most behind a catch-up's run
+TURN_SECONDS = 0.001
 
 
 def entry_metadata(entry: Entry) -> MessageMetadata | None:
@@ -130,10 +138,15 @@ class DispatchedSubscription(Protocol):
 class Dispatcher:
     """Base dispatcher: owns the consumer list and the dispatch loop; subclasses select."""
 
+    #: the clock a run's ``TURN_SECONDS`` is measured on
+    clock = staticmethod(time.perf_counter)
+
     def __init__(self, subscription: DispatchedSubscription) -> None:
         self.subscription = subscription
         self.consumers: list[Consumer] = []
         self._scheduled = False
+        #: (clock) when the current run must yield the loop (a run the loop makes, :meth:`_run`)
+        self._turn_deadline = math.inf
         #: messages per entry of recent dispatches (as Pulsar's avgMessagesPerEntry): sizes reads;
         #: None until the first entries went out
         self.avg_messages_per_entry: float | None = None
@@ -190,6 +203,10 @@ class Dispatcher:
         config = self.subscription.topic.config
         return config.dispatch_batch_entries, config.dispatch_max_read_bytes
 
+    def turn_spent(self) -> bool:
+        """Whether the current run has held the loop for its ``TURN_SECONDS``."""
+        return self.clock() >= self._turn_deadline
+
     def _sampled(self, entries: int, messages: int) -> None:
         """Record that ``entries`` entries of ``messages`` messages went out."""
         if entries:
@@ -206,10 +223,13 @@ class Dispatcher:
 
     def _run(self) -> None:
         self._scheduled = False
+        self._turn_deadline = self.clock() + TURN_SECONDS
         try:
             self._dispatch()
         except Exception:  # a dispatch bug must not kill the loop; log it loudly
             log.exception("dispatch failed on %s/%s", self.subscription.topic.name, self.subscription.name)
+        finally:
+            self._turn_deadline = math.inf
 
     def _dispatch(self) -> None:
         try:
@@ -271,6 +291,9 @@ class Dispatcher:
                 sent_entries += 1
                 sent_messages += messages
                 bytes_left -= size
+                if self.turn_spent():
+                    budget = 0  # this turn's time is used: the rest goes next turn
+                    break
             self._sampled(sent_entries, sent_messages)
             if throttle is not None:
                 throttle.consume(sent_messages, bytes_before - bytes_left)

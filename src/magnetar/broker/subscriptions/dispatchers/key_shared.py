@@ -307,7 +307,7 @@ class KeySharedDispatcher(Dispatcher):
             redelivery.discard(eid)
             self._forget(eid)
             self._send(consumer, entry, messages)
-            budget -= 1
+            budget = 0 if self.turn_spent() else budget - 1
         return complete, budget
 
     def _read_new(self, blocked: set[int], budget: int) -> int:
@@ -346,6 +346,8 @@ class KeySharedDispatcher(Dispatcher):
                     self._unsent.add(eid)
                 else:
                     self._send(consumer, entry, messages)
+                    if self.turn_spent():
+                        budget = 0  # this turn's time is used: the rest goes next turn
                 if budget <= 0 or len(redelivery) >= limit or not self.has_capacity():
                     cursor.rewind_to(eid + 1)  # the entries after this one were read, not looked at
                     self._sampled(looked_at, seen_messages)

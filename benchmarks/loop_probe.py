@@ -21,7 +21,9 @@ wants the GIL waits before it forces the holder to drop it; Python's default is 
 
 - the loop's turns of a few kinds, each timed (``turns_ms``): a dispatcher's run (``dispatch``: a
   catch-up's turn), a connection's ``data_received`` (``read``: the frames one read carried), a
-  commit round's outcome (``round_done``): the callbacks a probe send can queue behind;
+  commit round's outcome (``round_done``): the callbacks a probe send can queue behind; each also
+  as the loop thread's CPU time it took (``<kind> cpu``: the wall time less the waits for a CPU,
+  for the GIL and on the disk, so a figure that does not move with the machine's load);
 
 - the hops of each publish to topics named ``*/probe`` (benchmarks/hop_probe.py): when the loop read
   the SEND, decoded it, handed its commit round to the commit thread, the thread began it, the
@@ -136,13 +138,15 @@ class Probe:
     def timed_turn(self, kind: str, real: Any) -> Any:
         """A loop callback (a method) that records how long each call ran under ``kind``."""
         turns = self.turns.setdefault(kind, [])
+        cpu = self.turns.setdefault(f"{kind} cpu", [])
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             try:
                 return real(*args, **kwargs)
             finally:
                 turns.append((time.perf_counter() - started) * 1000)
+                cpu.append((time.thread_time() - cpu_started) * 1000)
 
         return timed
 

@@ -11,6 +11,10 @@ also records, in the broker process:
   apart: a write to the page cache can wait for the file system's journal while an fsync commits
   it, and on the loop that wait holds every connection.
 
+``MAGNETAR_PROBE_FREEZE=1`` calls ``gc.freeze()`` at each dump (an experiment: what the next
+period's full collections cost when what was alive at its start is left out of them); each dump
+records how many objects the full collection would walk (``gc_objects``: generation 2, and frozen).
+
 ``MAGNETAR_PROBE_SWITCH_INTERVAL_MS`` sets the interpreter's switch interval (how long a thread that
 wants the GIL waits before it forces the holder to drop it; Python's default is 5 ms).
 
@@ -226,6 +230,9 @@ class Probe:
             "turns_ms": turns,
         }
         record.update(hop_record(self.hops.dump()))
+        record["gc_objects"] = {"gen2": len(gc.get_objects(generation=2)), "frozen": gc.get_freeze_count()}
+        if os.environ.get("MAGNETAR_PROBE_FREEZE") == "1":
+            gc.freeze()
         with open(self.out, "a") as f:
             f.write(json.dumps(record) + "\n")
         self.dump_ended = time.perf_counter()

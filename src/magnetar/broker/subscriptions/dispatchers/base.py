@@ -12,10 +12,9 @@ One run hands out at most one read batch (``dispatch_batch_entries`` entries, Pu
 loop, as Pulsar's dispatcher reads its next batch only after sending the previous one: a
 subscription catching up on a backlog holds the loop for one batch at a time, so other clients'
 publishes are served between its batches. A run also ends once it has held the loop for
-``TURN_SECONDS`` (after the entry that crossed it): entries cost 10-100 us each on the loop
-(metadata, selection, framing) depending on the machine's load, so a batch alone could hold it
-for 10 ms, and a publish that arrives meanwhile waits for the whole run twice (its SEND read,
-its receipt written).
+``TURN_SECONDS`` (after the entry that crossed it): an entry costs 13-40 us of the loop's CPU
+(metadata, selection, framing), so a batch held it up to 2.7 ms (benchmarks/PROFILES.md §43), and a
+publish that arrives meanwhile waits for the whole run twice (its SEND read, its receipt written).
 """
 
 from __future__ import annotations

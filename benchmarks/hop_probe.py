@@ -5,7 +5,9 @@ every process of the machine, so a client's own stamps line up with these):
 
 - ``read``: the connection's ``data_received`` that carried the SEND began (the loop read it);
 - ``pub``: the topic's ``publish`` was called (the SEND decoded);
-- ``start``: the topic's append was handed to the commit threads (``GroupCommitter.appended``);
+- ``start``: the last append handed to the commit threads (``GroupCommitter.appended``) before the
+  round that covered the send began (the pipelined committer takes every append made meanwhile in
+  one round): ``pub>start`` is the send's wait for the round before it, ``start>got`` the wake-up;
 - ``got``: a commit thread began the round that covered it (``begin_round``: its writes);
 - ``kernel``: the round's last fdatasync returned in the kernel, stamped in C before the thread
   asks for the GIL back (a small shim built with the system's C compiler; absent without one);

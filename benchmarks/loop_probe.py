@@ -84,6 +84,8 @@ class Probe:
         self._gc_cpu_started = 0.0
         #: per generation, the CPU time (of the thread that ran it) of each collection, ms
         self.gc_cpu: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        #: per generation, the objects each collection found unreachable (and freed)
+        self.gc_collected: dict[int, list[int]] = {0: [], 1: [], 2: []}
         self._cpu_started = time.process_time()
         self._lock = threading.Lock()
         #: when the ticker last woke (perf_counter), read by the stall watchdog
@@ -142,6 +144,7 @@ class Probe:
         else:
             self.gc[info["generation"]].append((time.perf_counter() - self._gc_started) * 1000)
             self.gc_cpu[info["generation"]].append((time.thread_time() - self._gc_cpu_started) * 1000)
+            self.gc_collected[info["generation"]].append(info["collected"])
 
     def timed_turn(self, kind: str, real: Any) -> Any:
         """A loop callback (a method) that records how long each call ran under ``kind``."""
@@ -216,6 +219,7 @@ class Probe:
             stacks, self.stall_stacks = self.stall_stacks, Counter()
         gcs, self.gc = self.gc, {0: [], 1: [], 2: []}
         gc_cpu, self.gc_cpu = self.gc_cpu, {0: [], 1: [], 2: []}
+        collected, self.gc_collected = self.gc_collected, {0: [], 1: [], 2: []}
         turns = {kind: percentiles(values) for kind, values in self.turns.items()}
         for values in self.turns.values():
             values.clear()
@@ -226,7 +230,8 @@ class Probe:
                             "over_5ms": sum(1 for x in lags if x > 5)},
             "gc_ms": {str(gen): {"count": len(v), "total": round(sum(v), 2), "max": round(max(v, default=0), 2),
                                  "over_2ms": sum(1 for x in v if x > 2),
-                                 "cpu_max": round(max(gc_cpu[gen], default=0), 2)} for gen, v in gcs.items()},
+                                 "cpu_max": round(max(gc_cpu[gen], default=0), 2),
+                                 "collected_max": max(collected[gen], default=0)} for gen, v in gcs.items()},
             "broker_fdatasync_ms": percentiles(fsyncs),
             "broker_writev_ms": {**percentiles(writes), "over_2ms": sum(1 for x in writes if x > 2)},
             "loop_writev_ms": {**percentiles(loop_writes),

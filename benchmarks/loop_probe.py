@@ -86,6 +86,9 @@ class Probe:
         self.gc_cpu: dict[int, list[float]] = {0: [], 1: [], 2: []}
         #: per generation, the objects each collection found unreachable (and freed)
         self.gc_collected: dict[int, list[int]] = {0: [], 1: [], 2: []}
+        #: with MAGNETAR_PROBE_GC_CENSUS=1: at each full collection's start, the objects it will walk
+        #: (not frozen) by type, the most numerous first (the census itself holds the loop for a while)
+        self.gc_census: list[dict[str, Any]] = []
         self._cpu_started = time.process_time()
         self._lock = threading.Lock()
         #: when the ticker last woke (perf_counter), read by the stall watchdog
@@ -140,6 +143,11 @@ class Probe:
     def on_gc(self, phase: str, info: dict[str, int]) -> None:
         """gc.callbacks hook: time each collection."""
         if phase == "start":
+            if info["generation"] == 2 and os.environ.get("MAGNETAR_PROBE_GC_CENSUS") == "1":
+                objects = gc.get_objects()
+                self.gc_census.append({"objects": len(objects),
+                                       "types": Counter(type(o).__qualname__ for o in objects).most_common(12)})
+                del objects
             self._gc_started, self._gc_cpu_started = time.perf_counter(), time.thread_time()
         else:
             self.gc[info["generation"]].append((time.perf_counter() - self._gc_started) * 1000)
@@ -220,6 +228,7 @@ class Probe:
         gcs, self.gc = self.gc, {0: [], 1: [], 2: []}
         gc_cpu, self.gc_cpu = self.gc_cpu, {0: [], 1: [], 2: []}
         collected, self.gc_collected = self.gc_collected, {0: [], 1: [], 2: []}
+        census, self.gc_census = self.gc_census, []
         turns = {kind: percentiles(values) for kind, values in self.turns.items()}
         for values in self.turns.values():
             values.clear()
@@ -239,6 +248,7 @@ class Probe:
             "stalls": sorted(stalls, key=lambda stall: stall[0], reverse=True)[:200],  # the longest
             "stall_stacks": stacks.most_common(15),
             "turns_ms": turns,
+            "gc_census": census,
         }
         record.update(hop_record(self.hops.dump()))
         record["gc_objects"] = {"gen2": len(gc.get_objects(generation=2)), "frozen": gc.get_freeze_count()}

@@ -145,8 +145,10 @@ class Probe:
         if phase == "start":
             if info["generation"] == 2 and os.environ.get("MAGNETAR_PROBE_GC_CENSUS") == "1":
                 objects = gc.get_objects()
+                fields = Counter(getattr(o, "name", "?") for o in objects if type(o).__qualname__ == "ModelField")
                 self.gc_census.append({"objects": len(objects),
-                                       "types": Counter(type(o).__qualname__ for o in objects).most_common(12)})
+                                       "types": Counter(type(o).__qualname__ for o in objects).most_common(12),
+                                       "model_fields": fields.most_common(15)})
                 del objects
             self._gc_started, self._gc_cpu_started = time.perf_counter(), time.thread_time()
         else:

@@ -246,6 +246,7 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
         result["probe"] = {"loop_lag_ms": seen["loop_lag_ms"], "gc_ms": seen["gc_ms"],
                            "gc_objects": seen.get("gc_objects", {}),
                            "gc_census": seen.get("gc_census", []),
+                           "route_builds": seen.get("route_builds", []),
                            "fdatasync_ms": seen["broker_fdatasync_ms"], "cpu_s": seen["cpu_s"],
                            # the loop's stalls (up to the 200 longest): how long, how much of it the loop
                            # thread ran (its own work) and how much it was runnable with no CPU free

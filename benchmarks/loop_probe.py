@@ -104,6 +104,8 @@ class Probe:
         self.stalls: list[tuple[float, float, str, dict[str, float]]] = []
         #: (loop) kind of callback -> how long each one ran, ms
         self.turns: dict[str, list[float]] = {}
+        #: the admin route groups built since the last dump, by name
+        self.route_builds: list[str] = []
 
     def watch_stalls(self, loop_thread_id: int) -> None:
         """(watchdog thread) Sample the loop thread's stack while the loop is stalled, and note which
@@ -180,6 +182,18 @@ class Probe:
         Dispatcher._run = self.timed_turn("dispatch", Dispatcher._run)
         FramedProtocol.data_received = self.timed_turn("read", FramedProtocol.data_received)
         GroupCommitter._round_done = self.timed_turn("round_done", GroupCommitter._round_done)
+        if os.environ.get("MAGNETAR_PROBE_GC_CENSUS") != "1":
+            return
+        # census mode only: importing the admin app at start changes what the start-up freeze keeps
+        from magnetar.admin.route_groups import RouteGroups
+
+        real_routers = RouteGroups._routers
+
+        def routers(groups: Any, name: str) -> Any:
+            self.route_builds.append(name)  # which admin route groups were built in the period
+            return real_routers(groups, name)
+
+        RouteGroups._routers = routers
 
     def timed_fdatasync(self, real: Any) -> Any:
         """``os.fdatasync`` that records its duration."""
@@ -231,6 +245,7 @@ class Probe:
         gc_cpu, self.gc_cpu = self.gc_cpu, {0: [], 1: [], 2: []}
         collected, self.gc_collected = self.gc_collected, {0: [], 1: [], 2: []}
         census, self.gc_census = self.gc_census, []
+        builds, self.route_builds = self.route_builds, []
         turns = {kind: percentiles(values) for kind, values in self.turns.items()}
         for values in self.turns.values():
             values.clear()
@@ -251,6 +266,7 @@ class Probe:
             "stall_stacks": stacks.most_common(15),
             "turns_ms": turns,
             "gc_census": census,
+            "route_builds": builds,
         }
         record.update(hop_record(self.hops.dump()))
         record["gc_objects"] = {"gen2": len(gc.get_objects(generation=2)), "frozen": gc.get_freeze_count()}

@@ -214,3 +214,46 @@ def test_a_round_of_several_topics_is_written_during_the_fdatasync_before_and_en
         committer.close()
 
     asyncio.run(run())
+
+
+def test_two_failures_in_flight_are_reported_once_and_a_publish_after_the_recovery_is_confirmed(tmp_path: Path) -> None:
+    """Round k's fdatasync and round k+1's write fail while both are in flight: both fence the ledger
+    before either is reported. The first report fails every publish waiting and recovers; a publish
+    made before the second report reaches the loop must not be failed by it (its entry is stored by
+    the next round and readable: its client would count a stored message as failed)."""
+
+    async def run() -> None:
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
+        harness, layer = _gated_topic(tmp_path, committer)
+        topic, ledger = harness.topic, harness.topic.ledger
+        producer = harness.producer("p")
+        failed_reports: list[str] = []
+        on_sync_failed = topic.on_sync_failed
+
+        def publish_after_the_first_report(error: BaseException) -> None:
+            failed_reports.append(str(error))
+            on_sync_failed(error)
+            if len(failed_reports) == 1:  # a SEND read between the two reports
+                harness.publish(producer, 2)
+
+        topic.on_sync_failed = publish_after_the_first_report  # type: ignore[method-assign]
+        layer.gate.clear()
+        harness.publish(producer, 0)  # round k: written, held in its fdatasync
+        await _until(lambda: layer.count("sync begin") == 1)
+        layer.inject("datasync", errno.EIO, times=1)  # k's fdatasync fails once the gate opens
+        layer.inject("write", errno.EIO, times=1)  # k+1's write fails now
+        harness.publish(producer, 1)
+        await _until(lambda: ledger.fenced)
+        layer.gate.set()
+        await _until(lambda: len(harness.log) == 3)
+        await asyncio.wait_for(committer.drain(), 5)
+        assert len(failed_reports) == 1  # the second failure was reported by the first report
+        assert harness.log == [("error", 0, ServerError.PersistenceError), ("error", 1, ServerError.PersistenceError),
+                               ("receipt", 2, 11, 0)]
+        assert topic.last_readable_id == 0 and ledger.last_entry_id == 0 and not ledger.fenced
+        committer.close()
+        ledger.close()
+
+    asyncio.run(run())
+    with ManagedLedger.open(tmp_path / "gated", 11) as reopened:
+        assert reopened.last_entry_id == 0

@@ -19,7 +19,9 @@ once, as before (the other one sleeps on). Invariant: an entry is confirmed only
 after its write returned (the round that wrote it runs it), rounds end in order, and a failed
 fdatasync fails its round and every later round of that ledger (``ManagedLedger.end_sync``: the
 later ones end with ``SyncSupersededError``, which the committer passes over, since the failed
-round's report already failed every publish still waiting; see storage/ledger_sync.py).
+round's report already failed every publish still waiting; see storage/ledger_sync.py). Two
+failures in flight at once (round k's fdatasync, round k+1's write) are reported once: the second
+finds the ledger recovered by the first report and is passed over (``commit_rounds.report``).
 
 With several topics, a round writes every ledger first, then runs their fdatasyncs at once (its
 thread and up to ``SYNC_CONCURRENCY - 1`` pool threads, each taking the next ledger not taken), and
@@ -34,7 +36,6 @@ the loop's next iteration, within ``completion_scope`` (the service passes net's
 from __future__ import annotations
 
 import asyncio
-import logging
 import queue
 import threading
 import time
@@ -48,12 +49,10 @@ from magnetar.broker.commit_rounds import (
     SyncTurn,
     begin_round,
     finish_round,
+    report,
 )
-from magnetar.storage.ledger_sync import SyncSupersededError
 
 __all__ = ["SYNC_CONCURRENCY", "CommittedTopic", "GroupCommitter"]
-
-log = logging.getLogger("magnetar.broker.commit")
 
 #: commit threads with fsync "always": one writes round k+1 while the other's round k fdatasyncs
 PIPELINE_THREADS = 2
@@ -162,13 +161,7 @@ class GroupCommitter:
         if oldest is not None and callable(self.on_append_latency):
             self.on_append_latency(time.monotonic() - oldest)
         for topic, outcome in zip(topics, results, strict=True):
-            if topic.closed or isinstance(outcome, SyncSupersededError):
-                continue  # superseded: the round that failed reported it, failing every publish waiting
-            if isinstance(outcome, BaseException):
-                log.error("sync of %s failed: %s", topic.name, outcome)
-                topic.on_sync_failed(outcome)
-                continue
-            topic.on_durable(outcome)
+            report(topic, outcome)
         self._progress.set()
 
     async def drain(self) -> None:

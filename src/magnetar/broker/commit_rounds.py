@@ -3,17 +3,23 @@
 :class:`RoundHandoff` holds the topics the loop appended to until a commit thread takes them as a
 round; :class:`SyncTurn` lets rounds run their fdatasyncs and end one after the other, in the order
 they were taken. :func:`begin_round` writes a round (each ledger's ``begin_sync``, or ``flush``
-without fsync), :func:`finish_round` runs its fdatasyncs and ends each ledger's sync.
+without fsync), :func:`finish_round` runs its fdatasyncs and ends each ledger's sync, and
+:func:`report` tells each topic the outcome, on the loop.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
+
+from magnetar.storage.ledger_sync import LedgerFencedError, SyncSupersededError
+
+log = logging.getLogger("magnetar.broker.commit")
 
 
 class LedgerSyncRun(Protocol):
@@ -225,3 +231,24 @@ def _fdatasync_at_once(pendings: list[LedgerSyncRun], pool: ThreadPoolExecutor, 
 def _run_taken(pendings: Iterator[LedgerSyncRun]) -> None:
     for pending in pendings:
         pending.run()
+
+
+def report(topic: CommittedTopic, outcome: int | BaseException) -> None:
+    """(loop) Tell ``topic`` how its ledger's sync in a round ended: durable up to an entry id, or failed.
+
+    Passed over: a closed topic (it failed what it had waiting as it closed), a sync superseded by an
+    earlier failure (whose report failed every publish waiting), and a failure of a fencing the topic
+    already recovered from (two failures in flight fenced the ledger at once, the first report failed
+    the publishes and recovered it): failing now would fail publishes made since, whose entries a later
+    sync makes durable and readable.
+    """
+    if topic.closed or isinstance(outcome, SyncSupersededError):
+        return
+    if isinstance(outcome, BaseException):
+        if isinstance(outcome, LedgerFencedError) and outcome.recovered:
+            log.warning("sync of %s failed, reported before: %s", topic.name, outcome)
+            return
+        log.error("sync of %s failed: %s", topic.name, outcome)
+        topic.on_sync_failed(outcome)
+        return
+    topic.on_durable(outcome)

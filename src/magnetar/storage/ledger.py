@@ -316,9 +316,10 @@ class ManagedLedger:
             self._fenced = exc
             if what == _SYNC_OF:
                 self._syncs.epoch += 1
+            period = self._syncs.fence_period()
         storage_health.write_failed(f"{what} ledger {self._ledger_id}", exc)
         storage_health.ledger_fenced()
-        return LedgerFencedError(f"{what} ledger {self._ledger_id} failed: {exc}")
+        return LedgerFencedError(f"{what} ledger {self._ledger_id} failed: {exc}", period)
 
     @property
     def sync_needed(self) -> bool:
@@ -387,9 +388,9 @@ class ManagedLedger:
         try:
             if pending.epoch != self._syncs.epoch:
                 raise SyncSupersededError(f"ledger {self._ledger_id}: an earlier sync failed, nothing confirmed")
-            if isinstance(error, OSError):
-                raise self._fence(_SYNC_OF, error) from error
-            raise error  # type: ignore[misc]
+            # any failure fences, not only an OSError: the publishes waiting are failed, so no later
+            # sync may confirm their entries
+            raise self._fence(_SYNC_OF, error) from error  # type: ignore[arg-type]
         finally:
             with self._lock:
                 self._syncs.ended(pending)
@@ -420,6 +421,7 @@ class ManagedLedger:
                 self._chain.written = min(self._chain.written, keep - 1)
                 self._unsynced.clear()
                 self._fenced = None
+                self._syncs.recovered()  # a report of the fencing still on its way is passed over
             log.warning("ledger %d recovered: entries from %d on were not durable and were dropped", self._ledger_id, keep)
             return keep - 1
 

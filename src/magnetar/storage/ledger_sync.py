@@ -15,7 +15,12 @@ while this one's fdatasync runs (the committer's pipelined rounds). What keeps t
   reported, so the report of the failed sync (its LedgerFencedError) already covers them;
 - a failed write fences the ledger without a new epoch (the syncs begun before it wrote whole
   records and may end well), and ``recover`` waits for every begun sync to end before it cuts the
-  ledger back to what is durable.
+  ledger back to what is durable;
+- two failures can fence the ledger before either is reported (round k's fdatasync and round k+1's
+  write, both in flight): each raises a :class:`LedgerFencedError` of the same :class:`FencePeriod`,
+  which ``recover`` ends. The first report fails every publish waiting and recovers; the second is
+  then :attr:`LedgerFencedError.recovered` and must be passed over, or it would fail publishes made
+  after the recovery, whose entries a later sync makes durable.
 """
 
 from __future__ import annotations
@@ -27,11 +32,32 @@ from pathlib import Path
 from magnetar.storage.files import FileLayer
 from magnetar.storage.segment import StorageError
 
-__all__ = ["LedgerFencedError", "LedgerSync", "SyncOrder", "SyncSupersededError"]
+__all__ = ["FencePeriod", "LedgerFencedError", "LedgerSync", "SyncOrder", "SyncSupersededError"]
+
+
+class FencePeriod:
+    """The time a ledger stays fenced, from its first failure to the :meth:`ManagedLedger.recover` that
+    ends it; every failure in it raises a LedgerFencedError naming it."""
+
+    __slots__ = ("recovered",)
+
+    def __init__(self) -> None:
+        #: set by the recovery that ended the period
+        self.recovered = False
 
 
 class LedgerFencedError(StorageError):
     """A sync of the ledger failed: it accepts no appends until :meth:`ManagedLedger.recover`."""
+
+    def __init__(self, message: str, period: FencePeriod | None = None) -> None:
+        super().__init__(message)
+        self._period = period
+
+    @property
+    def recovered(self) -> bool:
+        """Whether the ledger was recovered since this failure fenced it: an earlier report of the same
+        fencing failed every publish it concerns, and this one must not fail later ones."""
+        return self._period is not None and self._period.recovered
 
 
 class SyncSupersededError(LedgerFencedError):
@@ -89,6 +115,20 @@ class SyncOrder:
         self._waiting = 0
         #: bumped by each failed fdatasync: a sync of an older epoch confirms nothing
         self.epoch = 0
+        #: the fencing under way (None: the ledger is not fenced)
+        self._period: FencePeriod | None = None
+
+    def fence_period(self) -> FencePeriod:
+        """(holding the lock) The ledger is fenced by a failure: the fencing under way, begun now if none is."""
+        if self._period is None:
+            self._period = FencePeriod()
+        return self._period
+
+    def recovered(self) -> None:
+        """(holding the lock) The ledger was recovered: the fencing under way ended."""
+        if self._period is not None:
+            self._period.recovered = True
+            self._period = None
 
     def began(self, sync: LedgerSync) -> None:
         """(holding the lock) ``sync`` was begun, after every sync already in."""

@@ -313,7 +313,10 @@ class BrokerService(TopicDirectory):
             raise BrokerError(ServerError.NotAllowedError, f"{topic_name} is non-persistent: it cannot be terminated")
         assert self.metadata is not None
         self.metadata.put_kv(terminated_key(topic.name), b"1")
-        return topic.terminate()
+        ended: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+        # once the publishes accepted before it completed (or failed)
+        topic.terminate(lambda ledger_id, entry_id: ended.done() or ended.set_result((ledger_id, entry_id)))
+        return await ended
 
     def topic_loaded(self, topic: Topic) -> None:
         """A topic was loaded: its replicators start (when its replication policy names other clusters)."""
@@ -514,7 +517,7 @@ class BrokerService(TopicDirectory):
             if topic is not None:
                 topic.closed = True
             if stored is not None:
-                stored.ledger.delete()
+                stored.delete_ledger()
             elif ledger_id is not None:
                 # stored but not loaded (e.g. since a restart): its segment files are on disk all the same
                 self.reap(partial(_remove_tree, self.config.data_dir / "ledgers" / str(ledger_id)))

@@ -98,7 +98,9 @@ def test_a_terminated_topic_refuses_the_publish_at_once(harness: TopicHarness) -
     harness.topic.add_producer(producer)
     harness.publish(producer, 0)
     harness.make_durable()
-    assert harness.topic.terminate() == (LEDGER_ID, 0)
+    ended: list[tuple[int, int]] = []
+    harness.topic.terminate(lambda *last: ended.append(last))
+    assert ended == [(LEDGER_ID, 0)]
     assert harness.session.calls == [("closed", producer.producer_id)] and producer.closed
     assert not harness.publish(producer, 1)
     assert harness.log[-1] == ("error", 1, ServerError.TopicTerminatedError)

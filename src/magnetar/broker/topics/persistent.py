@@ -7,6 +7,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from magnetar.broker.errors import BrokerError
@@ -21,6 +22,7 @@ from magnetar.storage import (
     CursorState,
     Entry,
     EntryNotFoundError,
+    LedgerFencedError,
     ManagedCursor,
     ManagedLedger,
     StorageError,
@@ -94,25 +96,35 @@ class _MarkerContext:
         self._failed(message)
 
 
-class _RefusedContext:
-    """A publish whose append found no space while earlier ones still waited for their round: it
-    is refused in order, once they completed (a duplicate's path) or failed."""
+class _InTurn:
+    """What waits its turn in ``_receipts`` behind the publishes appended before it: a refusal of a
+    publish made while they still wait for their round, and what goes with it (the producers closed
+    for want of space, a termination ended). The official clients must get the receipts first: they
+    close the connection on a SEND_ERROR (C++, and Java but for a few codes: the receipts behind it are
+    lost, and the entries resent and stored twice), and fail everything pending once a closed producer
+    is refused (the CI failure of c85a765: stored, dispatched entries counted as failed)."""
 
-    __slots__ = ("_context", "_guard", "_error")
+    __slots__ = ("_then", "_context", "_code", "_message")
 
-    def __init__(self, context: PublishContext, guard: NoSpaceGuard, error: StorageError) -> None:
+    def __init__(
+        self, then: Callable[[], None] | None, context: PublishContext | None = None,
+        code: ServerError = ServerError.PersistenceError, message: str = "",
+    ) -> None:
+        self._then = then
         self._context = context
-        self._guard = guard
-        self._error = error
+        self._code = code
+        self._message = message
 
     def duplicate(self) -> None:
-        """Every publish before it completed: close the producers, then fail it (no SEND_ERROR)."""
-        self._guard.enter(self._error)
-        self._context.failed(ServerError.PersistenceError, f"storage failure: {self._error}")
+        """Every publish before it completed (a duplicate's path: no receipt of its own)."""
+        self.failed(self._code, self._message)
 
     def failed(self, code: ServerError, message: str) -> None:
-        """The round before it failed: it fails with the rest."""
-        self._context.failed(code, message)
+        """Its turn came (the round before failed, or completed): act, then refuse the publish."""
+        if self._then is not None:
+            self._then()
+        if self._context is not None:
+            self._context.failed(self._code, self._message)
 
 
 class PersistentTopic(Topic):
@@ -168,6 +180,8 @@ class PersistentTopic(Topic):
         self.quota_blocked: str | None = None
         #: per producer, the highest sequence id whose entry is durable (what snapshots persist)
         self.durable_sequence_ids: dict[str, int] = {}
+        #: terminated, waiting for the publishes accepted before to complete (``terminated`` then)
+        self._terminating = False
 
     def apply_policies(self, policies: TopicPolicies) -> None:
         """Take newly resolved policies (deduplication among them); they apply at once."""
@@ -196,8 +210,8 @@ class PersistentTopic(Topic):
         one stored for its producer name is not stored; its context completes as a duplicate
         (the receipt carries message id -1:-1), after everything before it.
         """
-        if self.terminated:
-            context.failed(ServerError.TopicTerminatedError, f"topic {self.name} was terminated")
+        if self.terminated or self._terminating:
+            self._refuse(context, None, ServerError.TopicTerminatedError, f"topic {self.name} was terminated")
             return False
         if self.ledger.fenced and not self._receipts:
             self._recover_ledger()
@@ -220,16 +234,12 @@ class PersistentTopic(Topic):
         try:
             entry_id = self.ledger.append(entry, crc)
         except StorageError as exc:
-            if not is_disk_full(exc):
-                raise
-            if self._receipts:
-                # after the publishes still waiting for their round: closing the producers now would
-                # fail, at the client, entries whose round may yet make them durable and readable
-                refused = _RefusedContext(context, self.no_space, exc)
-                self._receipts.append((refused, "", self.ledger.last_entry_id, True))  # type: ignore[arg-type]
-            else:
-                self.no_space.enter(exc)
-                context.failed(ServerError.PersistenceError, f"storage failure: {exc}")
+            full = is_disk_full(exc)
+            if not full and not (self._receipts and isinstance(exc, LedgerFencedError)):
+                raise  # nothing waits: the session answers at once
+            # the producers closed for want of space only after the publishes waiting completed
+            then = partial(self.no_space.enter, exc) if full else None
+            self._refuse(context, then, ServerError.PersistenceError, f"storage failure: {exc}")
             return False
         if self.dedup_enabled and _is_partial_chunk(entry):
             name = ""  # its sequence id is recorded with the message's last chunk
@@ -248,18 +258,41 @@ class PersistentTopic(Topic):
         """What PRODUCER_SUCCESS reports: the producer's last stored sequence id under dedup, else -1."""
         return self.last_sequence_ids.get(producer_name, -1) if self.dedup_enabled else -1
 
-    def terminate(self) -> tuple[int, int]:
-        """Accept no more messages; returns (ledger id, entry id) of the last one.
+    def _refuse(self, context: PublishContext, then: Callable[[], None] | None, code: ServerError, message: str) -> None:
+        """Refuse a publish (and run ``then`` first) once the publishes before it completed: at once
+        when none waits, else in its turn (:class:`_InTurn`)."""
+        if self._receipts:
+            refusal = _InTurn(then, context, code, message)
+            self._receipts.append((refusal, "", self.ledger.last_entry_id, True))  # type: ignore[arg-type]
+            return
+        if then is not None:
+            then()
+        context.failed(code, message)
 
-        Subscriptions that acknowledged everything tell their consumers at once that they reached
-        the end of the topic; the others when they have (REACHED_END_OF_TOPIC, as Pulsar).
+    def terminate(self, done: Callable[[int, int], None]) -> None:
+        """Accept no more messages; ``done`` gets (ledger id, entry id) of the last one.
+
+        Publishes accepted before complete first (as Pulsar's terminate waits for the ledger's close):
+        then the producers are closed, subscriptions that acknowledged everything tell their consumers
+        that they reached the end of the topic, the others when they have (REACHED_END_OF_TOPIC).
+        Publishes made meanwhile are refused with TopicTerminatedError after them.
         """
+        self._terminating = True
+        if not self._receipts:
+            self._terminated(self.ledger.last_entry_id, done)
+            return
+        last = self.ledger.last_entry_id
+        # the round failed: its entries were cut, the topic ends at what is durable
+        ended = _MarkerContext(lambda: self._terminated(last, done), lambda _why: self._terminated(self.durable_id, done))
+        self._receipts.append((ended, "", last, True))  # type: ignore[arg-type]
+
+    def _terminated(self, last_entry_id: int, done: Callable[[int, int], None]) -> None:
         self.terminated = True
         for producer in list(self.producers.values()):
             producer.close_by_broker()
         for sub in self.subscriptions.values():
             sub.check_end_of_topic()
-        return self.ledger_id, self.ledger.last_entry_id
+        done(self.ledger_id, last_entry_id)
 
     def restore_sequence_ids(self, snapshot: dict[str, int], snapshot_entry_id: int) -> None:
         """Rebuild deduplication state: a persisted snapshot plus the entries appended after it."""
@@ -508,10 +541,26 @@ class PersistentTopic(Topic):
     def close(self) -> None:
         """Close the ledger (the service persists cursors first)."""
         self.closed = True
+        self._abandon_receipts()
         self.no_space.close()
         self.ledger.close()
         if self.compacted is not None:
             self.compacted.close()
+
+    def delete_ledger(self) -> None:
+        """The topic is deleted (its producers closed by the service): delete its ledger."""
+        self.closed = True
+        self._abandon_receipts()
+        self.no_space.close()
+        self.ledger.delete()
+
+    def _abandon_receipts(self) -> None:
+        """The publishes still waiting as the topic closes fail (the committer reports nothing to a
+        closed topic): their producers are closed, so no SEND_ERROR goes out, but the backpressure
+        bytes their connections hold are released."""
+        while self._receipts:
+            context = self._receipts.popleft()[0]
+            context.failed(ServerError.ServiceNotReady, f"topic {self.name} was closed")
 
     def stats_storage_size(self) -> int:
         """Bytes of segment files this topic holds."""

@@ -21,6 +21,7 @@ from magnetar.broker.transactions import TxnId
 from magnetar.protocol.enums import MarkerType
 from magnetar.protocol.framing import ProtocolError, encode_entry, parse_entry_metadata, split_entry
 from magnetar.protocol.schema import MessageMetadata
+from magnetar.storage import StorageError
 
 #: entries read at once when the ledger is replayed on load
 _SCAN_CHUNK = 1000
@@ -207,9 +208,13 @@ class TransactionBuffer:
             waiting.append(done)
             return
         self._ending[txn] = [done]
-        entry_id = self.topic.append_marker(
-            marker_entry(txn, commit), lambda: self._marker_durable(txn, commit), lambda why: self._marker_failed(txn, why)
-        )
+        try:
+            entry_id = self.topic.append_marker(
+                marker_entry(txn, commit), lambda: self._marker_durable(txn, commit), lambda why: self._marker_failed(txn, why)
+            )
+        except StorageError as exc:  # not appended (a fenced ledger, no space): the next END_TXN tries again
+            self._marker_failed(txn, str(exc))
+            return
         self.hidden_ids.add(entry_id)
 
     def _marker_failed(self, txn: TxnId, why: str) -> None:

@@ -59,7 +59,7 @@ class TransactionLog:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         if self.ledger.fenced:
             try:
-                self.ledger.recover()
+                self._recover()
             except StorageError as exc:
                 future.set_exception(exc)
                 return future
@@ -74,11 +74,21 @@ class TransactionLog:
         it, which the caller allows (coordinator.py says which records and why)."""
         if self.ledger.fenced:
             try:
-                self.ledger.recover()
+                self._recover()
             except StorageError as exc:
                 log.warning("transaction log %s: a record was not written: %s", self.name, exc)
                 return
         self.ledger.append(json.dumps(record, separators=(",", ":")).encode())
+
+    def _recover(self) -> None:
+        """Recover the fenced ledger before the failure's report: the appends it cut fail now (the report,
+        once it comes, finds the ledger recovered and is passed over: commit_rounds.report)."""
+        kept = self.ledger.recover()
+        cut = [future for entry_id, future in self._waiting if entry_id > kept]
+        self._waiting = deque(item for item in self._waiting if item[0] <= kept)
+        for future in cut:
+            if not future.done():
+                future.set_exception(StorageError(f"transaction log {self.name}: a sync failed, the record was not kept"))
 
     def on_durable(self, last_durable_id: int) -> None:
         """Entries up to ``last_durable_id`` are durable: complete their appends."""

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from magnetar.broker.commit_rounds import report
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.session.producers import SendContext
 from magnetar.broker.topics.persistent import PersistentTopic
@@ -82,7 +83,14 @@ class Setup:
 
     def round(self) -> None:
         """A whole commit round of the topic, reported."""
-        self.topic.on_durable(self.ledger.sync())
+        report(self.topic, self.ledger.sync())
+
+    def failed_round(self) -> None:
+        """A commit round of the topic whose fdatasync fails (EIO), reported."""
+        self.files.inject("datasync", errno.EIO, times=1)
+        with pytest.raises(LedgerFencedError) as failed:
+            self.ledger.sync()
+        report(self.topic, failed.value)
 
 
 def test_a_termination_completes_the_publishes_before_it_then_closes_the_producers(tmp_path: Path) -> None:
@@ -110,10 +118,11 @@ def test_a_termination_whose_round_fails_ends_at_what_is_durable(tmp_path: Path)
     assert setup.publish(1)
     ended: list[tuple[int, int]] = []
     setup.topic.terminate(lambda *last: ended.append(last))
-    setup.topic.on_sync_failed(LedgerFencedError("sync of ledger 11 failed: EIO"))
+    setup.failed_round()
     assert setup.wire.frames == [("receipt", 0, 0), ("send_error", 1, ServerError.PersistenceError),
                                  ("close_producer", 1)]
     assert ended == [(LEDGER_ID, 0)] and setup.topic.terminated and setup.wire.pending_bytes == 0
+    assert setup.ledger.last_entry_id == 0 and not setup.ledger.fenced
     setup.ledger.close()
 
 
@@ -178,4 +187,29 @@ def test_a_transaction_marker_refused_by_a_fenced_ledger_fails_the_end_and_the_n
     setup.round()
     assert answers[1:] == [None] and buffer.ended == {(0, 1): True}
     assert setup.ledger.last_entry_id == 0 and buffer.hidden(0)  # the marker, where entry 0 was cut
+    setup.ledger.close()
+
+
+def test_an_entry_that_takes_the_place_of_a_lost_marker_or_transaction_message_is_delivered(tmp_path: Path) -> None:
+    """A round that held a transaction's marker and another transaction's message fails: after the
+    recovery the next appends get their entry ids. A plain message stored there, with its receipt,
+    must not be hidden as the lost marker was, nor held back (then hidden at the abort) as the lost
+    message of the open transaction."""
+    setup = Setup(tmp_path)
+    buffer = setup.topic.txn_buffer = TransactionBuffer(setup.topic)
+    assert setup.publish(0)
+    setup.round()
+    answers: list[str | None] = []
+    buffer.end((0, 1), True, answers.append)  # its marker: entry 1
+    assert setup.publish(1)  # entry 2, a message of the open transaction (0, 2)
+    buffer.appended((0, 2), setup.ledger.last_entry_id)
+    setup.failed_round()
+    assert len(answers) == 1 and "Input/output error" in str(answers[0]) and setup.ledger.last_entry_id == 0
+    assert setup.publish(7) and setup.publish(8)  # entries 1 and 2 again
+    setup.round()
+    assert setup.wire.frames[-2:] == [("receipt", 7, 1), ("receipt", 8, 2)]
+    assert setup.topic.last_readable_id == 2 and not buffer.hidden(1) and not buffer.hidden(2)
+    buffer.end((0, 2), False, answers.append)  # the open transaction aborts: its lost message hid nothing
+    setup.round()
+    assert answers[1:] == [None] and not buffer.hidden(2) and buffer.hidden(3)
     setup.ledger.close()

@@ -385,10 +385,12 @@ class PersistentTopic(Topic):
         if not self.ledger.fenced:
             return True
         try:
-            self.ledger.recover()
+            kept = self.ledger.recover()
         except StorageError as exc:
             log.error("%s: the ledger stays fenced (retried at the next publish): %s", self.name, exc)
             return False
+        if self.txn_buffer is not None:
+            self.txn_buffer.forget_from(kept + 1)
         return True
 
     # -- reading -------------------------------------------------------------------------

@@ -246,6 +246,14 @@ class TransactionBuffer:
             "hidden": sorted(e for e in self.hidden_ids if e <= position),
         }
 
+    def forget_from(self, next_entry_id: int) -> None:
+        """A failed sync cut the entries from ``next_entry_id`` on (the ledger recovered): their ids
+        are given to the next appends, which must not inherit a lost marker's or message's place."""
+        self.hidden_ids = {e for e in self.hidden_ids if e < next_entry_id}
+        for txn, entries in self.ongoing.items():
+            if entries and entries[-1] >= next_entry_id:
+                self.ongoing[txn] = [e for e in entries if e < next_entry_id]
+
     def forget_before(self, first_entry_id: int) -> None:
         """Entries below ``first_entry_id`` were trimmed: stop tracking them."""
         if self.hidden_ids and min(self.hidden_ids) < first_entry_id:

@@ -9,6 +9,7 @@ once.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -23,7 +24,11 @@ from pathlib import Path
 import pulsar
 import pytest
 
-from magnetar.testing import BrokerProcess
+from magnetar.broker.config import BrokerConfig
+from magnetar.storage.files import FaultyFileLayer, use_file_layer
+from magnetar.storage.health import storage_health
+from magnetar.testing import BrokerProcess, BrokerThread
+from magnetar.testing.ports import free_port
 
 TOPIC = "persistent://public/default/disk-full"
 MESSAGE_BYTES = 40_000
@@ -293,3 +298,41 @@ def test_damaged_files_the_broker_starts_and_serves_what_is_intact(
     assert "skipping entry 4" in broker.log()
     _, metrics = _http(f"{broker.http_url}/metrics")
     assert "magnetar_storage_damaged_entries_skipped_total 1.0" in metrics
+
+
+def test_a_failed_fdatasync_under_a_pipelining_official_producer_stores_every_message_once(
+    tmp_path: Path, client_factory: Callable[[str], pulsar.Client]
+) -> None:
+    """An fdatasync of a ledger fails (EIO) while the official client has 100 sends in flight, without
+    deduplication: every send succeeds (the client resends what the failed round held once its producer,
+    closed by the broker, registered again) and the consumer receives every message exactly once (a
+    SEND_ERROR instead made the client close its connection, and the SENDs already on their way were
+    stored after the recovery with their receipts lost, then resent: stored twice)."""
+    layer = FaultyFileLayer()
+    storage_health.reset()
+    config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port())
+    with use_file_layer(layer), BrokerThread(config) as broker:
+        client = client_factory(broker.service_url)
+        topic = "persistent://public/default/eio-in-flight"
+        consumer = client.subscribe(topic, "all", initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(topic, batching_enabled=False, max_pending_messages=100,
+                                          block_if_queue_full=True, send_timeout_millis=30_000)
+        producer.send(b"first")  # the ledger's directory and first round are behind us
+        fault = layer.inject("datasync", errno.EIO, after=3, times=1, path_part="ledgers")
+        results: dict[int, pulsar.Result] = {}
+        for i in range(400):
+            producer.send_async(f"m-{i}".encode(), lambda res, _mid, i=i: results.__setitem__(i, res))
+        _wait_for(lambda: len(results) == 400, 30, "every send to complete")
+        assert fault.fired == 1
+        assert {i for i, res in results.items() if res != pulsar.Result.Ok} == set()
+        received = []
+        while True:
+            try:
+                msg = consumer.receive(timeout_millis=3000)
+            except pulsar.Timeout:
+                break
+            received.append(msg.data().decode())
+            consumer.acknowledge(msg)
+        assert received[0] == "first"
+        assert sorted(received[1:], key=lambda m: int(m[2:])) == [f"m-{i}" for i in range(400)]
+    storage_health.reset()

@@ -84,13 +84,17 @@ def test_a_sync_failing_for_want_of_space_closes_the_producers_and_refuses_them(
     storage_health.reset()
 
 
-def test_another_failure_keeps_publishers_and_answers_persistence_error(harness: TopicHarness) -> None:
+def test_another_failure_closes_the_producers_and_lets_them_register_again(harness: TopicHarness) -> None:
+    """As Pulsar's PersistentTopic.addFailed: the producers are closed (their publishes fail without a
+    SEND_ERROR, the clients resend them once registered again), and nothing refuses them."""
     producer = harness.producer("p")
     harness.topic.add_producer(producer)
     harness.publish(producer, 0)
     harness.topic.on_sync_failed(OSError(errno.EIO, "Input/output error"))
-    assert harness.session.calls == [] and not producer.closed and not harness.topic.no_space.active
-    assert harness.log == [("error", 0, ServerError.PersistenceError)]
+    assert harness.session.calls == [("closed", producer.producer_id)] and producer.closed
+    assert harness.log == [("error", 0, ServerError.PersistenceError)] and not harness.topic.no_space.active
+    again = harness.producer("p")
+    assert harness.topic.add_producer(again) and harness.topic.producers == {"p": again}
 
 
 def test_an_append_failing_for_want_of_space_fails_the_publish_and_closes_the_producers(tmp_path: Path) -> None:

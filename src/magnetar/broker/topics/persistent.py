@@ -362,13 +362,18 @@ class PersistentTopic(Topic):
         return entry_id
 
     def on_sync_failed(self, error: BaseException) -> None:
-        """A sync failed (the ledger fenced itself): every publish still waiting fails with a
-        PersistenceError, deduplication forgets the sequence ids of entries that were not durable,
-        and the ledger is reopened from what is durable, so a producer's resend is stored once and
-        nothing unconfirmed is ever dispatched. Without space, the producers are closed first (their
-        publishes fail without a SEND_ERROR, see no_space.py)."""
+        """A sync failed (the ledger fenced itself): the producers are closed first, as Pulsar's
+        ``PersistentTopic.addFailed`` disconnects them, so every publish still waiting fails without a
+        SEND_ERROR and the clients resend what they have pending once they re-registered (without space
+        their re-registration is refused, see no_space.py); deduplication forgets the sequence ids of
+        entries that were not durable, and the ledger is reopened from what is durable, so a resend is
+        stored once and nothing unconfirmed is ever dispatched. (A SEND_ERROR instead made the official
+        clients close the connection, and the SENDs already on their way were stored after the recovery
+        with their receipts lost: resent, stored twice without deduplication.)"""
         if is_disk_full(error):
             self.no_space.enter(error)
+        else:
+            self._close_producers()
         while self._receipts:
             context = self._receipts.popleft()[0]
             context.failed(ServerError.PersistenceError, f"storage failure: {error}")

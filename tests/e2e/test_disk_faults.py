@@ -300,39 +300,50 @@ def test_damaged_files_the_broker_starts_and_serves_what_is_intact(
     assert "magnetar_storage_damaged_entries_skipped_total 1.0" in metrics
 
 
-def test_a_failed_fdatasync_under_a_pipelining_official_producer_stores_every_message_once(
+def _receive_all(consumer: pulsar.Consumer) -> list[str]:
+    received = []
+    while True:
+        try:
+            msg = consumer.receive(timeout_millis=3000)
+        except pulsar.Timeout:
+            return received
+        received.append(msg.data().decode())
+        consumer.acknowledge(msg)
+
+
+def test_a_failed_fdatasync_under_pipelining_official_producers_stores_every_message_once(
     tmp_path: Path, client_factory: Callable[[str], pulsar.Client]
 ) -> None:
-    """An fdatasync of a ledger fails (EIO) while the official client has 100 sends in flight, without
-    deduplication: every send succeeds (the client resends what the failed round held once its producer,
-    closed by the broker, registered again) and the consumer receives every message exactly once (a
-    SEND_ERROR instead made the client close its connection, and the SENDs already on their way were
-    stored after the recovery with their receipts lost, then resent: stored twice)."""
+    """An fdatasync of topic a's ledger fails (EIO) while one official client has 100 sends in flight
+    to a and 100 to b, over one connection, without deduplication: every send succeeds (the client
+    resends what the failed round held once its producer, closed by the broker, registered again) and
+    each topic's consumer receives every message exactly once. Before: a's SEND_ERRORs made the client
+    close its connection, the SENDs already on their way to a were stored after the recovery with their
+    receipts lost, and resent (68-99 of 400 stored twice); and a SEND to a's closed producer answered
+    with a SEND_ERROR closed the connection too, losing b's receipts on their way (b's messages resent:
+    14 of 400 stored twice in one run of three)."""
     layer = FaultyFileLayer()
     storage_health.reset()
     config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port())
     with use_file_layer(layer), BrokerThread(config) as broker:
         client = client_factory(broker.service_url)
-        topic = "persistent://public/default/eio-in-flight"
-        consumer = client.subscribe(topic, "all", initial_position=pulsar.InitialPosition.Earliest)
-        producer = client.create_producer(topic, batching_enabled=False, max_pending_messages=100,
-                                          block_if_queue_full=True, send_timeout_millis=30_000)
-        producer.send(b"first")  # the ledger's directory and first round are behind us
-        fault = layer.inject("datasync", errno.EIO, after=3, times=1, path_part="ledgers")
-        results: dict[int, pulsar.Result] = {}
+        topics = ["persistent://public/default/eio-a", "persistent://public/default/eio-b"]
+        consumers = [client.subscribe(t, "all", initial_position=pulsar.InitialPosition.Earliest) for t in topics]
+        producers = [client.create_producer(t, batching_enabled=False, max_pending_messages=100,
+                                            block_if_queue_full=True, send_timeout_millis=30_000) for t in topics]
+        for producer in producers:
+            producer.send(b"first")  # the ledgers' directories and first rounds are behind us
+        a_directory = str(broker.server.service.topics[topics[0]].ledger.directory)
+        fault = layer.inject("datasync", errno.EIO, after=3, times=1, path_part=a_directory)
+        results: dict[tuple[int, int], pulsar.Result] = {}
         for i in range(400):
-            producer.send_async(f"m-{i}".encode(), lambda res, _mid, i=i: results.__setitem__(i, res))
-        _wait_for(lambda: len(results) == 400, 30, "every send to complete")
+            for t, producer in enumerate(producers):
+                producer.send_async(f"m-{i}".encode(), lambda res, _mid, key=(t, i): results.__setitem__(key, res))
+        _wait_for(lambda: len(results) == 800, 30, "every send to complete")
         assert fault.fired == 1
-        assert {i for i, res in results.items() if res != pulsar.Result.Ok} == set()
-        received = []
-        while True:
-            try:
-                msg = consumer.receive(timeout_millis=3000)
-            except pulsar.Timeout:
-                break
-            received.append(msg.data().decode())
-            consumer.acknowledge(msg)
-        assert received[0] == "first"
-        assert sorted(received[1:], key=lambda m: int(m[2:])) == [f"m-{i}" for i in range(400)]
+        assert {key for key, res in results.items() if res != pulsar.Result.Ok} == set()
+        for consumer in consumers:
+            received = _receive_all(consumer)
+            assert received[0] == "first"
+            assert sorted(received[1:], key=lambda m: int(m[2:])) == [f"m-{i}" for i in range(400)]
     storage_health.reset()

@@ -53,6 +53,8 @@ class SessionBase(FramedProtocol):
         self.client_version = ""
         self.protocol_version = 0
         self.producers: dict[int, Producer] = {}
+        #: ids of producers the broker closed (CLOSE_PRODUCER) that the client did not register again yet
+        self.closed_by_broker: set[int] = set()
         self.consumers: dict[int, Consumer[Subscription]] = {}
         #: bytes this connection appended that are not durable yet
         self.pending_publish_bytes = 0
@@ -217,6 +219,7 @@ class SessionBase(FramedProtocol):
     def producer_closed_by_broker(self, producer_id: int) -> None:
         """The broker detached a producer: forget it and tell the client."""
         self.producers.pop(producer_id, None)
+        self.closed_by_broker.add(producer_id)
         if not self.closed:
             self.send_command(commands.close_producer(producer_id, commands.BROKER_REQUEST_ID))
 

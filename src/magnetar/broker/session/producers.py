@@ -137,6 +137,7 @@ class ProducerCommands(DeferredCommands):
         producer.schema_version = schema_version
         ready = topic.add_producer(producer)
         self.producers[req.producer_id] = producer
+        self.closed_by_broker.discard(req.producer_id)
         if req.initial_subscription_name and name.persistent:
             # created with the producer (dead letter producers use it) so nothing is lost before a consumer comes
             topic.subscribe(req.initial_subscription_name, durable=True, initial_position=InitialPosition.Latest, start_message_id=None)
@@ -181,6 +182,11 @@ class ProducerCommands(DeferredCommands):
                  txn: tuple[int, int] | None, frame: Frame) -> None:
         producer = self.producers.get(producer_id)
         if producer is None or producer.closed:
+            if producer_id in self.closed_by_broker:
+                # sent before the client read our CLOSE_PRODUCER: dropped, as Pulsar's ServerCnx.handleSend drops
+                # a recently closed producer's SEND (the client resends it once registered again; a SEND_ERROR
+                # makes the C++ client close the connection, losing its other producers' receipts on the way)
+                return
             self.send_send_error(producer_id, sequence_id, ServerError.NotAllowedError, "producer is not open on this connection")
             return
         entry = frame.entry

@@ -232,10 +232,20 @@ class ProducerCommands(DeferredCommands):
     def _on_close_producer(self, command: BaseCommand, frame: Frame) -> None:
         req = command.close_producer
         self.cancel_pending(self.pending_producers, req.producer_id)
-        producer = self.producers.pop(req.producer_id, None)
-        if producer is not None:
+        producer = self.producers.get(req.producer_id)
+        if producer is None:
+            self.send_success(req.request_id)
+            return
+
+        def closed() -> None:
+            if self.producers.get(req.producer_id) is producer:
+                del self.producers[req.producer_id]
             producer.topic.remove_producer(producer)
-        self.send_success(req.request_id)
+            self.send_success(req.request_id)
+
+        # as Pulsar's Producer.close: once the receipts of its publishes went out (a receipt of a closed
+        # producer is not sent, and the Java client fails what is pending when the close is answered)
+        producer.topic.after_publishes(closed)
 
 
 def _encrypted(entry: bytes) -> bool:

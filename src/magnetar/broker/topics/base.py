@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from magnetar.broker.errors import BrokerError
@@ -181,6 +182,10 @@ class Topic(ABC):
         durable): the caller accounts its bytes as pending until then. Raises StorageError
         when the entry could not be appended (``context`` is then not completed).
         """
+
+    def after_publishes(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once every publish accepted so far completed (or failed): at once here."""
+        then()
 
     @abstractmethod
     def last_sequence_id(self, producer_name: str) -> int:

@@ -258,6 +258,14 @@ class PersistentTopic(Topic):
         """What PRODUCER_SUCCESS reports: the producer's last stored sequence id under dedup, else -1."""
         return self.last_sequence_ids.get(producer_name, -1) if self.dedup_enabled else -1
 
+    def after_publishes(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once every publish accepted so far completed (or failed), in turn with their
+        receipts (a producer's close is answered after them, as Pulsar's Producer.close)."""
+        if self._receipts:
+            self._receipts.append((_MarkerContext(then, lambda _why: then()), "", self.ledger.last_entry_id, True))  # type: ignore[arg-type]
+        else:
+            then()
+
     def _refuse(self, context: PublishContext, then: Callable[[], None] | None, code: ServerError, message: str) -> None:
         """Refuse a publish (and run ``then`` first) once the publishes before it completed: at once
         when none waits, else in its turn (:class:`_InTurn`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from magnetar.broker.replication.names import source_cluster
@@ -27,6 +28,9 @@ class ProducerTopic(Protocol):
 
     def remove_producer(self, producer: Producer) -> None:
         """Detach a producer."""
+
+    def after_publishes(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once every publish accepted so far completed (or failed)."""
 
 
 class Producer:

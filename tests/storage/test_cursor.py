@@ -462,7 +462,7 @@ def test_a_damaged_entry_is_skipped_and_acknowledged_never_served(tmp_path: Path
             break
         got.extend(entries)
     assert _ids(got) == [0, 1, 3, 4, 7]
-    assert all(e.data.startswith(b"m%03d" % e.entry_id) for e in got)
+    assert all(bytes(e.data).startswith(b"m%03d" % e.entry_id) for e in got)
     assert cursor.is_acked(2) and cursor.is_acked(5) and cursor.is_acked(6)
     assert storage_health.damaged_entries_skipped == 3
     assert _ids(cursor.read_ids([1, 2, 3])) == [1, 3], "redelivery skips damage too"

@@ -8,13 +8,41 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+#: an entry's bytes: ``bytes``, or a read-only view of the one buffer it was read or received in (a
+#: record read back from a segment file is a view of that read, not a copy)
+EntryData = bytes | memoryview
+
+#: a view is kept as an entry's bytes, not copied, only when it holds at least this many bytes ...
+VIEW_MIN_BYTES = 16 * 1024
+#: ... and its buffer holds at most this many bytes besides (what keeping the view pins for nothing)
+VIEW_MAX_SLACK = 1024
+
+
+def owned_entry(data: bytes | bytearray | memoryview) -> EntryData:
+    """``data`` as a ledger may keep it: ``bytes`` as they are; a read-only view of ``bytes`` as it is
+    when it is large and its buffer is little more than the entry (a received SEND joined from the
+    reads it spanned: the view pins that frame only, and a 100 KB copy is saved); anything else
+    copied into ``bytes`` (a small entry, a view of a larger read buffer or of mutable memory)."""
+    if data.__class__ is bytes:
+        return data  # type: ignore[return-value]
+    if (
+        data.__class__ is memoryview
+        and data.readonly  # type: ignore[union-attr]
+        and data.obj.__class__ is bytes  # type: ignore[union-attr]
+        and data.nbytes >= VIEW_MIN_BYTES  # type: ignore[union-attr]
+        and len(data.obj) - data.nbytes <= VIEW_MAX_SLACK  # type: ignore[union-attr, arg-type]
+        and data.c_contiguous  # type: ignore[union-attr]
+    ):
+        return data  # type: ignore[return-value]
+    return bytes(data)
+
 
 class Entry:
     """One stored entry: its id, its bytes and the CRC32C of those bytes."""
 
     __slots__ = ("entry_id", "data", "crc")
 
-    def __init__(self, entry_id: int, data: bytes, crc: int) -> None:
+    def __init__(self, entry_id: int, data: EntryData, crc: int) -> None:
         """Bundle an entry id with its data and checksum."""
         self.entry_id = entry_id
         self.data = data

@@ -11,7 +11,7 @@ from types import TracebackType
 
 from magnetar.checksum import crc32c
 from magnetar.storage.closing import Reaper, close_off_thread, wait_for_pending_close
-from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo
+from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo, owned_entry
 from magnetar.storage.entry_reader import EntryReader, decoding, decoding_each
 from magnetar.storage.files import FileLayer, default_file_layer
 from magnetar.storage.health import storage_health
@@ -218,7 +218,9 @@ class ManagedLedger:
         it (a failure fences the ledger), the next :meth:`sync` makes it durable.
 
         ``crc`` is the CRC32C of ``data`` when the caller already knows it (it is
-        trusted, not verified); it is computed otherwise.
+        trusted, not verified); it is computed otherwise. ``data`` is kept as
+        :func:`~magnetar.storage.entries.owned_entry` says (a large read-only view of a frame is
+        kept, not copied).
         """
         self._check_open()
         self._check_not_fenced()
@@ -226,7 +228,7 @@ class ManagedLedger:
             crc = crc32c(data)
         elif not 0 <= crc <= 0xFFFFFFFF:
             raise ValueError(f"crc {crc} is not an unsigned 32-bit value")
-        record = bytes(data)
+        record = owned_entry(data)
         size = len(record)
         if size > MAX_RECORD_BYTES:
             raise ValueError(f"entry of {size} bytes exceeds the {MAX_RECORD_BYTES} byte maximum")

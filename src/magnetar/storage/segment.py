@@ -271,7 +271,7 @@ class Segment:
         self._file_size = self._end
         return self._base + len(offsets) - 1
 
-    def write_records(self, fd: int, records: list[tuple[bytes, int]]) -> tuple[list[int], int]:
+    def write_records(self, fd: int, records: list[tuple[bytes | memoryview, int]]) -> tuple[list[int], int]:
         """Write queued records at the end of the file through ``fd`` (a duplicate of its descriptor,
         so that a close elsewhere cannot hand the number to another file: a segment trimmed or deleted
         meanwhile takes them in its unlinked file); returns (their offsets, the new end) for
@@ -331,8 +331,8 @@ class Segment:
         del offsets[keep:]
         self._end = self._file_size = cut
 
-    def read(self, entry_id: int) -> tuple[bytes, int]:
-        """Return ``(data, crc)`` of one entry, verifying its checksum."""
+    def read(self, entry_id: int) -> tuple[memoryview, int]:
+        """Return ``(data, crc)`` of one entry, verifying its checksum (data: a view of the record read)."""
         offsets = self._index()
         i = entry_id - self._base
         if not 0 <= i < len(offsets):
@@ -340,7 +340,7 @@ class Segment:
         start = offsets[i]
         end = self._record_end(i)
         buf = self._files.pread(self._open_fd(), end - start, start)
-        data, crc, _ = self._decode(buf, 0, entry_id)
+        data, crc, _ = self._decode(memoryview(buf), 0, entry_id)
         return data, crc
 
     def dup_for_read(self) -> int:
@@ -357,7 +357,7 @@ class Segment:
 
     def read_many(
         self, first: int, last: int, max_bytes: int | None = None, *, at_least_one: bool = True
-    ) -> list[tuple[bytes, int]]:
+    ) -> list[tuple[memoryview, int]]:
         """Return ``(data, crc)`` for entries ``first..last`` (inclusive) with one pread.
 
         With ``max_bytes``, only the longest prefix whose data sizes sum to at most
@@ -395,13 +395,16 @@ class Segment:
         start = offsets[i]
         return self._files.pread(self._open_fd() if fd is None else fd, self._record_end(j) - start, start), j - i + 1
 
-    def decode_span(self, buf: bytes, first: int, count: int) -> list[tuple[bytes, int]]:
+    def decode_span(self, buf: bytes, first: int, count: int) -> list[tuple[memoryview, int]]:
         """``(data, crc)`` of the ``count`` records from entry ``first`` on that :meth:`read_span`
-        read into ``buf``, each checksum verified (CorruptEntryError)."""
-        out: list[tuple[bytes, int]] = []
+        read into ``buf``, each checksum verified (CorruptEntryError). Each data is a view of ``buf``,
+        not a copy: the span stays in memory while any of its entries is kept (a dispatcher's
+        read-ahead hands them out in order and drops them once taken)."""
+        out: list[tuple[memoryview, int]] = []
         pos = 0
+        view = memoryview(buf)
         for entry_id in range(first, first + count):
-            data, crc, pos = self._decode(buf, pos, entry_id)
+            data, crc, pos = self._decode(view, pos, entry_id)
             out.append((data, crc))
         return out
 
@@ -467,8 +470,8 @@ class Segment:
         assert offsets is not None
         return offsets[i + 1] if i + 1 < len(offsets) else self._end
 
-    def _decode(self, buf: bytes, pos: int, entry_id: int) -> tuple[bytes, int, int]:
-        """Decode the record at ``buf[pos:]``; return (data, crc, position after it)."""
+    def _decode(self, buf: memoryview, pos: int, entry_id: int) -> tuple[memoryview, int, int]:
+        """Decode the record at ``buf[pos:]``; return (data, a view of ``buf``; crc; position after it)."""
         if len(buf) - pos < RECORD_OVERHEAD:
             raise CorruptEntryError(f"entry {entry_id} in {self._path.name}: short read")
         length, crc = RECORD_HEADER.unpack_from(buf, pos)

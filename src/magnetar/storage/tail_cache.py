@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from magnetar.storage.entries import CacheBudget
+from magnetar.storage.entries import CacheBudget, EntryData
 
 
 class TailCache:
@@ -16,7 +16,7 @@ class TailCache:
         self.max_bytes = max_bytes
         self.budget = budget
         #: entry id -> (data, crc)
-        self.entries: dict[int, tuple[bytes, int]] = {}
+        self.entries: dict[int, tuple[EntryData, int]] = {}
         #: the oldest entry id cached (the next one appended when empty)
         self.first = first
         #: data bytes cached
@@ -28,7 +28,7 @@ class TailCache:
         if budget is not None:
             budget.caches.add(self)
 
-    def put(self, entry_id: int, data: bytes, crc: int) -> None:
+    def put(self, entry_id: int, data: EntryData, crc: int) -> None:
         """Add the entry appended after the last one cached (or skip it with a zero size, or paused)."""
         if self.max_bytes <= 0 or self.paused:
             if self.entries:

@@ -10,10 +10,11 @@ fdatasync. Until then the entries are read from :attr:`WriteQueue.entries`.
 
 from __future__ import annotations
 
+from magnetar.storage.entries import EntryData
 from magnetar.storage.segment import RECORD_OVERHEAD, Segment
 
 #: the records queued for one segment: (segment, entry id of the first, [(data, crc), ...])
-Batch = tuple[Segment, int, list[tuple[bytes, int]]]
+Batch = tuple[Segment, int, list[tuple[EntryData, int]]]
 
 
 class WriteQueue:
@@ -27,14 +28,14 @@ class WriteQueue:
     def __init__(self) -> None:
         """An empty queue."""
         #: entry id -> (data, crc) of every queued entry (what readers get until it is written)
-        self.entries: dict[int, tuple[bytes, int]] = {}
+        self.entries: dict[int, tuple[EntryData, int]] = {}
         #: bytes the queued records will take in their files (headers included)
         self.bytes = 0
         #: base entry id of a segment -> bytes queued for it
         self.segment_bytes: dict[int, int] = {}
         self._batches: list[Batch] = []
 
-    def add(self, segment: Segment, entry_id: int, data: bytes, crc: int) -> None:
+    def add(self, segment: Segment, entry_id: int, data: EntryData, crc: int) -> None:
         """Queue the record of entry ``entry_id`` for ``segment`` (ids must follow each other)."""
         batches = self._batches
         if not batches or batches[-1][0] is not segment:
@@ -51,7 +52,7 @@ class WriteQueue:
         batches, self._batches = self._batches, []
         return batches
 
-    def written(self, segment: Segment, first: int, records: list[tuple[bytes, int]]) -> None:
+    def written(self, segment: Segment, first: int, records: list[tuple[EntryData, int]]) -> None:
         """The records of a taken batch for ``segment`` starting at entry ``first`` are written and
         indexed (or dropped)."""
         entries = self.entries

@@ -20,6 +20,7 @@ from magnetar.protocol.enums import CommandType, InitialPosition, ProducerAccess
 from magnetar.protocol.framing import ProtocolError, crc32c, parse_entry_metadata
 from magnetar.protocol.schema import BaseCommand
 from magnetar.storage import StorageError
+from magnetar.storage.entries import EntryData, owned_entry
 
 if TYPE_CHECKING:
     from magnetar.broker.topics.base import Topic
@@ -189,9 +190,10 @@ class ProducerCommands(DeferredCommands):
                 return
             self.send_send_error(producer_id, sequence_id, ServerError.NotAllowedError, "producer is not open on this connection")
             return
-        entry = frame.entry
-        if entry is None:
+        view = frame.entry_view
+        if view is None:
             raise ProtocolError("SEND without a payload")
+        entry = owned_entry(view)  # a large SEND joined from several reads is kept as it came, not copied
         crc = crc32c(entry)
         if frame.checksum is not None and crc != frame.checksum:
             self.send_send_error(producer_id, sequence_id, ServerError.ChecksumError, "checksum mismatch")
@@ -218,7 +220,7 @@ class ProducerCommands(DeferredCommands):
             log.error("append to %s failed: %s", topic.name, exc)
             self.send_send_error(producer_id, sequence_id, ServerError.PersistenceError, f"storage failure: {exc}")
 
-    def _send_in_txn(self, producer: Producer, txn: tuple[int, int], entry: bytes, crc: int, context: SendContext) -> None:
+    def _send_in_txn(self, producer: Producer, txn: tuple[int, int], entry: EntryData, crc: int, context: SendContext) -> None:
         """A SEND inside a transaction (session/transactions.py); a refusal is its SEND_ERROR."""
         try:
             if self.publish_in_txn(producer, txn, entry, crc, context):  # type: ignore[attr-defined]
@@ -248,7 +250,7 @@ class ProducerCommands(DeferredCommands):
         producer.topic.after_publishes(closed)
 
 
-def _encrypted(entry: bytes) -> bool:
+def _encrypted(entry: EntryData) -> bool:
     """Whether an entry carries encryption keys (what an encryption-required topic insists on)."""
     try:
         return len(parse_entry_metadata(entry).encryption_keys) > 0

@@ -116,3 +116,31 @@ def test_a_failed_sync_fails_every_pending_publish(harness: TopicHarness) -> Non
     assert harness.log == [("error", 0, ServerError.PersistenceError), ("error", 1, ServerError.PersistenceError)]
     harness.make_durable()
     assert len(harness.log) == 2  # each publish completes exactly once
+
+
+def test_without_deduplication_no_snapshot_is_written_for_named_producers(harness: TopicHarness) -> None:
+    producer = harness.producer("p")
+    harness.topic.add_producer(producer)
+    assert harness.publish(producer, 0) and harness.publish(producer, 1)
+    harness.make_durable()
+    assert not harness.topic.dedup_dirty and harness.topic.dedup_snapshot() is None
+    harness.enable_deduplication()  # turned on later: the state kept meanwhile is whole
+    assert not harness.publish(producer, 1)
+    assert harness.publish(producer, 2)
+    harness.make_durable()
+    assert harness.topic.dedup_snapshot() == (2, {"p": 2})
+
+
+def test_a_restored_topic_replays_the_entries_after_its_snapshot_once_deduplication_is_on(harness: TopicHarness) -> None:
+    producer = harness.producer("p")
+    harness.topic.add_producer(producer)
+    for seq in (3, 4, 5):
+        harness.publish(producer, seq)
+    harness.make_durable()
+    harness.topic.restore_sequence_ids({"p": 3}, 0)  # as a load finds it: the snapshot covers entry 0
+    assert harness.topic.last_sequence_ids == {"p": 3}  # deduplication off: entries 1-2 not read
+    harness.enable_deduplication()
+    assert harness.topic.last_sequence_id("p") == 5
+    assert harness.topic.dedup_snapshot() == (2, {"p": 5})  # persisted with the next round
+    assert not harness.publish(producer, 5)
+    assert harness.publish(producer, 6)

@@ -182,10 +182,14 @@ class PersistentTopic(Topic):
         self.durable_sequence_ids: dict[str, int] = {}
         #: terminated, waiting for the publishes accepted before to complete (``terminated`` then)
         self._terminating = False
+        #: the first entry whose sequence ids are not in the state yet (None: all are)
+        self._dedup_replay_from: int | None = None
 
     def apply_policies(self, policies: TopicPolicies) -> None:
         """Take newly resolved policies (deduplication among them); they apply at once."""
         self.dedup_enabled = policies.deduplication
+        if self.dedup_enabled and self._dedup_replay_from is not None:
+            self._replay_sequence_ids()
         super().apply_policies(policies)
 
     def check_quota_for_producer(self) -> None:
@@ -303,13 +307,22 @@ class PersistentTopic(Topic):
         done(self.ledger_id, last_entry_id)
 
     def restore_sequence_ids(self, snapshot: dict[str, int], snapshot_entry_id: int) -> None:
-        """Rebuild deduplication state: a persisted snapshot plus the entries appended after it."""
+        """Rebuild deduplication state: a persisted snapshot plus the entries after it, replayed once
+        deduplication is on (now, or when a policy turns it on: no snapshot is written while off)."""
         self.last_sequence_ids = dict(snapshot)
-        self.durable_sequence_ids = self.last_sequence_ids
+        self.durable_sequence_ids = dict(snapshot)
         self.dedup_snapshot_entry_id = snapshot_entry_id
-        first = max(snapshot_entry_id + 1, self.ledger.first_entry_id)
+        self._dedup_replay_from = snapshot_entry_id + 1
+        if self.dedup_enabled:
+            self._replay_sequence_ids()
+
+    def _replay_sequence_ids(self) -> None:
+        """Fold the sequence ids of the entries after the restored snapshot into the state (the durable
+        ones into what snapshots persist too)."""
+        first = max(self._dedup_replay_from, self.ledger.first_entry_id)
+        self._dedup_replay_from = None
         last = self.ledger.last_entry_id
-        seqs = self.last_sequence_ids
+        seqs, durable, durable_id = self.last_sequence_ids, self.durable_sequence_ids, self.durable_id
         for start in range(first, last + 1, 1000):
             for entry in self.ledger.read_intact(start, min(last, start + 999)):
                 try:
@@ -319,9 +332,12 @@ class PersistentTopic(Topic):
                 if meta.num_chunks_from_msg > 1 and meta.chunk_id < meta.num_chunks_from_msg - 1:
                     continue  # a chunk before the last: its message may not be complete
                 seq = max(meta.sequence_id, meta.highest_sequence_id)
-                if seq > seqs.get(meta.producer_name, -1):
-                    seqs[meta.producer_name] = seq
-        self.durable_sequence_ids = dict(seqs)
+                name = meta.producer_name
+                if seq > seqs.get(name, -1):
+                    seqs[name] = seq
+                if entry.entry_id <= durable_id and seq > durable.get(name, -1):
+                    durable[name] = seq
+        self.dedup_dirty = True  # the state now bounds the next replay: persisted with the next round
 
     def dedup_snapshot(self) -> tuple[int, dict[str, int]] | None:
         """(entry id, sequence ids durable up to it) to persist, or None when unchanged."""
@@ -342,7 +358,7 @@ class PersistentTopic(Topic):
             else:
                 if name:
                     durable[name] = max(context.sequence_id, context.highest_sequence_id)
-                    self.dedup_dirty = True
+                    self.dedup_dirty = self.dedup_enabled  # no snapshot while off (restore_sequence_ids)
                 context.completed(ledger_id, entry_id)
         if last_durable_id > self.durable_id:
             self.durable_id = last_durable_id

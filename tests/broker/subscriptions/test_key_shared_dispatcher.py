@@ -49,6 +49,9 @@ class FakeTopic:
 
     last_entry_id = last_readable_id
 
+    def cache_for_readers(self) -> None:
+        pass  # no ledger cache here
+
     def append(self, key: str | None = None, messages: int = 1, ordering_key: bytes | None = None) -> int:
         meta = MessageMetadata(producer_name="p", sequence_id=len(self.entries), publish_time=1)
         if key is not None:

@@ -78,6 +78,8 @@ class RemoteCluster:
 class ReplicatorCursor(Subscription):
     """The durable cursor of a replicator, among the topic's subscriptions; new entries wake the replicator."""
 
+    reads_without_consumers = True
+
     def __init__(self, topic: PersistentTopic, name: str, cursor: ManagedCursor, replicator: Replicator) -> None:
         super().__init__(topic, name, cursor)
         self.replicator = replicator

@@ -58,6 +58,10 @@ class SubscribedTopic(BaseSubscribedTopic, Protocol):
         """Publish time (ms) of an entry, from its metadata (0 when unknown)."""
         ...
 
+    def cache_for_readers(self) -> None:
+        """A subscription's consumers changed: keep recent entries in memory while any subscription reads."""
+        ...
+
 
 class EntryFilter(Protocol):
     """Tells which entries no consumer receives: a replicated topic's markers (replication/subscriptions.py)."""
@@ -77,6 +81,9 @@ class Subscription(SubscriptionBase):
     """
 
     persistent: ClassVar[bool] = True
+    #: whether it reads the topic with no consumer attached (a replicator's cursor): the topic's
+    #: recent entries are kept in memory for it (PersistentTopic.cache_for_readers)
+    reads_without_consumers: ClassVar[bool] = False
 
     def __init__(self, topic: SubscribedTopic, name: str, cursor: ManagedCursor, *, sub_type: SubType | None = None) -> None:
         super().__init__(topic, name, sub_type=sub_type)
@@ -119,6 +126,7 @@ class Subscription(SubscriptionBase):
         """Attach a consumer (BrokerError when it may not join)."""
         super().add_consumer(consumer)
         self.resetting = False
+        self.topic.cache_for_readers()
         if self.topic.terminated:
             # after the session has answered the SUBSCRIBE
             asyncio.get_running_loop().call_soon(self.check_end_of_topic)
@@ -145,6 +153,8 @@ class Subscription(SubscriptionBase):
             self.topic.remove_subscription(self.name)
         elif self.consumers:
             self.dispatcher.schedule()  # type: ignore[union-attr]
+        else:
+            self.topic.cache_for_readers()
 
     def take_back(self, consumer: Consumer) -> None:
         """Queue every entry in flight to ``consumer`` for redelivery, counting it as redelivered."""

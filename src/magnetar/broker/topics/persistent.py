@@ -160,7 +160,7 @@ class PersistentTopic(Topic):
         #: when this broker opened the ledger (epoch ms): where Pulsar starts a new ledger at every load
         self.ledger_opened_ms = int(time.time() * 1000)
         self.subscriptions: dict[str, Subscription] = {}  # type: ignore[assignment]
-        ledger.cache.paused = True  # until the first subscription: see _cache_for_readers
+        ledger.cache.paused = True  # until a subscription reads: see cache_for_readers
         self._committer = committer
         self._cursors = cursors
         #: highest entry id covered by a completed sync
@@ -521,7 +521,7 @@ class PersistentTopic(Topic):
             cursor = ManagedCursor(self.ledger, self.name, name, CursorState(mark_delete))
         sub = Subscription(self, name, cursor)
         self.subscriptions[name] = sub
-        self._cache_for_readers()
+        self.cache_for_readers()
         return sub
 
     def start_position(self, ledger_id: int, entry_id: int, earliest: int | None = None) -> int:
@@ -541,7 +541,7 @@ class PersistentTopic(Topic):
     def restore_subscription(self, cursor: ManagedCursor) -> None:
         """Recreate a durable subscription from its persisted cursor."""
         self.subscriptions[cursor.name] = Subscription(self, cursor.name, cursor)
-        self._cache_for_readers()
+        self.cache_for_readers()
 
     def remove_subscription(self, name: str) -> None:
         """Forget a subscription (unsubscribe, or the last reader of a non-durable one left)."""
@@ -550,13 +550,14 @@ class PersistentTopic(Topic):
         if sub is not None:
             sub.cursor.delete()
             self.subscription_removed(sub)
-            self._cache_for_readers()
+            self.cache_for_readers()
         self._cursors.maybe_trim(self)
 
-    def _cache_for_readers(self) -> None:
-        """The ledger's recent entries are kept in memory only while a subscription may read them (as
-        Pulsar's managed ledger caches only with cursors): a topic only produced to keeps none."""
-        self.ledger.cache.paused = not self.subscriptions
+    def cache_for_readers(self) -> None:
+        """Recent entries are cached only while a subscription reads (has a consumer, or is a replicator's
+        cursor), as Pulsar caches for active cursors only, a cursor going inactive with its last
+        consumer: entries appended meanwhile are read from the files. Called when consumers change."""
+        self.ledger.cache.paused = not any(s.consumers or s.reads_without_consumers for s in self.subscriptions.values())
 
     def trim_position(self) -> int:
         """Entries below this id are acknowledged by every durable subscription (and, on a compacted

@@ -53,6 +53,9 @@ class CountingTopic:
 
     last_entry_id = last_readable_id
 
+    def cache_for_readers(self) -> None:
+        pass  # no ledger cache here
+
     def read(self, entry_id: int) -> Entry:
         self.entries_read += 1
         return self.entries[entry_id]

@@ -8,7 +8,7 @@ import pytest
 from magnetar.protocol.batch import BatchMessage, encode_batch
 from magnetar.protocol.batch_reading import split_batch_payload, split_each_message
 from magnetar.protocol.schema import SingleMessageMetadata
-from magnetar.protocol.uniform_batch import uniform_bodies
+from magnetar.protocol.uniform_batch import uniform_bodies, uniform_layout
 
 
 def numbered(count: int, size: int, first: int) -> bytes:
@@ -22,10 +22,16 @@ def bare(count: int, size: int) -> bytes:
 
 
 def check_same(payload: bytes, count: int, first: int, start: int = 0, end: int | None = None) -> list[bytes] | None:
-    """uniform_bodies' answer, after checking it equals the message by message reading."""
+    """uniform_bodies' answer, after checking it equals the message by message reading and what
+    uniform_layout says."""
     end = len(payload) if end is None else end
     bodies = uniform_bodies(payload, count, first, start, end)
+    layout = uniform_layout(payload, count, first, start, end)
+    assert (layout is None) == (bodies is None)
     if bodies is not None:
+        # where uniform_layout says the payloads lie, row by row, is what uniform_bodies sliced
+        at, stride, size = layout
+        assert [payload[at + i * stride : at + i * stride + size] for i in range(count)] == bodies
         singles, each = split_each_message(payload, count, first, start, end)
         assert bodies == each
         # what the loop keeps (sequence ids of four varint bytes or more, serialized) is nothing but

@@ -8,11 +8,13 @@ is a table of ``count`` rows of one stride. Instead of a Python step per message
 column of the rows' heads is checked with one strided slice (``payload[at:end:stride]``, a loop
 in C), and the payloads are sliced out with one list comprehension.
 
-:func:`uniform_bodies` answers only when every row's head is the first row's, with its own
-sequence id where the first has one; anything else (sizes that differ, a sequence id not the
-first's plus its index, any other field, a varint longer than needed) is None, and the caller
-reads the batch message by message (which keeps the metadata of sequence ids of four varint bytes
-or more serialized, where this reading keeps nothing: ``Message.sequence_id`` reads the same id). Each answer is tested against that reading in
+:func:`uniform_layout` (where the payloads lie: a consumer slices each one only when asked
+for) and :func:`uniform_bodies` (the payloads) answer only when every row's head is the first
+row's, with its own sequence id where the first has one; anything else (sizes that differ, a
+sequence id not the first's plus its index, any other field, a varint longer than needed) is
+None, and the caller reads the batch message by message (which keeps the metadata of sequence
+ids of four varint bytes or more serialized, where this reading keeps nothing:
+``Message.sequence_id`` reads the same id). Each answer is tested against that reading in
 tests/protocol/test_uniform_batch.py.
 """
 
@@ -100,9 +102,11 @@ def _head_shape(payload: bytes, count: int, first_sequence: int, start: int, end
     return meta_size, size, seq_at, seq_bytes
 
 
-def uniform_bodies(payload: bytes, count: int, first_sequence: int, start: int, end: int) -> list[bytes] | None:
-    """The payloads of the ``count`` messages of ``payload[start:end]`` when it is a uniform batch
-    (module docstring), every message's metadata then being nothing of its own; None when not."""
+def uniform_layout(payload: bytes, count: int, first_sequence: int, start: int, end: int) -> tuple[int, int, int] | None:
+    """Where the payloads of the ``count`` messages of ``payload[start:end]`` lie when it is a
+    uniform batch (module docstring): (offset of the first payload, the stride, the payload size),
+    message ``i``'s payload being ``payload[first + i * stride : first + i * stride + size]``;
+    None when the batch is not uniform."""
     if count < 2 or payload.__class__ is not bytes:  # (a column is compared with repeated bytes)
         return None
     shape = _head_shape(payload, count, first_sequence, start, end)
@@ -119,8 +123,17 @@ def uniform_bodies(payload: bytes, count: int, first_sequence: int, start: int, 
             expected = payload[start + j : start + j + 1] * count
         if payload[start + j : end : stride] != expected:
             return None
-    first_body = start + head
+    return start + head, stride, size
+
+
+def uniform_bodies(payload: bytes, count: int, first_sequence: int, start: int, end: int) -> list[bytes] | None:
+    """The payloads of the ``count`` messages of ``payload[start:end]`` when it is a uniform batch
+    (module docstring), every message's metadata then being nothing of its own; None when not."""
+    layout = uniform_layout(payload, count, first_sequence, start, end)
+    if layout is None:
+        return None
+    first_body, stride, size = layout
     return [payload[at : at + size] for at in range(first_body, first_body + count * stride, stride)]
 
 
-__all__ = ["uniform_bodies"]
+__all__ = ["uniform_bodies", "uniform_layout"]

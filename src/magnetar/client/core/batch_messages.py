@@ -9,13 +9,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from magnetar.client.api.message import BATCH_INDEXES, IdPart, Message, MessageId, id_part, message_entry
-from magnetar.protocol.batch_reading import EMPTY_SINGLE, split_batch_payload
+from magnetar.client.api.message import (
+    BATCH_INDEXES,
+    IdPart,
+    Message,
+    MessageId,
+    UniformEntry,
+    UniformMessage,
+    id_part,
+    message_entry,
+)
+from magnetar.protocol.batch_reading import EMPTY_SINGLE, split_batch_payload, split_each_message
 from magnetar.protocol.schema import MessageMetadata
+from magnetar.protocol.uniform_batch import uniform_layout
 
 _U64 = (1 << 64) - 1
 _new_message_id = object.__new__
 _new_message = object.__new__
+_new_entry = object.__new__
 
 
 def before_start(msg_id: MessageId, start: MessageId, inclusive: bool) -> bool:
@@ -78,18 +89,25 @@ def split_batch(
     received, read in place.
     """
     count = meta.num_messages_in_batch
-    at, end = span if span is not None else (0, None)
-    singles, bodies = split_batch_payload(payload, count, meta.sequence_id, at, end)
+    at, end = span if span is not None else (0, len(payload))
     ledger_id, entry_id = IdPart(entry[0]), IdPart(entry[1])
-    topic = consumer.topic
-    ctx = message_entry(meta, ledger_id, entry_id, topic, redelivery, consumer.config.schema, consumer)
     # only messages of the start entry itself (or before it) can precede the start position
     check_start = start is not None and entry <= (start.ledger_id, start.entry_id)
+    if mask is None and not check_start:
+        # the usual case: every message of the entry is handed out
+        layout = uniform_layout(payload, count, meta.sequence_id, at, end)
+        if layout is not None:
+            return uniform_messages(payload, layout, meta, ledger_id, entry_id, redelivery, consumer, count)
+        singles, bodies = split_each_message(payload, count, meta.sequence_id, at, end)
+    else:
+        singles, bodies = split_batch_payload(payload, count, meta.sequence_id, at, end)
+    topic = consumer.topic
+    ctx = message_entry(meta, ledger_id, entry_id, topic, redelivery, consumer.config.schema, consumer)
     new_message, empty = _new_message, EMPTY_SINGLE
     indexes = BATCH_INDEXES if count <= len(BATCH_INDEXES) else [id_part(i) for i in range(count)]
     out = []
     if mask is None and not check_start and not singles:
-        # the usual case: every message of the entry is handed out, none with metadata of its own
+        # none with metadata of its own
         for index, body in zip(indexes, bodies, strict=False):  # (indexes is longer)
             msg = new_message(Message)
             msg._payload = body
@@ -120,4 +138,33 @@ def split_batch(
         msg._mid = msg_id
         msg._ctx = ctx
         out.append(msg)
+    return out
+
+
+def uniform_messages(
+    payload: bytes, layout: tuple[int, int, int], meta: MessageMetadata, ledger_id: IdPart, entry_id: IdPart,
+    redelivery: int, consumer: Any, count: int,
+) -> list[Message]:
+    """The ``count`` messages of a uniform batch whose payloads lie in ``payload`` as ``layout``
+    says (:func:`magnetar.protocol.uniform_batch.uniform_layout`): :class:`UniformMessage` objects
+    of one :class:`UniformEntry`, their payloads left where they are."""
+    ctx = _new_entry(UniformEntry)
+    ctx.meta = meta
+    ctx.ledger = ledger_id
+    ctx.entry = entry_id
+    ctx.topic = consumer.topic
+    ctx.redelivery_count = redelivery
+    ctx.schema = consumer.config.schema
+    ctx.consumer = consumer
+    ctx.source = payload
+    ctx.first, ctx.stride, ctx.size = layout
+    new_message = _new_message
+    out = []
+    append = out.append
+    for index in BATCH_INDEXES[:count] if count <= len(BATCH_INDEXES) else map(id_part, range(count)):
+        msg = new_message(UniformMessage)
+        msg._index = index
+        msg._mid = None  # (made on first use: see Message._id)
+        msg._ctx = ctx
+        append(msg)
     return out

@@ -15,10 +15,19 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from magnetar.client.api.config import ConsumerConfig
-from magnetar.client.api.message import Message, MessageId, PlainMessage, id_part
+from magnetar.client.api.message import (
+    Message,
+    MessageId,
+    PlainMessage,
+    UniformEntry,
+    UniformMessage,
+    id_part,
+)
 from magnetar.client.api.policies import ConsumerKeySharedPolicy
 from magnetar.client.core.acks import AckGroupingTracker, EntryKey
 from magnetar.client.core.batch_messages import has_message_after
@@ -42,6 +51,8 @@ from magnetar.protocol.schema import BaseCommand, KeyValue, MessageIdData
 log = logging.getLogger("magnetar.client.core.consumer")
 
 _consumer_ids = itertools.count()
+_CTX = attrgetter("_ctx")
+_INDEX = attrgetter("_index")
 _U64 = (1 << 64) - 1
 
 
@@ -299,7 +310,7 @@ class AsyncConsumer(HandlerState, ReceiverBase, EntryOpening):
         if txn is not None:
             return txn.acknowledge(self, message, False)
         cls = message.__class__
-        if cls is Message or cls is PlainMessage:
+        if cls is UniformMessage or cls is Message or cls is PlainMessage:
             mid = message._mid
             if mid is None:
                 index = message._index
@@ -342,12 +353,24 @@ class AsyncConsumer(HandlerState, ReceiverBase, EntryOpening):
 
     def acknowledge_many(self, messages: Iterable[Message | MessageId]) -> None:
         """Acknowledge several messages: as one acknowledge() each, but the batched messages of one
-        entry that follow each other (as received) are taken off its pending indexes at once."""
-        ack = self.acknowledge
+        entry that follow each other (as received) are taken off its pending indexes at once (those
+        of a uniform batch without a Python step per message)."""
         if self._batch_index_acks:
+            ack = self.acknowledge
             for message in messages:
                 ack(message)
             return
+        ack_batch_run = self._acks.ack_batch_run
+        for ctx, run in groupby(messages, _CTX):  # (a MessageId's _ctx is None)
+            if ctx.__class__ is UniformEntry:  # (only UniformMessages have one)
+                ack_batch_run((ctx.ledger, ctx.entry), map(_INDEX, run))
+            else:
+                self._acknowledge_each(run)
+
+    def _acknowledge_each(self, messages: Iterable[Message | MessageId]) -> None:
+        """:meth:`acknowledge_many` message by message (the batched messages of one entry that
+        follow each other still taken off its pending indexes at once)."""
+        ack = self.acknowledge
         entry = last = None
         indexes: list[int] = []
         for message in messages:

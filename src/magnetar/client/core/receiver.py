@@ -190,7 +190,7 @@ class ReceiverBase:
         while not self._closed:
             count, size = len(self._queue), 0
             if policy.max_num_bytes > 0:
-                size = sum(len(m._payload) for m in self._queue)
+                size = sum(m.size() for m in self._queue)
             if policy.enough(count, size):
                 break
             remaining = None if deadline is None else deadline - loop.time()
@@ -206,10 +206,10 @@ class ReceiverBase:
         out: list[Message] = []
         size = 0
         queue = self._queue
-        while queue and policy.can_add(len(out), size, len(queue[0]._payload)):
+        while queue and policy.can_add(len(out), size, queue[0].size()):
             msg = queue.popleft()
             out.append(msg)
-            size += len(msg._payload)
+            size += msg.size()
         if out:
             self._dequeued_many(out)
             if self._prepare is not None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import SimpleNamespace
 from typing import Any
 
 from magnetar.cli.perf.consume import ConsumerLoad, ConsumeRun, entry_keys, entry_runs
 from magnetar.cli.perf.options import ConsumerSettings
-from magnetar.client.api.message import Message, MessageId
+from magnetar.client.api.message import Message, MessageId, UniformMessage
+from magnetar.client.core.batch_messages import split_batch
+from magnetar.protocol.batch import BatchMessage, encode_batch
 from magnetar.protocol.schema import MessageMetadata
 
 from .test_loads import FakeConsumer, FakeMessage
@@ -102,7 +105,20 @@ def test_entry_runs_group_the_messages_of_one_entry_and_count_them() -> None:
             message._ctx = group[0]._ctx  # as the consumer hands out a batch: one shared entry
     single = Message(b"c", b"", None, MessageId(3, 6), "t")
     runs = entry_runs([*tail, *whole, single])
-    assert [(first, size) for first, size in runs] == [(tail[0], 2), (whole[0], 3), (single, 1)]
+    assert runs == [(tail[0], 2, 2), (whole[0], 3, 3), (single, 1, 1)]
+
+
+def test_entry_runs_count_the_bytes_of_uniform_batches_without_their_payloads() -> None:
+    payload = encode_batch([BatchMessage(bytes([i]) * 10, sequence_id=100 + i) for i in range(5)])
+    meta = MessageMetadata(producer_name="p", sequence_id=100, publish_time=1, num_messages_in_batch=5)
+    consumer = SimpleNamespace(topic="t", config=SimpleNamespace(schema=None))
+    uniform = split_batch(payload, meta, None, (3, 7), 0, consumer, None, True)
+    assert {type(m) for m in uniform} == {UniformMessage}
+    other = _batch(8, [1, 2, 3], 1)
+    single = Message(b"cc", b"", None, MessageId(3, 9), "t")
+    runs = entry_runs([*uniform[1:], *other, single, *uniform[:2]])
+    assert runs == [(uniform[1], 4, 40), (other[0], 3, 6), (single, 1, 2), (uniform[0], 2, 20)]
+    assert sum(size for _, _, size in runs) == sum(len(m.data()) for m in [*uniform[1:], *other, single, *uniform[:2]])
 
 
 def _batch(entry: int, sizes: list[int], published_ms: int) -> list[Message]:

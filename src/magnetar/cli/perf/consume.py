@@ -22,7 +22,7 @@ from magnetar.cli.perf.rate_limiter import NANOS, RateSchedule, wait_until_due
 from magnetar.cli.perf.recorder import LatencyRecorder
 from magnetar.cli.perf.report import Rate, Snapshot
 from magnetar.cli.perf.runner import Output, drive, frozen_heap, open_client
-from magnetar.client.api.message import Message, payload_bytes
+from magnetar.client.api.message import Message, UniformMessage
 from magnetar.client.exceptions import Timeout
 
 if TYPE_CHECKING:
@@ -36,27 +36,33 @@ RECEIVE_POLL_MS = 100
 ReceiveHook = Callable[[list[Any], int], None]
 _LEDGER_ENTRY = attrgetter("ledger", "entry")
 _CTX = attrgetter("_ctx")
+_PAYLOAD = attrgetter("_payload")
 
 
 def _entry_key(message: Message) -> tuple[int, int]:
     return _LEDGER_ENTRY(message._ctx)  # the MessageEntry the messages of one entry share
 
 
-def entry_runs(messages: list[Message]) -> list[tuple[Message, int]]:
-    """The runs of ``messages`` that came in one entry, in order: each run's first message and its
-    length. A batch's messages share their MessageEntry, so this is one Python step per entry, not
-    per message (the per-message part, the grouping by that shared object, runs in C)."""
-    return [_first_and_length(run) for _, run in groupby(messages, _CTX)]
+def entry_runs(messages: list[Message]) -> list[tuple[Message, int, int]]:
+    """The runs of ``messages`` that came in one entry, in order: each run's first message, its
+    length and its payload bytes. A batch's messages share their MessageEntry, so this is one
+    Python step per entry, not per message (the per-message part, the grouping by that shared
+    object, runs in C; a uniform batch's payload sizes are its entry's, not sliced out)."""
+    return [_run_of(run) for _, run in groupby(messages, _CTX)]
 
 
-def _first_and_length(run: Iterator[Message]) -> tuple[Message, int]:
+def _run_of(run: Iterator[Message]) -> tuple[Message, int, int]:
     first = next(run)
-    return first, 1 + len(list(run))
+    if first.__class__ is UniformMessage:
+        length = 1 + len(list(run))
+        return first, length, length * first._ctx.size
+    rest = list(run)
+    return first, 1 + len(rest), len(first._payload) + sum(map(len, map(_PAYLOAD, rest)))
 
 
-def _publish_time_counts(runs: list[tuple[Message, int]]) -> dict[int, int]:
+def _publish_time_counts(runs: list[tuple[Message, int, int]]) -> dict[int, int]:
     counts: dict[int, int] = {}
-    for first, size in runs:
+    for first, size, _ in runs:
         published_ms = first.publish_timestamp()
         counts[published_ms] = counts.get(published_ms, 0) + size
     return counts
@@ -144,11 +150,11 @@ class ConsumerLoad:
         now = time.perf_counter_ns()
         self.received += len(messages)
         self.end_ns = now
-        runs: list[tuple[Message, int]] | None = None
+        runs: list[tuple[Message, int, int]] | None = None
         if isinstance(messages[0], Message):
-            self.received_bytes += payload_bytes(messages)
             runs = entry_runs(messages)
-            self._count_entries([_entry_key(first) for first, _ in runs])
+            self.received_bytes += sum([size for _, _, size in runs])
+            self._count_entries([_entry_key(first) for first, _, _ in runs])
         else:
             self.received_bytes += sum([len(m.data()) for m in messages])
             self._count_entries(entry_keys(messages))

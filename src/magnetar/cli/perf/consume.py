@@ -21,7 +21,7 @@ from magnetar.cli.perf.options import ConsumerSettings
 from magnetar.cli.perf.rate_limiter import NANOS, RateSchedule, wait_until_due
 from magnetar.cli.perf.recorder import LatencyRecorder
 from magnetar.cli.perf.report import Rate, Snapshot
-from magnetar.cli.perf.runner import Output, drive, frozen_heap, open_client
+from magnetar.cli.perf.runner import Output, drive, frozen_heap, keep_freed_heap, open_client
 from magnetar.client.api.message import Message, UniformMessage
 from magnetar.client.exceptions import Timeout
 
@@ -237,7 +237,9 @@ class ConsumeRun:
 
 
 async def consume_main(connection: Connection, settings: ConsumerSettings, output: Output) -> bool:
-    """``magnetar perf consume``: run, report; whether it ended well (always, once subscribed)."""
+    """``magnetar perf consume``: run, report; whether it ended well (always, once subscribed). The
+    process keeps its freed heap for reuse (:func:`keep_freed_heap`)."""
+    keep_freed_heap()
     async with open_client(connection) as client:
         load = ConsumerLoad(settings)
         await load.start(client)

@@ -8,6 +8,7 @@ summary of what was done; a second one cancels the body.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import json
 import signal
@@ -114,6 +115,31 @@ def frozen_heap() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+#: glibc's mallopt parameters, and the value perf sets them to: the largest mmap threshold glibc's
+#: own dynamic threshold goes to (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_KEPT_BYTES = 32 * 1024 * 1024
+
+
+def keep_freed_heap() -> bool:
+    """Have glibc keep up to 32 MiB of freed heap for reuse (``mallopt`` M_TRIM_THRESHOLD, and
+    M_MMAP_THRESHOLD so that blocks of up to that size come from the heap), for this process, as
+    ``MALLOC_TRIM_THRESHOLD_=33554432 MALLOC_MMAP_THRESHOLD_=33554432`` would; whether it was set
+    (False off glibc).
+
+    A consumer keeps each read from its socket (up to 256 KB) while any message of a uniform batch
+    in it is alive (client/api/message.py ``UniformMessage``); with glibc's defaults, freeing such
+    blocks in another order than they were made trims the heap and the next reads fault its pages
+    in again: one minor fault per 4 KiB received, 1.0-1.7 µs of system time per 1 KiB message
+    (benchmarks/PROFILES.md §41). Applications set the same with the two environment variables."""
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, _KEPT_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, _KEPT_BYTES))
 
 
 def _add_signal_handler(loop: asyncio.AbstractEventLoop, sig: signal.Signals, handler: Callable[[], None]) -> bool:

@@ -118,6 +118,12 @@ def start_peers(peers: list[Peer], pin_cpus: str = "") -> tuple[list[Peer], dict
     return started, notes
 
 
+#: glibc keeps up to 32 MiB of freed heap in every client process of the suite, whichever client it
+#: runs: ``magnetar perf consume`` sets it for itself (``keep_freed_heap``, benchmarks/PROFILES.md §41),
+#: and the official client's process gets the same, so that the comparison stays even
+CLIENT_HEAP_ENV = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "33554432"}
+
+
 def measure(system: System, peer: Peer, scenario: Scenario, round_no: int, timeout: float) -> dict[str, Any]:
     """One scenario against one system, in a worker process, with the broker's CPU seconds and resident
     memory over the measurement (probe.py); it starts once the machine's dirty pages are written
@@ -128,7 +134,8 @@ def measure(system: System, peer: Peer, scenario: Scenario, round_no: int, timeo
     settled = settle_disk()
     broker = BrokerProbe(peer.pid()).start()
     try:
-        proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False,
+                              env={**os.environ, **CLIENT_HEAP_ENV})
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s", **broker.stop(0), **settled}
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from magnetar.broker.config import BrokerConfig
-from magnetar.broker.policies import TOPIC_POLICIES_PREFIX, resolve
 from magnetar.broker.policies.registry import (
     AUTO_TOPIC_CREATION,
     BY_NAME,
@@ -19,6 +18,7 @@ from magnetar.broker.policies.registry import (
     broker_default,
     on_scope,
 )
+from magnetar.broker.policies.resolution import TOPIC_POLICIES_PREFIX, resolve
 from magnetar.broker.resources.errors import OutOfRangeError, PreconditionFailedError
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import MetadataStore

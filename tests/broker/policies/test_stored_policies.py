@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from magnetar.broker.config import BrokerConfig
-from magnetar.broker.policies import TOPIC_POLICIES_PREFIX, resolve
 from magnetar.broker.policies.registry import (
     ANTI_AFFINITY_GROUP,
     AUTO_SUBSCRIPTION_CREATION,
@@ -19,7 +18,7 @@ from magnetar.broker.policies.registry import (
     SCHEMA_AUTO_UPDATE_STRATEGY,
     SUBSCRIPTION_TYPES_ENABLED,
 )
-from magnetar.broker.policies.resolution import namespace_value
+from magnetar.broker.policies.resolution import TOPIC_POLICIES_PREFIX, namespace_value, resolve
 from magnetar.broker.resources.errors import BadRequestError, PreconditionFailedError
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import MetadataStore

@@ -10,7 +10,7 @@ import pytest
 
 from magnetar.broker.config import BrokerConfig, ConfigError
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.policies import TopicPolicies
+from magnetar.broker.policies.resolution import TopicPolicies
 from magnetar.broker.subscriptions.consumer import Consumer
 from magnetar.broker.subscriptions.dispatchers import key_shared
 from magnetar.broker.subscriptions.dispatchers.key_shared import KeySharedDispatcher, sticky_key

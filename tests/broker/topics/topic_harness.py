@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from magnetar.broker.config import BrokerConfig
-from magnetar.broker.policies import TopicPolicies
+from magnetar.broker.policies.resolution import TopicPolicies
 from magnetar.broker.topics.persistent import PersistentTopic
 from magnetar.broker.topics.producer import Producer
 from magnetar.protocol.enums import ProducerAccessMode, ServerError

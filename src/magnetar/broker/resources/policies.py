@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from magnetar.broker.policies import TOPIC_POLICIES_PREFIX, stored_topic_policies
 from magnetar.broker.policies.registry import (
     AUTO_TOPIC_CREATION,
     BACKLOG_QUOTAS,
@@ -22,6 +21,7 @@ from magnetar.broker.policies.registry import (
     SCHEMA_COMPATIBILITY,
     broker_default,
 )
+from magnetar.broker.policies.resolution import TOPIC_POLICIES_PREFIX, stored_topic_policies
 from magnetar.broker.policies.validation import backlog_quota, check_retention_vs_quota, quota_type
 from magnetar.broker.resources.base import ResourceContext
 from magnetar.broker.resources.errors import PreconditionFailedError

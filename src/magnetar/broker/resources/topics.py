@@ -6,9 +6,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from magnetar.broker.policies import TOPIC_POLICIES_PREFIX
 from magnetar.broker.policies.registry import MAX_TOPICS_PER_NAMESPACE
-from magnetar.broker.policies.resolution import namespace_value
+from magnetar.broker.policies.resolution import TOPIC_POLICIES_PREFIX, namespace_value
 from magnetar.broker.policies.validation import MAX_PARTITIONS
 from magnetar.broker.resources.base import COMPACTION_PREFIX, COMPACTION_STATUS_PREFIX, ResourceContext
 from magnetar.broker.resources.errors import (

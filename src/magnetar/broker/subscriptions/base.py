@@ -30,7 +30,7 @@ from magnetar.protocol.enums import ServerError, SubType
 
 if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
-    from magnetar.broker.policies import TopicPolicies
+    from magnetar.broker.policies.resolution import TopicPolicies
     from magnetar.broker.subscriptions.consumer import Consumer
     from magnetar.protocol.topic_name import TopicName
 

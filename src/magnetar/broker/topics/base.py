@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from magnetar.broker.errors import BrokerError
-from magnetar.broker.policies import TopicPolicies
 from magnetar.broker.policies.rate_limits import TopicRateLimits
+from magnetar.broker.policies.resolution import TopicPolicies
 from magnetar.protocol.enums import InitialPosition, ProducerAccessMode, ServerError
 
 if TYPE_CHECKING:

@@ -12,11 +12,11 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from magnetar.broker.policies import MiB
+from magnetar.broker.policies.resolution import MiB
 from magnetar.broker.replication.names import is_replicator
 
 if TYPE_CHECKING:
-    from magnetar.broker.policies import TopicPolicies
+    from magnetar.broker.policies.resolution import TopicPolicies
     from magnetar.broker.subscriptions.subscription import Subscription
     from magnetar.storage import CompactedView, ManagedLedger
 

@@ -32,7 +32,7 @@ from magnetar.storage.health import is_disk_full
 if TYPE_CHECKING:
     from magnetar.broker.commit import GroupCommitter
     from magnetar.broker.config import BrokerConfig
-    from magnetar.broker.policies import TopicPolicies
+    from magnetar.broker.policies.resolution import TopicPolicies
     from magnetar.broker.topics.producer import Producer
     from magnetar.broker.transactions.buffer import TransactionBuffer
     from magnetar.broker.transport import PublishContext

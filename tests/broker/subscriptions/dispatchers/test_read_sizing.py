@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from magnetar.broker.config import BrokerConfig
-from magnetar.broker.policies import TopicPolicies
+from magnetar.broker.policies.resolution import TopicPolicies
 from magnetar.broker.subscriptions.consumer import Consumer
 from magnetar.broker.subscriptions.dispatchers.base import Dispatcher
 from magnetar.broker.subscriptions.subscription import Subscription

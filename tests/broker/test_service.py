@@ -10,8 +10,10 @@ import time
 from pathlib import Path
 
 from magnetar.broker.service import BrokerService
+from magnetar.broker.subscriptions.consumer import Consumer
+from magnetar.broker.subscriptions.subscription import Subscription
 from magnetar.broker.topics.persistent import PersistentTopic
-from magnetar.protocol.enums import InitialPosition
+from magnetar.protocol.enums import InitialPosition, SubType
 from magnetar.protocol.topic_name import TopicName
 from tests.broker.service_runner import run_service
 
@@ -32,6 +34,23 @@ def _write_topic(data_dir: Path) -> Path:
     run_service(data_dir, body)
     assert any(directory[0].glob("*.log"))
     return directory[0]
+
+
+class _Connection:
+    """A consumer's connection that takes nothing (no permits are given: nothing is dispatched)."""
+
+    writable = True
+
+    def send_message(self, *args: object) -> None:
+        pass
+
+
+def _read_by_a_consumer(topic: PersistentTopic, name: str, position: InitialPosition) -> tuple[Subscription, Consumer]:
+    """A subscription with one consumer: the topic caches its recent entries only while one reads."""
+    sub = topic.subscribe(name, durable=True, initial_position=position, start_message_id=None)
+    consumer = Consumer(_Connection(), 1, "c", sub, SubType.Shared)  # type: ignore[arg-type]
+    sub.add_consumer(consumer)
+    return sub, consumer
 
 
 def test_deleting_a_topic_not_loaded_removes_its_files(tmp_path: Path) -> None:
@@ -90,7 +109,7 @@ def test_entries_leave_the_cache_after_the_eviction_threshold(tmp_path: Path) ->
     async def body(service: BrokerService) -> None:
         topic = await service.load_topic(TopicName.parse("persistent://public/default/aging"))
         assert isinstance(topic, PersistentTopic)
-        topic.subscribe("reader", durable=True, initial_position=InitialPosition.Latest, start_message_id=None)
+        _read_by_a_consumer(topic, "reader", InitialPosition.Latest)
         for i in range(5):
             topic.ledger.append(b"entry-%d" % i)
         cache = topic.ledger.cache  # what the aging task empties
@@ -113,7 +132,7 @@ def test_the_cache_ager_sleeps_while_nothing_is_cached_and_wakes_at_the_first_en
         budget.age_out = lambda now, max_age: (ticks.append(budget.used), age_out(now, max_age))  # type: ignore[method-assign]
         topic = await service.load_topic(TopicName.parse("persistent://public/default/idle-ager"))
         assert isinstance(topic, PersistentTopic)
-        topic.subscribe("reader", durable=True, initial_position=InitialPosition.Latest, start_message_id=None)
+        _read_by_a_consumer(topic, "reader", InitialPosition.Latest)
         await asyncio.sleep(0.5)  # five periods of 0.1 s with nothing cached
         assert ticks == []
         for i in range(3):
@@ -135,14 +154,14 @@ def test_the_cache_ager_sleeps_while_nothing_is_cached_and_wakes_at_the_first_en
     run_service(tmp_path, body, entry_cache_eviction_seconds=0.2)
 
 
-def test_a_topic_caches_its_entries_only_while_it_has_a_subscription(tmp_path: Path) -> None:
+def test_a_topic_caches_its_entries_only_while_a_subscription_has_a_consumer(tmp_path: Path) -> None:
     async def body(service: BrokerService) -> None:
         topic = await service.load_topic(TopicName.parse("persistent://public/default/produced"))
         assert isinstance(topic, PersistentTopic)
         for i in range(3):
             topic.ledger.append(b"entry-%d" % i)
         assert topic.ledger.cache.entries == {} and service.cache_budget.used == 0  # nobody reads it
-        topic.subscribe("s", durable=True, initial_position=InitialPosition.Earliest, start_message_id=None)
+        _read_by_a_consumer(topic, "s", InitialPosition.Earliest)
         for i in range(3, 5):
             topic.ledger.append(b"entry-%d" % i)
         assert sorted(topic.ledger.cache.entries) == [3, 4] and service.cache_budget.used == 14

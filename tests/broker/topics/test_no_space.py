@@ -129,16 +129,24 @@ def _topic_on_faulty_files(tmp_path: Path) -> tuple[PersistentTopic, FaultyFileL
     return topic, files, session, producer
 
 
-def test_an_append_without_space_waits_for_the_publishes_before_it_to_complete(tmp_path: Path) -> None:
-    """The producers are closed only once the entries appended before are durable: their receipts
-    reach the client before it fails what it has pending (a receipt after the close is lost, and the
-    client would count a stored, readable entry as failed)."""
+def _one_publish_waiting_then_no_space(
+    tmp_path: Path,
+) -> tuple[PersistentTopic, FaultyFileLayer, RecordingSession, Producer, list[tuple], bytes]:
+    """A topic with entry 0 appended and waiting for its round, whose next segment cannot be created."""
     storage_health.reset()
     topic, files, session, producer = _topic_on_faulty_files(tmp_path)
     log: list[tuple] = []
     big = encode_entry(MessageMetadata(producer_name="p", sequence_id=0, publish_time=1), b"x" * 3000)
     assert topic.publish(producer, big, crc32c(big), RecordingContext(log, 0))
     files.inject("open", errno.ENOSPC, times=-1)
+    return topic, files, session, producer, log, big
+
+
+def test_an_append_without_space_waits_for_the_publishes_before_it_to_complete(tmp_path: Path) -> None:
+    """The producers are closed only once the entries appended before are durable: their receipts
+    reach the client before it fails what it has pending (a receipt after the close is lost, and the
+    client would count a stored, readable entry as failed)."""
+    topic, files, session, producer, log, big = _one_publish_waiting_then_no_space(tmp_path)
     assert not topic.publish(producer, big, crc32c(big), RecordingContext(log, 1))  # rolls over: ENOSPC
     assert not topic.publish(producer, big, crc32c(big), RecordingContext(log, 2))
     assert log == [] and session.calls == [] and not topic.no_space.active
@@ -152,12 +160,7 @@ def test_an_append_without_space_waits_for_the_publishes_before_it_to_complete(t
 
 
 def test_an_append_without_space_fails_with_the_round_before_it_when_that_fails(tmp_path: Path) -> None:
-    storage_health.reset()
-    topic, files, session, producer = _topic_on_faulty_files(tmp_path)
-    log: list[tuple] = []
-    big = encode_entry(MessageMetadata(producer_name="p", sequence_id=0, publish_time=1), b"x" * 3000)
-    assert topic.publish(producer, big, crc32c(big), RecordingContext(log, 0))
-    files.inject("open", errno.ENOSPC, times=-1)
+    topic, files, session, producer, log, big = _one_publish_waiting_then_no_space(tmp_path)
     assert not topic.publish(producer, big, crc32c(big), RecordingContext(log, 1))
     topic.on_sync_failed(OSError(errno.ENOSPC, "No space left on device"))
     assert log == [("error", 0, ServerError.PersistenceError), ("error", 1, ServerError.PersistenceError)]

@@ -146,12 +146,7 @@ class Probe:
         """gc.callbacks hook: time each collection."""
         if phase == "start":
             if info["generation"] == 2 and os.environ.get("MAGNETAR_PROBE_GC_CENSUS") == "1":
-                objects = gc.get_objects()
-                fields = Counter(getattr(o, "name", "?") for o in objects if type(o).__qualname__ == "ModelField")
-                self.gc_census.append({"objects": len(objects),
-                                       "types": Counter(type(o).__qualname__ for o in objects).most_common(12),
-                                       "model_fields": fields.most_common(15)})
-                del objects
+                self.gc_census.append(census_of(gc.get_objects()))
             self._gc_started, self._gc_cpu_started = time.perf_counter(), time.thread_time()
         else:
             self.gc[info["generation"]].append((time.perf_counter() - self._gc_started) * 1000)
@@ -182,18 +177,30 @@ class Probe:
         Dispatcher._run = self.timed_turn("dispatch", Dispatcher._run)
         FramedProtocol.data_received = self.timed_turn("read", FramedProtocol.data_received)
         GroupCommitter._round_done = self.timed_turn("round_done", GroupCommitter._round_done)
-        if os.environ.get("MAGNETAR_PROBE_GC_CENSUS") != "1":
-            return
-        # census mode only: importing the admin app at start changes what the start-up freeze keeps
-        from magnetar.admin.route_groups import RouteGroups
+        if os.environ.get("MAGNETAR_PROBE_GC_CENSUS") == "1":
+            self.install_route_builds()
 
-        real_routers = RouteGroups._routers
+    def install_route_builds(self) -> None:
+        """Record which admin route groups are built in each period, hooked once the HTTP app is built
+        (importing the admin app at start would change what the start-up freeze keeps)."""
+        from magnetar.admin import standalone
 
-        def routers(groups: Any, name: str) -> Any:
-            self.route_builds.append(name)  # which admin route groups were built in the period
-            return real_routers(groups, name)
+        real_build = standalone.build_http_app
 
-        RouteGroups._routers = routers
+        def build_http_app(service: Any) -> Any:
+            app = real_build(service)
+            from magnetar.admin.route_groups import RouteGroups
+
+            real_routers = RouteGroups._routers
+
+            def routers(groups: Any, name: str) -> Any:
+                self.route_builds.append(name)
+                return real_routers(groups, name)
+
+            RouteGroups._routers = routers
+            return app
+
+        standalone.build_http_app = build_http_app
 
     def timed_fdatasync(self, real: Any) -> Any:
         """``os.fdatasync`` that records its duration."""
@@ -270,11 +277,21 @@ class Probe:
         }
         record.update(hop_record(self.hops.dump()))
         record["gc_objects"] = {"gen2": len(gc.get_objects(generation=2)), "frozen": gc.get_freeze_count()}
+        if os.environ.get("MAGNETAR_PROBE_GC_CENSUS") == "1":
+            record["gc_objects"]["census"] = census_of(gc.get_objects())
         if os.environ.get("MAGNETAR_PROBE_FREEZE") == "1":
             gc.freeze()
         with open(self.out, "a") as f:
             f.write(json.dumps(record) + "\n")
         self.dump_ended = time.perf_counter()
+
+
+def census_of(objects: list[Any]) -> dict[str, Any]:
+    """What a full collection would walk (the objects not frozen): how many, the most numerous types, and
+    the FastAPI ``ModelField`` objects among them by name (an admin route's parameters and models)."""
+    fields = Counter(getattr(o, "name", "?") for o in objects if type(o).__qualname__ == "ModelField")
+    return {"objects": len(objects), "types": Counter(type(o).__qualname__ for o in objects).most_common(12),
+            "model_fields": fields.most_common(15)}
 
 
 def hop_record(sends: list[dict[str, Any]]) -> dict[str, Any]:

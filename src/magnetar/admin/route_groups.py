@@ -11,7 +11,11 @@ to answer its first request, so :func:`magnetar.admin.app.create_lazy_app` build
 - a path under no group's prefix (the OpenAPI pages, a path no route has) builds every group
   first, so it gets what the complete app would answer;
 - routes go into the app's router as they are: FastAPI's ``include_router`` would build every
-  route a second time (its effective context), on the first request that passes it.
+  route a second time (its effective context), on the first request that passes it;
+- what FastAPI would otherwise make at each route's first request, on the loop, is made with the group
+  in the building thread (:func:`prepare_first_calls`), so a built group's objects are all made when
+  :attr:`RouteGroups.on_built` runs (the standalone command collects and freezes them out of the
+  garbage collector's generations then).
 
 The app's routes keep the order of the complete app (core, then the groups in the order of
 :data:`GROUP_PREFIXES`), whatever order the groups are built in.
@@ -25,6 +29,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI
+from fastapi import routing as fastapi_routing
 from starlette.routing import BaseRoute
 
 from magnetar.admin import routes_brokers, routes_lookup, routes_schemas, routes_transactions
@@ -152,6 +157,22 @@ BUILDERS: dict[str, Callable[[BrokerAdmin, AccessGuard], list[APIRouter]]] = {
 }
 
 
+def prepare_first_calls(routers: list[APIRouter]) -> None:
+    """Make now, in the calling thread, what FastAPI makes at each route's first request: the endpoint's
+    source file and line for its error messages (``fastapi.routing._extract_endpoint_context``, cached
+    per endpoint), which reads the endpoint's source file: disk reads and up to tens of ms of CPU on the
+    loop at a route's first request otherwise (a 45 ms loop stall in benchmarks/PROFILES.md section 43).
+    A FastAPI without that function makes nothing at a first call: nothing to do."""
+    extract = getattr(fastapi_routing, "_extract_endpoint_context", None)
+    if extract is None:
+        return
+    for router in routers:
+        for route in router.routes:
+            dependant = getattr(route, "dependant", None)
+            if dependant is not None and dependant.call is not None:
+                extract(dependant.call)
+
+
 class RouteGroups:
     """The route groups of one app: which are in it, and building the missing ones."""
 
@@ -159,6 +180,9 @@ class RouteGroups:
         self.app = app
         self.admin = admin
         self.access = access
+        #: called on the loop with a group's name once a group a request needed is built and in the app
+        #: (each group once: a group is built once); its objects are all made by then
+        self.on_built: Callable[[str], None] | None = None
         #: the app's routes before any group (FastAPI's own pages and the core routes)
         self._core: list[BaseRoute] = list(app.router.routes)
         #: routes of the groups built, by group
@@ -196,7 +220,9 @@ class RouteGroups:
     def _routers(self, name: str) -> list[APIRouter]:
         """The routers of group ``name``, made now (in any thread)."""
         with self._build_lock:
-            return BUILDERS[name](self.admin, self.access)
+            routers = BUILDERS[name](self.admin, self.access)
+            prepare_first_calls(routers)
+            return routers
 
     async def ensure(self, path: str) -> None:
         """Return once the groups that may answer ``path`` are in the app (each built once, off the loop)."""
@@ -217,6 +243,8 @@ class RouteGroups:
             del self._building[name]  # the next request tries again
             raise
         self.attach(name, routers)  # on the loop: the app's routes change only here
+        if self.on_built is not None:
+            self.on_built(name)
 
 
 class LazyRoutesApp:

@@ -33,7 +33,8 @@ from magnetar.broker.service import BrokerService
 if TYPE_CHECKING:
     import ssl
 
-    from magnetar.admin.http_server import ASGIApp, HttpServer
+    from magnetar.admin.http_server import HttpServer
+    from magnetar.admin.route_groups import LazyRoutesApp
 
 log = logging.getLogger("magnetar.admin")
 
@@ -41,7 +42,7 @@ log = logging.getLogger("magnetar.admin")
 #: seconds from start to the statistics sampling's start (rates are over 10 s windows)
 SAMPLING_DELAY = 1.0
 
-def build_http_app(service: BrokerService) -> ASGIApp:
+def build_http_app(service: BrokerService) -> LazyRoutesApp:
     """Import the HTTP stack and build the app of ``service`` (its route groups come on first use); runs in a
     worker thread, off the loop."""
     # the HTTP stack, imported in this worker thread, never on the loop or at start-up: FastAPI and the
@@ -72,6 +73,9 @@ class StandaloneServer:
         #: called on the loop once the HTTP app is built and served (the standalone command freezes the
         #: garbage collector's view of start-up objects then)
         self.on_http_serving: Callable[[], None] | None = None
+        #: called on the loop once a group of admin routes is built for the first request that needed it,
+        #: at most once per group (the standalone command collects and freezes the group's objects then)
+        self.on_routes_built: Callable[[], None] | None = None
         #: why the HTTP app could not be built (its ports are closed then), None while all is well
         self.http_error: BaseException | None = None
         self._sockets: list[tuple[socket.socket, ssl.SSLContext | None]] = []
@@ -213,6 +217,7 @@ class StandaloneServer:
             return
         if self._stopping:
             return
+        app.groups.on_built = self._routes_built
         # loaded by now (build_http_app imported it in its thread), never at start-up: 80-90 ms CPU
         from magnetar.admin.http_server import HttpServer
 
@@ -228,6 +233,10 @@ class StandaloneServer:
         self._close_light()
         if self.on_http_serving is not None:
             self.on_http_serving()
+
+    def _routes_built(self, _group: str) -> None:
+        if self.on_routes_built is not None:
+            self.on_routes_built()
 
     def _close_sockets(self) -> None:
         self._close_light()

@@ -27,7 +27,8 @@ to its exit, not floored at the probe's window) show whether they were starved.
 
 ``--probe``: the broker runs under benchmarks/loop_probe.py, and each phase's record adds what it saw
 (loop lag percentiles, the ten longest stalls and the loop's stacks during stalls): where the loaded
-tail comes from; each round adds the broker's loop lag p99.9 loaded / alone.
+tail comes from; each round adds the broker's loop lag p99.9 loaded / alone, and (``settle``) what the
+probe saw from the broker's start to the alone phase (kept out of the alone phase's record).
 
 usage: python benchmarks/loop_isolation.py [--backlog 1000000] [--batch 10] [--seconds 20]
        [--namespaces 200] [--rounds 1] [--load-nice 19] [--broker-src DIR] [--probe] [--out FILE]
@@ -246,6 +247,7 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
         result["probe"] = {"loop_lag_ms": seen["loop_lag_ms"], "gc_ms": seen["gc_ms"],
                            "gc_objects": seen.get("gc_objects", {}),
                            "gc_census": seen.get("gc_census", []),
+                           "gc_young_census": seen.get("gc_young_census", []),
                            "route_builds": seen.get("route_builds", []),
                            "fdatasync_ms": seen["broker_fdatasync_ms"], "cpu_s": seen["cpu_s"],
                            # the loop's stalls (up to the 200 longest): how long, how much of it the loop
@@ -297,6 +299,15 @@ def settle(broker: BrokerProcess, seconds: float) -> None:
     finally:
         admin.close()
     time.sleep(seconds)
+
+
+def settle_record(seen: dict) -> dict:
+    """What the probe saw from the broker's start to the alone phase: its collections (the start-up's and
+    the admin app's freezes), what they walked, the route groups built, the loop's stalls."""
+    stalls = seen["stalls"]
+    return {"gc_ms": seen["gc_ms"], "gc_census": seen.get("gc_census", []), "route_builds": seen.get("route_builds", []),
+            "gc_objects": seen.get("gc_objects", {}),
+            "stall_summary": {"count": len(stalls), "ms": round(sum(s[0] for s in stalls), 1)}, "stalls": stalls[:5]}
 
 
 def round_record(alone: dict, loaded: dict) -> dict:
@@ -369,6 +380,8 @@ def main() -> None:
             broker = start_broker(data, src, args.probe, broker)
             try:
                 settle(broker, args.settle)
+                # the start and the settling apart: the alone phase's probe record is the alone phase's
+                settled = settle_record(probes_of(broker)) if args.probe else None
                 alone = phase(broker, args.seconds, args.rate, None)
                 print(f"round {n + 1} alone:  {json.dumps(alone)}", flush=True)
                 loaded = phase(broker, args.seconds, args.rate,
@@ -380,6 +393,8 @@ def main() -> None:
             finally:
                 broker.stop()
             rounds.append(round_record(alone, loaded))
+            if settled is not None:
+                rounds[-1]["settle"] = settled
     result = {"label": args.label, "broker_src": str(args.broker_src), "backlog": args.backlog,
               "batch": args.batch, "seconds": args.seconds, "rate": args.rate, "namespaces": args.namespaces,
               "load_nice": args.load_nice, "settle_seconds": args.settle,

@@ -15,6 +15,9 @@ also records, in the broker process:
 period's full collections cost when what was alive at its start is left out of them); each dump
 records how many objects the full collection would walk (``gc_objects``: generation 2, and frozen).
 
+``MAGNETAR_PROBE_GC_THRESHOLD=a,b,c`` sets the collector's thresholds (``gc.set_threshold``) before the
+broker starts (an experiment; a threshold the broker sets itself wins).
+
 ``MAGNETAR_PROBE_SWITCH_INTERVAL_MS`` sets the interpreter's switch interval (how long a thread that
 wants the GIL waits before it forces the holder to drop it; Python's default is 5 ms).
 
@@ -89,6 +92,10 @@ class Probe:
         #: with MAGNETAR_PROBE_GC_CENSUS=1: at each full collection's start, the objects it will walk
         #: (not frozen) by type, the most numerous first (the census itself holds the loop for a while)
         self.gc_census: list[dict[str, Any]] = []
+        #: with MAGNETAR_PROBE_GC_CENSUS=1: the three gen-1 collections that took the most CPU, with what
+        #: each walked (generations 0 and 1)
+        self.gc_young_census: list[dict[str, Any]] = []
+        self._young_census: dict[str, Any] | None = None
         self._cpu_started = time.process_time()
         self._lock = threading.Lock()
         #: when the ticker last woke (perf_counter), read by the stall watchdog
@@ -145,13 +152,21 @@ class Probe:
     def on_gc(self, phase: str, info: dict[str, int]) -> None:
         """gc.callbacks hook: time each collection."""
         if phase == "start":
-            if info["generation"] == 2 and os.environ.get("MAGNETAR_PROBE_GC_CENSUS") == "1":
+            census = os.environ.get("MAGNETAR_PROBE_GC_CENSUS") == "1"
+            if info["generation"] == 2 and census:
                 self.gc_census.append(census_of(gc.get_objects()))
+            elif info["generation"] == 1 and census:
+                self._young_census = census_of(gc.get_objects(generation=0) + gc.get_objects(generation=1))
             self._gc_started, self._gc_cpu_started = time.perf_counter(), time.thread_time()
         else:
             self.gc[info["generation"]].append((time.perf_counter() - self._gc_started) * 1000)
             self.gc_cpu[info["generation"]].append((time.thread_time() - self._gc_cpu_started) * 1000)
             self.gc_collected[info["generation"]].append(info["collected"])
+            if info["generation"] == 1 and self._young_census is not None:
+                self._young_census["cpu_ms"] = round(self.gc_cpu[1][-1], 2)
+                self.gc_young_census = sorted([*self.gc_young_census, self._young_census],
+                                              key=lambda c: c["cpu_ms"], reverse=True)[:3]
+                self._young_census = None
 
     def timed_turn(self, kind: str, real: Any) -> Any:
         """A loop callback (a method) that records how long each call ran under ``kind``."""
@@ -252,6 +267,7 @@ class Probe:
         gc_cpu, self.gc_cpu = self.gc_cpu, {0: [], 1: [], 2: []}
         collected, self.gc_collected = self.gc_collected, {0: [], 1: [], 2: []}
         census, self.gc_census = self.gc_census, []
+        young_census, self.gc_young_census = self.gc_young_census, []
         builds, self.route_builds = self.route_builds, []
         turns = {kind: percentiles(values) for kind, values in self.turns.items()}
         for values in self.turns.values():
@@ -273,6 +289,7 @@ class Probe:
             "stall_stacks": stacks.most_common(15),
             "turns_ms": turns,
             "gc_census": census,
+            "gc_young_census": young_census,
             "route_builds": builds,
         }
         record.update(hop_record(self.hops.dump()))
@@ -354,6 +371,8 @@ def install(probe: Probe) -> None:
 
 
 if __name__ == "__main__":
+    if os.environ.get("MAGNETAR_PROBE_GC_THRESHOLD"):
+        gc.set_threshold(*(int(n) for n in os.environ["MAGNETAR_PROBE_GC_THRESHOLD"].split(",")))
     if os.environ.get("MAGNETAR_PROBE_SWITCH_INTERVAL_MS"):
         sys.setswitchinterval(float(os.environ["MAGNETAR_PROBE_SWITCH_INTERVAL_MS"]) / 1000)
     install(Probe(os.environ["MAGNETAR_PROBE_OUT"]))

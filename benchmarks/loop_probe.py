@@ -15,6 +15,10 @@ also records, in the broker process:
 period's full collections cost when what was alive at its start is left out of them); each dump
 records how many objects the full collection would walk (``gc_objects``: generation 2, and frozen).
 
+``MAGNETAR_PROBE_FROZEN_GARBAGE=1`` unfreezes, collects and freezes again at each dump, and records how
+many objects that collection freed (``frozen_garbage``: what the broker's freezes kept that became
+cyclic garbage since; a check for the end of a run).
+
 ``MAGNETAR_PROBE_GC_THRESHOLD=a,b,c`` sets the collector's thresholds (``gc.set_threshold``) before the
 broker starts (an experiment; a threshold the broker sets itself wins).
 
@@ -308,6 +312,12 @@ class Probe:
         record["gc_objects"] = {"gen2": len(gc.get_objects(generation=2)), "frozen": gc.get_freeze_count()}
         if os.environ.get("MAGNETAR_PROBE_GC_CENSUS") == "1":
             record["gc_objects"]["census"] = census_of(gc.get_objects())
+        if os.environ.get("MAGNETAR_PROBE_FROZEN_GARBAGE") == "1":
+            # what the freezes so far kept from the collector that is garbage now: unfrozen, collected,
+            # what is left frozen again (an end-of-run check: it changes what later periods walk)
+            gc.unfreeze()
+            record["frozen_garbage"] = gc.collect()
+            gc.freeze()
         if os.environ.get("MAGNETAR_PROBE_FREEZE") == "1":
             gc.freeze()
         with open(self.out, "a") as f:

@@ -105,6 +105,12 @@ def freeze_start_up() -> None:
     gc.enable()
 
 
+# The collector's thresholds stay Python's (700, 10, 10). With the admin groups frozen, a full collection in
+# benchmarks/loop_isolation.py's loaded phase walks ~2,900 objects for 4.6-5.9 ms of the loop's CPU
+# (before: 25-37 ms over 33-39k); young ones hold it 1-4 ms. A gen-2 threshold of 100 took that one
+# collection out of the phase (PROFILES.md section 44): at 1 send a ms that pause delays ~5 sends, fewer than
+# the 10 a p99.9 of 10,000 counts, so not worth leaving cyclic garbage ten times longer (the broker's RSS
+# over a 60 s produce / consume loop: 65.4 -> 66.0 MB with the defaults).
 def freeze_built() -> None:
     """Collect, then freeze what is left out of the collector's generations: an admin route group just
     built (its FastAPI routes, pydantic validators and serializers: thousands of long-lived objects, made

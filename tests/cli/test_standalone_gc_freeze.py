@@ -99,7 +99,7 @@ def test_a_built_groups_objects_are_frozen(broker: BrokerThread) -> None:
     assert "namespaces" not in groups_of(broker).built
 
 
-def test_the_freezes_come_once_per_group_not_per_request(broker: BrokerThread, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_freezes_come_once_per_group_not_per_request(broker: BrokerThread) -> None:
     port = broker.config.http_port
     freezes: list[str] = []
     real = standalone.freeze_built

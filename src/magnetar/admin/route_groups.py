@@ -186,7 +186,7 @@ class RouteGroups:
         self.admin = admin
         self.access = access
         #: called on the loop with a group's name once a group a request needed is built and in the app
-        #: (each group once: a group is built once); its objects are all made by then
+        #: (each group once: a group is built once); its routes, fields and validators are all made by then
         self.on_built: Callable[[str], None] | None = None
         #: the app's routes before any group (FastAPI's own pages and the core routes)
         self._core: list[BaseRoute] = list(app.router.routes)

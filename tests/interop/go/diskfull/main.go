@@ -109,7 +109,12 @@ func run(url, dir, topic string) (*result, error) {
 		out.NextError, out.NextSeconds = next.Error(), took
 	}
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		// up to 3 s for each confirmed message, then 0.5 s of silence: nothing unconfirmed follows
+		wait := 3 * time.Second
+		if len(out.Received) >= len(out.Confirmed) {
+			wait = 500 * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		msg, err := consumer.Receive(ctx)
 		cancel()
 		if err != nil {

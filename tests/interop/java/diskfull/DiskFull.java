@@ -82,7 +82,9 @@ public class DiskFull {
             double nextSeconds = took[0];
             List<Integer> received = new ArrayList<>();
             while (true) {
-                Message<byte[]> msg = consumer.receive(3, TimeUnit.SECONDS);
+                // up to 3 s for each confirmed message, then 0.5 s of silence: nothing unconfirmed follows
+                int waitMillis = received.size() < confirmed.size() ? 3000 : 500;
+                Message<byte[]> msg = consumer.receive(waitMillis, TimeUnit.MILLISECONDS);
                 if (msg == null) {
                     break;
                 }

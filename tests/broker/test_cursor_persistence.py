@@ -115,7 +115,8 @@ def test_without_a_rate_limit_every_change_gets_its_own_round(tmp_path: Path) ->
 
 def test_shutdown_persists_the_acks_the_rate_limit_held_back(tmp_path: Path) -> None:
     async def run() -> tuple[int | None, int | None]:
-        persistence = _persistence(tmp_path, {}, [], mark_delete_rate_limit=0.1)  # a round every 10 s
+        # a round every 2 s: far longer than the 0.1 s ack stream (stop() waits out the paced round)
+        persistence = _persistence(tmp_path, {}, [], mark_delete_rate_limit=0.5)
         persistence.start()
         await _ack_stream(persistence, 20, 0.005)
         held_back = _stored_mark_delete(persistence)
@@ -125,7 +126,7 @@ def test_shutdown_persists_the_acks_the_rate_limit_held_back(tmp_path: Path) -> 
         return held_back, _stored_mark_delete(persistence)
 
     held_back, stored = asyncio.run(run())
-    assert held_back is not None and held_back < 19, "the first round ran at once, the next not within 10 s"
+    assert held_back is not None and held_back < 19, "the first round ran at once, the next not within 2 s"
     assert stored == 19
 
 
@@ -143,7 +144,9 @@ def test_the_longest_delay_before_a_cursor_is_persisted_follows_the_rate_limit(t
 
 def test_a_created_reset_or_deleted_cursor_is_persisted_at_once_whatever_the_rate_limit(tmp_path: Path) -> None:
     async def run() -> tuple[int | None, int | None, int | None, bool, int | None]:
-        persistence = _persistence(tmp_path, {}, [], mark_delete_rate_limit=0.1)  # a paced round every 10 s
+        # a paced round every 3 s: the five 0.3 s steps below end before the second one
+        # (stop() waits out the paced round)
+        persistence = _persistence(tmp_path, {}, [], mark_delete_rate_limit=1 / 3)
         persistence.start()
         cursor = persistence.cursors.open(NoEntries(), TOPIC, "sub", 4)
         await asyncio.sleep(0.3)

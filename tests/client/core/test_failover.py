@@ -19,7 +19,7 @@ from magnetar.client import (
 )
 from magnetar.testing import BrokerProcess
 
-from ..conftest import RECEIVE_MS
+from ..conftest import QUIET_MS, RECEIVE_MS
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def _stored(broker: BrokerProcess, topic: str, sub: str) -> list[bytes]:
         out = []
         while True:
             try:
-                out.append(consumer.receive(1500 if out else RECEIVE_MS).data())
+                out.append(consumer.receive(QUIET_MS if out else RECEIVE_MS).data())
             except Exception:  # noqa: BLE001 - Timeout: everything read
                 return out
 

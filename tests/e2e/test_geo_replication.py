@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +31,45 @@ pytestmark = pytest.mark.timeout(300)
 SETTLE_S = 30.0
 
 
-def start_cluster(base: Path, name: str, fsync: str = "never", **env_extra: str) -> BrokerProcess:
-    """A broker process of cluster ``name`` (``fsync="always"`` where a crash must lose nothing acknowledged)."""
+#: how long a cluster's broker may take to start on a loaded machine
+START_S = 90.0
+
+
+def cluster_broker(base: Path, name: str, fsync: str = "never", **env_extra: str) -> BrokerProcess:
+    """A broker process of cluster ``name``, not started (``fsync="always"`` where a crash must lose
+    nothing acknowledged)."""
     env = {"MAGNETAR_CLUSTER_NAME": name, **env_extra}
     (base / name).mkdir(parents=True, exist_ok=True)
-    return BrokerProcess(base / name / "data", args=("--fsync", fsync), env=env).start(timeout=90)  # a loaded machine
+    return BrokerProcess(base / name / "data", args=("--fsync", fsync), env=env)
+
+
+def start_side_by_side(brokers: dict[str, BrokerProcess]) -> dict[str, BrokerProcess]:
+    """Launch every broker, then wait for each: they start side by side, not one after the other."""
+    for broker in brokers.values():
+        broker.launch()
+    try:
+        for broker in brokers.values():
+            broker.wait_ready(START_S)
+    except BaseException:
+        for broker in brokers.values():
+            broker.stop()
+        raise
+    return brokers
+
+
+def start_clusters(base: Path, names: tuple[str, ...], fsync: str = "never") -> dict[str, BrokerProcess]:
+    """Started broker processes of clusters ``names``, by name (launched side by side)."""
+    return start_side_by_side({name: cluster_broker(base, name, fsync) for name in names})
 
 
 def register(brokers: dict[str, BrokerProcess], dedup: bool = True, replicate: bool = True) -> None:
-    """Every cluster registered on every broker, tenant ``geo`` allowed on all, ``geo/ns`` replicated to all."""
+    """Every cluster registered on every broker, tenant ``geo`` allowed on all, ``geo/ns`` replicated to all.
+
+    Each broker in a thread of its own: a broker's first admin request builds its admin app (seconds
+    on a loaded machine), and the brokers build theirs side by side."""
     names = sorted(brokers)
-    for here in brokers.values():
+
+    def on(here: BrokerProcess) -> None:
         for name, there in brokers.items():
             body = {"serviceUrl": there.http_url, "brokerServiceUrl": there.service_url}
             assert rest(here.http_url, "PUT", f"/admin/v2/clusters/{name}", body)[0] in (204, 409)
@@ -50,6 +79,10 @@ def register(brokers: dict[str, BrokerProcess], dedup: bool = True, replicate: b
             assert rest(here.http_url, "POST", f"/admin/v2/namespaces/{NS}/deduplication", True)[0] == 204
         if replicate:
             assert rest(here.http_url, "POST", f"/admin/v2/namespaces/{NS}/replication", names) == (204, None)
+
+    with ThreadPoolExecutor(len(brokers)) as pool:
+        for done in [pool.submit(on, here) for here in brokers.values()]:
+            done.result()  # an assertion of any broker fails the test
 
 
 def stats(broker: BrokerProcess, topic: str) -> dict[str, Any]:
@@ -152,7 +185,7 @@ def by_producer(messages: list[pulsar.Message]) -> dict[str, list[int]]:
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[dict[str, BrokerProcess]]:
     """Clusters east and west, replicating geo/ns both ways with deduplication on."""
-    brokers = {name: start_cluster(tmp_path, name) for name in ("east", "west")}
+    brokers = start_clusters(tmp_path, ("east", "west"))
     try:
         register(brokers)
         yield brokers
@@ -204,7 +237,7 @@ def test_remote_down_backlog_grows_then_drains(two: dict[str, BrokerProcess]) ->
     assert down["replicationBacklog"] > 0 and down["msgOutCounter"] == 50
     assert metric_values(east, "pulsar_replication_connected_count") == {"west": 0.0}
     assert metric_values(east, "pulsar_replication_backlog")["west"] > 0
-    west.start(timeout=90)
+    west.start(timeout=START_S)
     wait_until(lambda: stats(east, "outage")["replication"]["west"]["replicationBacklog"] == 0, what="backlog drained")
     got = read_all(west.service_url, "outage", 450)
     assert by_producer(got) == {"a": list(range(50)), "b": list(range(400))}
@@ -219,7 +252,7 @@ def test_remote_down_backlog_grows_then_drains(two: dict[str, BrokerProcess]) ->
 @pytest.fixture
 def durable_two(tmp_path: Path) -> Iterator[dict[str, BrokerProcess]]:
     """Clusters east and west as ``two``, with fsync on: what a producer was acknowledged survives kill -9."""
-    brokers = {name: start_cluster(tmp_path, name, fsync="always") for name in ("east", "west")}
+    brokers = start_clusters(tmp_path, ("east", "west"), fsync="always")
     try:
         register(brokers)
         yield brokers
@@ -248,7 +281,7 @@ def test_kill_9_of_the_source_loses_nothing_and_stores_nothing_twice(durable_two
     wait_until(lambda: arrived() > 0, what="replication under way")
     east.kill()
     sent_before_kill = arrived()
-    east.start(timeout=90)
+    east.start(timeout=START_S)
     wait_until(lambda: stats(east, "crash")["replication"]["west"]["replicationBacklog"] == 0, what="backlog drained")
     assert len(read_all(east.service_url, "crash", total)) == total  # the source lost nothing it acknowledged
     got = read_all(west.service_url, "crash", total)
@@ -258,7 +291,7 @@ def test_kill_9_of_the_source_loses_nothing_and_stores_nothing_twice(durable_two
 
 
 def test_replicate_to_and_disable_replication_with_three_clusters(tmp_path: Path) -> None:
-    brokers = {name: start_cluster(tmp_path, name) for name in ("a", "b", "c")}
+    brokers = start_clusters(tmp_path, ("a", "b", "c"))
     try:
         register(brokers)
         client = new_client(brokers["a"].service_url)
@@ -332,8 +365,9 @@ def test_avro_schema_is_registered_on_the_remote(two: dict[str, BrokerProcess]) 
 
 
 def test_scale_out_script_moves_a_namespace_with_its_data(tmp_path: Path) -> None:
-    edge = start_cluster(tmp_path, "edge", MAGNETAR_REPLICATION_START_AT="earliest")
-    core = start_cluster(tmp_path, "core")
+    started = start_side_by_side({"edge": cluster_broker(tmp_path, "edge", MAGNETAR_REPLICATION_START_AT="earliest"),
+                                  "core": cluster_broker(tmp_path, "core")})
+    edge, core = started["edge"], started["core"]
     try:
         assert rest(edge.http_url, "PUT", "/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["edge"]})[0] == 204
         assert rest(edge.http_url, "PUT", f"/admin/v2/namespaces/{NS}")[0] == 204
@@ -367,8 +401,9 @@ def test_replication_to_a_remote_that_authenticates(tmp_path: Path) -> None:
                "MAGNETAR_TOKEN_SECRET_KEY": f"file://{tmp_path / 'secret.key'}",
                "MAGNETAR_BROKER_CLIENT_AUTHENTICATION_PLUGIN": "token",
                "MAGNETAR_BROKER_CLIENT_AUTHENTICATION_PARAMETERS": f"token:{admin}"}
-    west = start_cluster(tmp_path, "west", **secured)
-    east = start_cluster(tmp_path, "east")
+    started = start_side_by_side({"west": cluster_broker(tmp_path, "west", **secured),
+                                  "east": cluster_broker(tmp_path, "east")})
+    west, east = started["west"], started["east"]
     try:
         for url, token in ((east.http_url, None), (west.http_url, admin)):
             for name, there in (("east", east), ("west", west)):

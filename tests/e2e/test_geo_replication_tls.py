@@ -46,16 +46,20 @@ def _secured_west(directory: Path, certs: Pki, secret: bytes) -> SecureBroker:
 def east_and_west(tmp_path: Path, pki: Pki) -> Iterator[tuple[BrokerProcess, SecureBroker]]:  # noqa: F811
     (tmp_path / "east").mkdir()
     (tmp_path / "west").mkdir()
-    west = _secured_west(tmp_path / "west", pki, generate_secret_key())
+    # east starts while west does
     east = BrokerProcess(tmp_path / "east" / "data", args=("--fsync", "never"),
-                         env={"MAGNETAR_CLUSTER_NAME": "east"}).start(timeout=90)
+                         env={"MAGNETAR_CLUSTER_NAME": "east"}).launch()
+    west: SecureBroker | None = None
     try:
+        west = _secured_west(tmp_path / "west", pki, generate_secret_key())
+        east.wait_ready(90)
         yield east, west
     finally:
-        for c in west.clients:
-            c.close()
+        if west is not None:
+            for c in west.clients:
+                c.close()
+            west.proc.stop()
         east.stop()
-        west.proc.stop()
 
 
 def _west_data(west: SecureBroker, trust: Path) -> dict[str, Any]:

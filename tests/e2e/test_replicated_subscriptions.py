@@ -16,7 +16,7 @@ import pytest
 from magnetar.testing import BrokerProcess
 
 from .helpers import new_client
-from .test_geo_replication import NS, register, stats, wait_until
+from .test_geo_replication import NS, register, start_clusters, stats, wait_until
 
 #: two broker processes on a loaded machine, snapshots every second
 pytestmark = pytest.mark.timeout(300)
@@ -28,11 +28,7 @@ SNAPSHOT_WAIT_S = 4.0
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[dict[str, BrokerProcess]]:
     """Clusters east and west, replicating geo/ns both ways with deduplication on."""
-    brokers: dict[str, BrokerProcess] = {}
-    for name in ("east", "west"):
-        (tmp_path / name).mkdir()
-        brokers[name] = BrokerProcess(tmp_path / name / "data", args=("--fsync", "never"),
-                                      env={"MAGNETAR_CLUSTER_NAME": name}).start(timeout=90)
+    brokers = start_clusters(tmp_path, ("east", "west"))
     try:
         register(brokers)
         yield brokers

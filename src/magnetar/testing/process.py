@@ -80,11 +80,20 @@ class BrokerProcess:
 
     def start(self, timeout: float = 15.0) -> BrokerProcess:
         """Start the broker and wait until its ports accept connections."""
+        return self.launch().wait_ready(timeout)
+
+    def launch(self) -> BrokerProcess:
+        """Start the broker's process without waiting for it: :meth:`wait_ready` does (so that
+        several brokers of one test start side by side)."""
         env = {**os.environ, **self.env}
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent()
         )
+        return self
+
+    def wait_ready(self, timeout: float = 15.0) -> BrokerProcess:
+        """Wait until the launched broker's ports accept connections (killed and an error if not)."""
         ports = [self.port, self.http_port] if self.plain else []
         ports += [port for port in (self.tls_port, self.https_port) if port is not None]
         try:

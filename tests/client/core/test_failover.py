@@ -26,8 +26,15 @@ from ..conftest import QUIET_MS, RECEIVE_MS
 def two_brokers(tmp_path: Path) -> Iterator[tuple[BrokerProcess, BrokerProcess]]:
     """Two brokers of their own (two clusters), stopped afterwards."""
     brokers = [BrokerProcess(tmp_path / name, args=("--log-level", "WARNING")) for name in ("a", "b")]
-    for broker in brokers:
-        broker.start(timeout=120.0)
+    for broker in brokers:  # side by side
+        broker.launch()
+    try:
+        for broker in brokers:
+            broker.wait_ready(timeout=120.0)
+    except BaseException:
+        for broker in brokers:
+            broker.stop()
+        raise
     yield brokers[0], brokers[1]
     for broker in brokers:
         broker.stop()

@@ -15,7 +15,7 @@ import pytest
 
 from magnetar.testing import BrokerProcess
 
-from .helpers import new_client
+from .helpers import QUIET_MS, RECEIVE_MS, new_client
 from .test_geo_replication import NS, register, start_clusters, stats, wait_until
 
 #: two broker processes on a loaded machine, snapshots every second
@@ -48,15 +48,16 @@ def _stored(broker: BrokerProcess, count: int) -> None:
     wait_until(lambda: stats(broker, "orders")["msgInCounter"] >= count, what=f"{count} messages on {broker.http_url}")
 
 
-def _drain(url: str, seconds: float = 2.0) -> list[str]:
-    """Everything subscription ``orders`` delivers now (nothing acknowledged: it comes again next time)."""
+def _drain(url: str) -> list[str]:
+    """Everything subscription ``orders`` delivers now (nothing acknowledged: it comes again next time):
+    the first message within RECEIVE_MS, the rest until QUIET_MS of silence (a backlog comes at once)."""
     client = new_client(url)
     try:
         consumer = client.subscribe(TOPIC, "orders", replicate_subscription_state_enabled=True)
         out: list[str] = []
         with contextlib.suppress(pulsar.Timeout):
             while True:
-                out.append(consumer.receive(timeout_millis=int(seconds * 1000)).data().decode())
+                out.append(consumer.receive(timeout_millis=QUIET_MS if out else RECEIVE_MS).data().decode())
         return out
     finally:
         client.close()

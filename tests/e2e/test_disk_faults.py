@@ -30,6 +30,8 @@ from magnetar.storage.health import storage_health
 from magnetar.testing import BrokerProcess, BrokerThread
 from magnetar.testing.ports import free_port
 
+from .helpers import QUIET_MS
+
 TOPIC = "persistent://public/default/disk-full"
 MESSAGE_BYTES = 40_000
 
@@ -72,6 +74,20 @@ def _wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
+
+
+def _until_quiet(receiver: pulsar.Consumer, expected: int, ack: bool = True) -> list[pulsar.Message]:
+    """What ``receiver`` gets: up to 3 s for each of the ``expected`` messages, then until QUIET_MS of
+    silence (more than ``expected`` is what the caller's assertion catches)."""
+    got: list[pulsar.Message] = []
+    while True:
+        try:
+            msg = receiver.receive(timeout_millis=3000 if len(got) < expected else QUIET_MS)
+        except pulsar.Timeout:
+            return got
+        got.append(msg)
+        if ack:
+            receiver.acknowledge(msg)
 
 
 def _fill(disk: Path, leave: int) -> Path:
@@ -136,14 +152,7 @@ def test_disk_full_gives_the_official_client_a_final_error_and_publishing_resume
     assert "magnetar_storage_disk_full 1.0" in metrics
 
     # Reads, dispatch and acknowledgements go on while the disk is full: exactly what was confirmed.
-    seen: list[int] = []
-    while True:
-        try:
-            msg = consumer.receive(timeout_millis=3000)
-        except pulsar.Timeout:
-            break
-        seen.append(_index_of(msg.data()))
-        consumer.acknowledge(msg)
+    seen = [_index_of(msg.data()) for msg in _until_quiet(consumer, len(confirmed))]
     assert seen == confirmed
 
     # Space comes back: the same producer publishes again (once its client reconnects), no restart.
@@ -169,13 +178,7 @@ def test_disk_full_gives_the_official_client_a_final_error_and_publishing_resume
     )
     client = client_factory(broker.service_url)
     audit = client.subscribe(TOPIC, "audit")
-    stored: list[int] = []
-    while True:
-        try:
-            msg = audit.receive(timeout_millis=3000)
-        except pulsar.Timeout:
-            break
-        stored.append(_index_of(msg.data()))
+    stored = [_index_of(msg.data()) for msg in _until_quiet(audit, len(confirmed), ack=False)]
     assert stored == confirmed
 
 
@@ -201,14 +204,7 @@ def test_disk_full_fails_every_pending_async_send_of_a_pipelining_producer(
     stored = [i for i in range(150) if results[i][0] == pulsar.Result.Ok]
     assert stored == list(range(len(stored))) and 20 < len(stored) < 120  # a prefix, then final errors
     assert {results[i][0] for i in range(len(stored), 150)} == {pulsar.Result.ProducerBlockedQuotaExceededException}
-    received = []
-    while True:
-        try:
-            msg = consumer.receive(timeout_millis=3000)
-        except pulsar.Timeout:
-            break
-        received.append(_index_of(msg.data()))
-        consumer.acknowledge(msg)
+    received = [_index_of(msg.data()) for msg in _until_quiet(consumer, len(stored))]
     assert received == stored
 
 
@@ -286,29 +282,11 @@ def test_damaged_files_the_broker_starts_and_serves_what_is_intact(
     assert "metadata database" in broker.log() and "damaged" in broker.log()
     client = client_factory(broker.service_url)
     consumer = client.subscribe(topic, "sub", initial_position=pulsar.InitialPosition.Earliest)
-    got = []
-    while True:
-        try:
-            msg = consumer.receive(timeout_millis=3000)
-        except pulsar.Timeout:
-            break
-        got.append(msg.data())
-        consumer.acknowledge(msg)
+    got = [msg.data() for msg in _until_quiet(consumer, 9)]
     assert got == [_payload(i)[:200] for i in range(10) if i != 4]
     assert "skipping entry 4" in broker.log()
     _, metrics = _http(f"{broker.http_url}/metrics")
     assert "magnetar_storage_damaged_entries_skipped_total 1.0" in metrics
-
-
-def _receive_all(consumer: pulsar.Consumer) -> list[str]:
-    received = []
-    while True:
-        try:
-            msg = consumer.receive(timeout_millis=3000)
-        except pulsar.Timeout:
-            return received
-        received.append(msg.data().decode())
-        consumer.acknowledge(msg)
 
 
 def test_a_failed_fdatasync_under_pipelining_official_producers_stores_every_message_once(
@@ -343,7 +321,7 @@ def test_a_failed_fdatasync_under_pipelining_official_producers_stores_every_mes
         assert fault.fired == 1
         assert {key for key, res in results.items() if res != pulsar.Result.Ok} == set()
         for consumer in consumers:
-            received = _receive_all(consumer)
+            received = [msg.data().decode() for msg in _until_quiet(consumer, 401)]
             assert received[0] == "first"
             assert sorted(received[1:], key=lambda m: int(m[2:])) == [f"m-{i}" for i in range(400)]
     storage_health.reset()

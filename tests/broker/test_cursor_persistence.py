@@ -114,20 +114,24 @@ def test_without_a_rate_limit_every_change_gets_its_own_round(tmp_path: Path) ->
 
 
 def test_shutdown_persists_the_acks_the_rate_limit_held_back(tmp_path: Path) -> None:
-    async def run() -> tuple[int | None, int | None]:
-        # a round every 2 s: far longer than the 0.1 s ack stream (stop() waits out the paced round)
-        persistence = _persistence(tmp_path, {}, [], mark_delete_rate_limit=0.5)
+    async def run() -> tuple[int | None, int | None, float]:
+        # a round every 10 s: far longer than the 0.1 s ack stream
+        persistence = _persistence(tmp_path, {}, [], mark_delete_rate_limit=0.1)
         persistence.start()
         await _ack_stream(persistence, 20, 0.005)
         held_back = _stored_mark_delete(persistence)
+        loop = asyncio.get_running_loop()
+        stopping = loop.time()
         await persistence.stop()
+        stop_seconds = loop.time() - stopping
         await persistence.flush()  # the service's final flush, as on shutdown
         persistence.close()
-        return held_back, _stored_mark_delete(persistence)
+        return held_back, _stored_mark_delete(persistence), stop_seconds
 
-    held_back, stored = asyncio.run(run())
-    assert held_back is not None and held_back < 19, "the first round ran at once, the next not within 2 s"
+    held_back, stored, stop_seconds = asyncio.run(run())
+    assert held_back is not None and held_back < 19, "the first round ran at once, the next not within 10 s"
     assert stored == 19
+    assert stop_seconds < 1.0, f"stop() waited {stop_seconds:.1f} s of the paced round's 10 s"
 
 
 def test_the_longest_delay_before_a_cursor_is_persisted_follows_the_rate_limit(tmp_path: Path) -> None:
@@ -145,7 +149,6 @@ def test_the_longest_delay_before_a_cursor_is_persisted_follows_the_rate_limit(t
 def test_a_created_reset_or_deleted_cursor_is_persisted_at_once_whatever_the_rate_limit(tmp_path: Path) -> None:
     async def run() -> tuple[int | None, int | None, int | None, bool, int | None]:
         # a paced round every 3 s: the five 0.3 s steps below end before the second one
-        # (stop() waits out the paced round)
         persistence = _persistence(tmp_path, {}, [], mark_delete_rate_limit=1 / 3)
         persistence.start()
         cursor = persistence.cursors.open(NoEntries(), TOPIC, "sub", 4)

@@ -75,6 +75,8 @@ class CursorPersistence:
         self.writes = 0
         #: the unpaced rounds of created, reset and deleted cursors under way
         self._at_once: set[asyncio.Task] = set()
+        #: set by :meth:`stop`: a round waiting out its pacing gives up the wait (the final flush is the caller's)
+        self._stopping = asyncio.Event()
 
     @property
     def longest_delay(self) -> float:
@@ -88,11 +90,13 @@ class CursorPersistence:
             if self.spacing > 0:
                 self.cursors.on_structural_change = self._persist_at_once
         self._flush_task = asyncio.create_task(self._flush_loop(), name="cursor-flush")
+        self._stopping.clear()
         self.running = True
 
     async def stop(self) -> None:
         """Stop the rounds and wait for the one under way; the final :meth:`flush` is the caller's."""
         self.running = False
+        self._stopping.set()
         tasks = [task for task in (self._flush_task, self._rounds_task, *self._at_once) if task is not None]
         if self._flush_task is not None:
             self._flush_task.cancel()
@@ -196,9 +200,22 @@ class CursorPersistence:
         paced = self.spacing > 0
         while self.running and self.cursors.pending:
             # at least one turn: take in the acknowledgements of this loop iteration
-            await asyncio.sleep(max(0.0, self._next_write - loop.time()) if paced else 0)
+            await asyncio.sleep(0)
+            if paced and not await self._paused(self._next_write - loop.time()):
+                return
             try:
                 await self.flush(dedup=paced, paced=paced)
             except Exception:
                 log.exception("persisting cursors failed; retrying in %.1f s", self.config.cursor_persist_delay_seconds)
-                await asyncio.sleep(self.config.cursor_persist_delay_seconds)
+                if not await self._paused(self.config.cursor_persist_delay_seconds):
+                    return
+
+    async def _paused(self, seconds: float) -> bool:
+        """Wait ``seconds`` (if positive); False when :meth:`stop` came meanwhile, so a broker's shutdown
+        never waits out a paced round (1 s at the default ``managedLedgerDefaultMarkDeleteRateLimit``)."""
+        if seconds > 0:
+            try:
+                await asyncio.wait_for(self._stopping.wait(), seconds)
+            except TimeoutError:
+                pass
+        return not self._stopping.is_set()

@@ -15,6 +15,7 @@ from magnetar.storage.entries import CacheBudget, Entry, SegmentInfo, owned_entr
 from magnetar.storage.entry_reader import EntryReader, decoding, decoding_each
 from magnetar.storage.files import FileLayer, default_file_layer
 from magnetar.storage.health import storage_health
+from magnetar.storage.ledger_recovery import Recovery
 from magnetar.storage.ledger_sync import LedgerFencedError, LedgerSync, SyncOrder, SyncSupersededError
 from magnetar.storage.read_thread import ReadThread
 from magnetar.storage.segment import (
@@ -32,17 +33,8 @@ from magnetar.storage.tail_cache import TailCache
 from magnetar.storage.write_queue import WriteQueue
 
 __all__ = [
-    "CacheBudget",
-    "Entry",
-    "EntryNotFoundError",
-    "LedgerFencedError",
-    "LedgerSync",
-    "ManagedLedger",
-    "Reaper",
-    "RolloverPolicy",
-    "SegmentInfo",
-    "StorageError",
-    "SyncSupersededError",
+    "CacheBudget", "Entry", "EntryNotFoundError", "LedgerFencedError", "LedgerSync", "ManagedLedger", "Reaper",
+    "RolloverPolicy", "SegmentInfo", "StorageError", "SyncSupersededError",
 ]
 
 log = logging.getLogger("magnetar.storage.ledger")
@@ -104,6 +96,7 @@ class ManagedLedger:
         self.cache = TailCache(cache_max_bytes, cache_budget, self._last_entry_id + 1)
         self._reader = EntryReader(ledger_id, self._chain, self.cache, self._queue)
         self._closed = False
+        self._recovery = Recovery(self._cut_to_durable, self._reopened, reads)
 
     @classmethod
     def open(
@@ -122,21 +115,17 @@ class ManagedLedger:
         write_behind: bool = True,
         reads: ReadThread | None = None,
     ) -> ManagedLedger:
-        """Open (creating if needed) the ledger stored in ``directory``.
-
-        The last segment is opened writable and recovered (torn tail truncated);
-        older segments are opened read-only and indexed lazily. ``files`` is the file layer
-        (default: :func:`~magnetar.storage.files.default_file_layer`). ``label`` (the topic name) is
-        written next to the segments once, so that ``magnetar repair`` can rebuild lost metadata.
-        ``reaper`` deletes the files of trimmed segments and of the deleted ledger, and runs the final
-        sync and close of :meth:`close`, off this thread; an open waits for such a close of the same
-        directory. ``write_behind=False``: :meth:`append` writes at once (not only queues). ``reads``
-        runs :meth:`read_later`'s file reads off this thread (None: :meth:`read_later` declines).
-
-        The active segment rolls over when the next entry would take it past ``segment_max_bytes``, or
-        at a :meth:`roll_if_due` once full or ``max_rollover_seconds`` old (0: no age limit), but never
-        sooner than ``min_rollover_seconds`` after it was started (or the ledger opened): Pulsar's
-        ledger roll-over, see :mod:`magnetar.storage.segment_chain`.
+        """Open (creating if needed) the ledger stored in ``directory``: the last segment writable and
+        recovered (torn tail truncated), the older ones read-only, indexed lazily. ``files``: the file
+        layer (default: :func:`~magnetar.storage.files.default_file_layer`); ``label`` (the topic name)
+        is written next to the segments once, for ``magnetar repair``. ``reaper`` deletes the files of
+        trimmed segments and of the deleted ledger, and runs the final sync and close of :meth:`close`,
+        off this thread (an open waits for such a close of the same directory). ``write_behind=False``:
+        :meth:`append` writes at once. ``reads`` runs :meth:`read_later`'s file reads and
+        :meth:`recover_later`'s cut off this thread (None: on this thread, or declined). Roll-over as
+        Pulsar's ledgers (:mod:`magnetar.storage.segment_chain`): past ``segment_max_bytes`` at the next
+        entry, or at a :meth:`roll_if_due` once full or ``max_rollover_seconds`` old (0: no age
+        limit), never sooner than ``min_rollover_seconds`` after the segment started (or the open).
         """
         files = files if files is not None else default_file_layer()
         rollover = RolloverPolicy(segment_max_bytes, max_rollover_seconds, min_rollover_seconds)
@@ -215,12 +204,9 @@ class ManagedLedger:
 
     def append(self, data: bytes | bytearray | memoryview, crc: int | None = None) -> int:
         """Queue one entry and return its entry id: the next :meth:`sync` (or :meth:`flush`) writes
-        it (a failure fences the ledger), the next :meth:`sync` makes it durable.
-
-        ``crc`` is the CRC32C of ``data`` when the caller already knows it (it is
-        trusted, not verified); it is computed otherwise. ``data`` is kept as
-        :func:`~magnetar.storage.entries.owned_entry` says (a large read-only view of a frame is
-        kept, not copied).
+        it (a failure fences the ledger), the next :meth:`sync` makes it durable. ``crc``: the CRC32C
+        of ``data`` when the caller knows it (trusted), else computed. ``data`` is kept as
+        :func:`~magnetar.storage.entries.owned_entry` says (a large read-only view is not copied).
         """
         self._check_open()
         self._check_not_fenced()
@@ -398,42 +384,52 @@ class ManagedLedger:
                 self._syncs.ended(pending)
 
     def recover(self) -> int:
-        """Reopen a fenced ledger from what is known durable; returns the last entry id kept.
-
-        Every entry after the last durable one (none of them was ever confirmed) is cut off the
-        segment files, and the cut is synced; then appends are accepted again. Raises StorageError
-        (the ledger stays fenced) when that fails too. Call it on the loop thread, once the
-        publishes waiting on the failed sync were failed.
-        """
+        """Reopen a fenced ledger from what is durable, once the publishes waiting on the failed sync
+        failed: what is after it (never confirmed) cut off the files, the cut synced; the last entry id
+        kept, or StorageError (still fenced). It waits for the syncs begun and the disk, on this thread:
+        the event loop calls :meth:`recover_later`."""
         self._check_open()
+        return self._last_entry_id if self._fenced is None else self._recovery.now()
+
+    def recover_later(self, done: Callable[[int | BaseException], None]) -> None:
+        """:meth:`recover` with its waits on the read thread (ledger_recovery.py): ``done`` gets the last
+        entry id kept, or the StorageError (the ledger stays fenced; closed meanwhile), on this thread;
+        at once when the ledger is not fenced or has no read thread. Until then the ledger stays fenced
+        and :meth:`trim_before` releases nothing."""
+        self._check_open()
+        if self._fenced is None:
+            done(self._last_entry_id)
+        else:
+            self._recovery.start(done)
+
+    def _cut_to_durable(self) -> int:
+        """(any thread) After every sync begun (one begun before a failed write may end well), cut what
+        is not durable off the files; the first entry id cut. A reaper's close or delete waits for it."""
         with self._sync_mutex:
-            if self._fenced is None:
-                return self._last_entry_id
+            if self._closed:
+                raise StorageError(f"ledger {self._ledger_id} was closed before its recovery")
             with self._lock:
-                self._syncs.wait_all()  # a sync begun before a failed write may still end well
-            keep = self._durable + 1
-            try:
-                self._cut_from(keep)
-            except OSError as exc:
-                storage_health.write_failed(f"recovery of ledger {self._ledger_id}", exc)
-                raise StorageError(f"ledger {self._ledger_id} cannot be recovered: {exc}") from exc
+                self._syncs.wait_all()
+                keep = self._durable + 1
+                self._queue.clear()
+            self._chain.cut_back(keep, self._ledger_id)
             with self._lock:
-                self._last_entry_id = keep - 1
                 self._taken = min(self._taken, keep - 1)
                 self._chain.written = min(self._chain.written, keep - 1)
                 self._unsynced.clear()
-                self._fenced = None
-                self._syncs.recovered()  # a report of the fencing still on its way is passed over
-            log.warning("ledger %d recovered: entries from %d on were not durable and were dropped", self._ledger_id, keep)
-            return keep - 1
+            return keep
 
-    def _cut_from(self, keep: int) -> None:
-        """Remove entries ``>= keep`` from the files (and the cache and the write queue), syncing the
-        result."""
-        with self._lock:
-            self._queue.clear()
+    def _reopened(self, keep: int) -> int | BaseException:
+        """(owner's thread) The files were cut from ``keep``: take appends again from there."""
+        if self._closed:
+            return StorageError(f"ledger {self._ledger_id} was closed before its recovery")
         self.cache.cut_from(keep)
-        self._chain.cut_from(keep)
+        with self._lock:
+            self._last_entry_id = keep - 1
+            self._fenced = None
+            self._syncs.recovered()  # a report of the fencing still on its way is passed over
+        log.warning("ledger %d recovered: entries from %d on were not durable and were dropped", self._ledger_id, keep)
+        return keep - 1
 
     def read(self, entry_id: int) -> Entry:
         """Return one entry, from the tail cache when possible."""
@@ -461,11 +457,10 @@ class ManagedLedger:
     def read_later(
         self, first: int, last: int, max_bytes: int | None, done: Callable[[list[Entry] | BaseException], None]
     ) -> bool:
-        """Read entries ``first..last`` from the segment files on the read thread (as :meth:`read_range`,
-        but only those already written to the files: maybe fewer); ``done`` gets the list, or the
-        error (EntryNotFoundError: trimmed meanwhile; CorruptEntryError; StorageError: closed), on
-        this thread, which decodes what the read thread read. False (nothing started) when the ledger
-        has no read thread or is closed."""
+        """Read entries ``first..last`` from the files on the read thread (as :meth:`read_range`, only
+        those written to the files: maybe fewer); ``done`` gets the list or the error (EntryNotFoundError:
+        trimmed meanwhile; CorruptEntryError; StorageError: closed) on this thread, which decodes them.
+        False (nothing started) when the ledger has no read thread or is closed."""
         if self._reads is None or self._closed:
             return False
         return self._reads.submit(partial(self._reader.read_files, first, last, max_bytes), decoding(done))
@@ -508,7 +503,7 @@ class ManagedLedger:
         lower, below every cursor), and the next trim deletes them again.
         """
         self._check_open()
-        count = self._chain.sealed_before(entry_id)
+        count = 0 if self._recovery.under_way else self._chain.sealed_before(entry_id)  # the read thread cuts
         if count == 0:
             return 0
         with self._lock:
@@ -538,9 +533,12 @@ class ManagedLedger:
         close_off_thread(self._directory, partial(self._sync_and_close, segments), self._reaper)
 
     def _sync_and_close(self, segments: list[Segment]) -> None:
-        """(reaper) The end of :meth:`close`: the final sync, then the files closed whatever its outcome."""
+        """(reaper) The end of :meth:`close`: the final sync, then the files closed whatever its outcome
+        (a fenced ledger's after a recovery under way)."""
+        with self._sync_mutex:  # after a recovery under way (one begun later finds the ledger closed)
+            fenced = self._fenced is not None
         try:
-            if self._fenced is None:
+            if not fenced:
                 self.sync()
         finally:
             for segment in segments:
@@ -556,7 +554,12 @@ class ManagedLedger:
         if not self._closed:
             self._closed = True
             self.cache.clear()
-        self._reaper(partial(remove_segment_directory, self._directory, segments))
+        self._reaper(partial(self._remove_files, segments))
+
+    def _remove_files(self, segments: list[Segment]) -> None:
+        """(reaper) The end of :meth:`delete`, after a recovery under way."""
+        with self._sync_mutex:
+            remove_segment_directory(self._directory, segments)
 
     def __enter__(self) -> ManagedLedger:
         return self
@@ -570,10 +573,7 @@ class ManagedLedger:
         self.close()
 
     def __repr__(self) -> str:
-        return (
-            f"ManagedLedger(id={self._ledger_id}, entries={self.first_entry_id}..{self._last_entry_id}, "
-            f"segments={len(self._chain.segments)})"
-        )
+        return f"ManagedLedger(id={self._ledger_id}, entries={self.first_entry_id}..{self._last_entry_id})"
 
     def _check_open(self) -> None:
         if self._closed:

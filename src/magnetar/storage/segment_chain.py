@@ -22,7 +22,8 @@ from pathlib import Path
 
 from magnetar.storage.entries import SegmentInfo
 from magnetar.storage.files import FileLayer
-from magnetar.storage.segment import Segment, segment_file_name
+from magnetar.storage.health import storage_health
+from magnetar.storage.segment import Segment, StorageError, segment_file_name
 
 DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
 
@@ -157,6 +158,14 @@ class SegmentChain:
         self.active_bytes, self.active_count = last.size_bytes, last.entry_count
         if removed:
             self._files.sync_directory(self.directory)
+
+    def cut_back(self, keep: int, ledger_id: int) -> None:
+        """:meth:`cut_from` for a recovery: a failure is reported and raised as StorageError."""
+        try:
+            self.cut_from(keep)
+        except OSError as exc:
+            storage_health.write_failed(f"recovery of ledger {ledger_id}", exc)
+            raise StorageError(f"ledger {ledger_id} cannot be recovered: {exc}") from exc
 
     def sealed_infos(self, size_of: Callable[[Segment], int]) -> list[SegmentInfo]:
         """Every segment but the active one, oldest first; ``size_of`` gives a segment's size (called

@@ -15,6 +15,7 @@ from magnetar.broker.subscriptions.subscription import EntryFilter, Subscription
 from magnetar.broker.topics import lifecycle
 from magnetar.broker.topics.base import Topic
 from magnetar.broker.topics.no_space import NoSpaceGuard
+from magnetar.broker.topics.recovery import LedgerRecovery
 from magnetar.protocol.enums import InitialPosition, ServerError
 from magnetar.protocol.framing import ProtocolError, crc32c, parse_entry_metadata
 from magnetar.protocol.topic_name import TopicName
@@ -175,6 +176,7 @@ class PersistentTopic(Topic):
         self.dedup_snapshot_entry_id = -1
         #: while the disk is full: producers closed and refused (no_space.py)
         self.no_space = NoSpaceGuard(self.name, ledger.directory, self._close_producers)
+        self.recovery = LedgerRecovery(self.name, self._ledger_recovered)  # after a failed sync
         self.dedup_enabled = False
         #: the backlog quota policy in force while a quota is exceeded (producers are refused)
         self.quota_blocked: str | None = None
@@ -218,7 +220,7 @@ class PersistentTopic(Topic):
             self._refuse(context, None, ServerError.TopicTerminatedError, f"topic {self.name} was terminated")
             return False
         if self.ledger.fenced and not self._receipts:
-            self._recover_ledger()
+            self.recovery.start(self.ledger)
         sequence_id = context.sequence_id
         highest = context.highest_sequence_id
         sequence = highest if highest > sequence_id else sequence_id
@@ -379,7 +381,7 @@ class PersistentTopic(Topic):
         """Append an entry no producer sent (a transaction marker); ``durable`` is called once it is
         durable, in order with the receipts, ``failed`` if its sync failed. Raises StorageError."""
         if self.ledger.fenced and not self._receipts:
-            self._recover_ledger()
+            self.recovery.start(self.ledger)
         entry_id = self.ledger.append(entry, crc32c(entry))
         self._receipts.append((_MarkerContext(durable, failed), "", entry_id, True))  # type: ignore[arg-type]
         self._committer.appended(self)
@@ -390,10 +392,9 @@ class PersistentTopic(Topic):
         ``PersistentTopic.addFailed`` disconnects them, so every publish still waiting fails without a
         SEND_ERROR and the clients resend what they have pending once they re-registered (without space
         their re-registration is refused, see no_space.py); deduplication forgets the sequence ids of
-        entries that were not durable, and the ledger is reopened from what is durable, so a resend is
-        stored once and nothing unconfirmed is ever dispatched. (A SEND_ERROR instead made the official
-        clients close the connection, and the SENDs already on their way were stored after the recovery
-        with their receipts lost: resent, stored twice without deduplication.)"""
+        entries that were not durable, and the ledger is reopened from what is durable (recovery.py, off
+        the loop), so a resend is stored once and nothing unconfirmed is dispatched. (A SEND_ERROR made
+        the official clients close the connection: SENDs on their way were resent, stored twice without dedup.)"""
         if is_disk_full(error):
             self.no_space.enter(error)
         else:
@@ -402,25 +403,24 @@ class PersistentTopic(Topic):
             context = self._receipts.popleft()[0]
             context.failed(ServerError.PersistenceError, f"storage failure: {error}")
         self.last_sequence_ids = dict(self.durable_sequence_ids)
-        self._recover_ledger()
+        self.recovery.start(self.ledger)
 
     def _close_producers(self) -> None:
         """Close every producer (CLOSE_PRODUCER): their clients re-register."""
         for producer in list(self.producers.values()):
             producer.close_by_broker()
 
-    def _recover_ledger(self) -> bool:
-        """Reopen a fenced ledger from what is durable; whether appends are accepted again."""
-        if not self.ledger.fenced:
-            return True
-        try:
-            kept = self.ledger.recover()
-        except StorageError as exc:
-            log.error("%s: the ledger stays fenced (retried at the next publish): %s", self.name, exc)
-            return False
-        if self.txn_buffer is not None:
+    def _ledger_recovered(self, kept: int) -> None:
+        """The ledger takes appends again after ``kept``: the transaction buffer forgets what was cut."""
+        if self.txn_buffer is not None and not self.closed:
             self.txn_buffer.forget_from(kept + 1)
-        return True
+
+    def add_producer(self, producer: Producer) -> bool:
+        """Topic.add_producer; while the ledger is recovered, ready only once it takes appends (False)."""
+        ready = super().add_producer(producer)
+        if not self._receipts:
+            self.recovery.start(self.ledger)  # when it is fenced
+        return ready and not self.recovery.hold(producer)
 
     # -- reading -------------------------------------------------------------------------
     @property

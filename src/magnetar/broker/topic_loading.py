@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from magnetar.broker.errors import BrokerError
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.topic_name import TopicName
-from magnetar.storage.compacted import compacted_root
 from magnetar.storage.ledger import ManagedLedger
 
 if TYPE_CHECKING:
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from magnetar.broker.topics.base import Topic
     from magnetar.broker.topics.compaction import Compactor
     from magnetar.broker.topics.persistent import PersistentTopic
+    from magnetar.storage.compacted import CompactedView
     from magnetar.storage.ledger import CacheBudget
     from magnetar.storage.managed_cursor import ManagedCursor
     from magnetar.storage.metadata import MetadataStore
@@ -60,7 +60,7 @@ class LoadingBroker(Protocol):
 
     @property
     def compactor(self) -> Compactor:
-        """Opens the compacted views of loaded topics."""
+        """Opens the compacted views of topics being loaded (in the load threads)."""
 
     def check_namespace(self, topic_name: TopicName) -> None:
         """BrokerError TopicNotFound unless the topic's tenant and namespace exist."""
@@ -101,12 +101,18 @@ class PreparedTopic:
     dedup: tuple[dict[str, int], int]
     terminated: bool
     policies: TopicPolicies
-    #: whether the topic has a compacted-ledger directory (checked here, not on the loop)
-    compacted_root_exists: bool = True
+    #: the topic's compacted view, opened here (its index read), not on the loop
+    compacted: CompactedView | None = None
     #: what the transaction component read of the topic (its replayed buffer, its pending acks)
     transactions: Any = None
     #: when the topic was created (epoch seconds, from its metadata row; None: the row is gone)
     created_at: float | None = None
+
+    def close(self) -> None:
+        """The topic was not registered: close what was opened for it."""
+        self.ledger.close()
+        if self.compacted is not None:
+            self.compacted.close()
 
 
 class TopicLoader:
@@ -124,6 +130,8 @@ class TopicLoader:
         self._policy_changes = 0
         #: ledger ids of non-persistent topics count down from the top, away from stored ones
         self._non_persistent_ids = 0
+        #: opens the compacted views of the topics loaded (the broker's, once a persistent topic loads)
+        self._compactor: Compactor | None = None
 
     async def load(self, topic_name: TopicName, create: bool = True) -> Topic:
         """The loaded topic, loading or creating it as needed without blocking the loop. Concurrent
@@ -175,6 +183,8 @@ class TopicLoader:
         """One load: prepared in the topic-load thread, registered on the loop."""
         policy_changes = self._policy_changes
         try:
+            if topic_name.persistent:
+                self._compactor = self.broker.compactor  # made here, on the loop (its start writes metadata)
             prepared = await asyncio.get_running_loop().run_in_executor(self._executor, self.prepare, topic_name, create)
             topic = self._register_loaded(topic_name, prepared)
             if prepared is not None and self._policy_changes != policy_changes:
@@ -188,7 +198,7 @@ class TopicLoader:
         ledger it opened is closed and ServiceNotReady raised: nothing stays half-registered)."""
         if not self.broker.running:
             if prepared is not None:
-                prepared.ledger.close()
+                prepared.close()
             raise BrokerError(ServerError.ServiceNotReady, "the broker is stopping")
         try:
             if prepared is None:
@@ -196,7 +206,7 @@ class TopicLoader:
             return self._load_persistent(topic_name, prepared)
         except BaseException:
             if prepared is not None:
-                prepared.ledger.close()  # not registered: nothing else would ever close it
+                prepared.close()  # not registered: nothing else would ever close it
             raise
 
     def prepare(self, topic_name: TopicName, create: bool) -> PreparedTopic | None:
@@ -242,21 +252,20 @@ class TopicLoader:
             reaper=broker.reap,
             reads=broker.read_thread,
         )
+        prepared = PreparedTopic(ledger, {}, ({}, -1), False, None)  # type: ignore[arg-type]
         try:
             transactions = getattr(broker, "transactions", None)
-            return PreparedTopic(
-                ledger,
-                metadata.load_cursors(name),
-                broker.persistence.dedup_snapshot(name),
-                metadata.get_kv(terminated_key(name)) is not None,
-                resolve(metadata, config, topic_name),
-                compacted_root(config.data_dir, ledger_id).is_dir(),
-                transactions.read_topic_state(name, ledger) if transactions is not None else None,
-                (metadata.get_topic_info(name) or {}).get("created_at"),
-            )
+            prepared.cursors = metadata.load_cursors(name)
+            prepared.dedup = broker.persistence.dedup_snapshot(name)
+            prepared.terminated = metadata.get_kv(terminated_key(name)) is not None
+            prepared.policies = resolve(metadata, config, topic_name)
+            prepared.compacted = self._compactor.open_stored_view(name, ledger_id) if self._compactor else None
+            prepared.transactions = transactions.read_topic_state(name, ledger) if transactions is not None else None
+            prepared.created_at = (metadata.get_topic_info(name) or {}).get("created_at")
         except BaseException:
-            ledger.close()
+            prepared.close()
             raise
+        return prepared
 
     def _create_non_persistent(self, topic_name: TopicName) -> Topic:
         """A new non-persistent topic, registered."""
@@ -298,7 +307,7 @@ class TopicLoader:
         topic.terminated = prepared.terminated
         if prepared.created_at is not None:
             topic.created_ms = int(prepared.created_at * 1000)
-        broker.compactor.load(topic, prepared.compacted_root_exists)
+        topic.compacted = prepared.compacted
         if prepared.transactions is not None:
             broker.transactions.attach(topic, prepared.transactions)  # type: ignore[attr-defined]
         broker.topics[name] = topic

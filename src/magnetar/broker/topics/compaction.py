@@ -326,28 +326,28 @@ class Compactor:
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown, True)
 
     # -- loading and forgetting ------------------------------------------------------------
-    def load(self, topic: Topic, root_exists: bool = True) -> None:
-        """Open the compacted view of a topic being loaded; remove orphan compacted ledgers.
-
-        ``root_exists`` False: the load thread found no compacted directory of the topic, so the
-        loop makes no file-system call for it."""
-        root = compacted_root(self._data_dir, topic.ledger_id)
-        pointer = self._pointer(topic.name)
+    def open_stored_view(self, name: str, ledger_id: int) -> CompactedView | None:
+        """(a topic-load thread) The compacted view of a topic being loaded, opened (its index read),
+        None when it has none; orphan compacted ledgers are removed. A view that cannot be opened is
+        forgotten (the topic reads uncompacted)."""
+        root = compacted_root(self._data_dir, ledger_id)
+        pointer = self._pointer(name)
         keep = str(pointer["dir"]) if pointer else None
-        if topic.name not in self.running and (root_exists or pointer is not None) and root.is_dir():
+        if name not in self.running and root.is_dir():
             for child in root.iterdir():
                 if child.name != keep:
-                    log.info("removing orphan compacted ledger %s of %s", child, topic.name)
+                    log.info("removing orphan compacted ledger %s of %s", child, name)
                     shutil.rmtree(child, ignore_errors=True)
         if pointer is None:
-            return
+            return None
         try:
-            topic.compacted = open_view(root / keep, topic.ledger_id, int(pointer["horizon"]), self._reads)
+            view = open_view(root / str(pointer["dir"]), ledger_id, int(pointer["horizon"]), self._reads)
         except (StorageError, OSError, KeyError, ValueError) as exc:
-            log.error("compacted view of %s cannot be opened (%s): reading it uncompacted", topic.name, exc)
-            self._metadata.delete_kv(POINTER_PREFIX + topic.name)
-            return
-        log.debug("loaded %r for %s", topic.compacted, topic.name)
+            log.error("compacted view of %s cannot be opened (%s): reading it uncompacted", name, exc)
+            self._metadata.delete_kv(POINTER_PREFIX + name)
+            return None
+        log.debug("loaded %r for %s", view, name)
+        return view
 
     def _pointer(self, name: str) -> dict[str, Any] | None:
         raw = self._metadata.get_kv(POINTER_PREFIX + name)

@@ -11,6 +11,7 @@ import mmap
 import os
 import struct
 import threading
+import time
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
@@ -157,6 +158,9 @@ class Segment:
         self._end = end
         self._file_size = file_size
         self._closed = False
+        #: when the file was last written once sealed (epoch s): its time at open, or when it was sealed;
+        #: None while writable (kept, so that trimming and stats make no stat on the event loop)
+        self.modified: float | None = None
         # Opening the file, indexing it and closing it, which a read on the ledger's read thread
         # (:meth:`dup_for_read`) may race with the owner's thread or the reaper's close.
         self._io_lock = threading.RLock()
@@ -172,8 +176,10 @@ class Segment:
         path = Path(path)
         files = files if files is not None else default_file_layer()
         if not writable:
-            size = path.stat().st_size
-            return cls(path, base_entry_id, None, False, None, size, size, files)
+            stats = path.stat()
+            segment = cls(path, base_entry_id, None, False, None, stats.st_size, stats.st_size, files)
+            segment.modified = stats.st_mtime
+            return segment
         fd = files.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             size = files.size(fd)
@@ -239,6 +245,7 @@ class Segment:
     def seal(self) -> None:
         """Refuse further appends; the file stays open for reads and a final sync."""
         self._writable = False
+        self.modified = time.time()
 
     def append(self, data: bytes | bytearray | memoryview, crc: int) -> int:
         """Write one record at once (no fsync) and return its entry id.

@@ -12,7 +12,6 @@ holds the same three limits.
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from bisect import bisect_right
@@ -173,10 +172,7 @@ class SegmentChain:
         out = []
         bases = self.bases
         for i, segment in enumerate(self.segments[:-1]):
-            try:
-                modified = os.stat(segment.path).st_mtime
-            except OSError:
-                modified = time.time()
+            modified = segment.modified if segment.modified is not None else time.time()
             with self.lock:
                 size = size_of(segment)
             out.append(SegmentInfo(segment.base_entry_id, bases[i + 1] - 1, size, modified))

@@ -266,11 +266,12 @@ class CompactedView:
         last = min(len(self.ids), index + count) - 1
         if last < index:
             return []
-        out = []
-        for record in self.ledger.read_range(index, last, CHUNK_BYTES):
-            data = record.data
-            out.append((_ID.unpack_from(data, 0)[0], data[_ID.size :]))
-        return out
+        return self.records_of(self.ledger.read_range(index, last, CHUNK_BYTES))
+
+    @staticmethod
+    def records_of(entries: list[Entry]) -> list[tuple[int, bytes]]:
+        """Records read from a view's ledger as (original id, entry bytes)."""
+        return [(_ID.unpack_from(e.data, 0)[0], e.data[_ID.size :]) for e in entries]
 
     def indexes_of(self, entry_ids: Iterable[int]) -> list[int]:
         """The record indexes of those of ``entry_ids`` the view holds, in their order."""

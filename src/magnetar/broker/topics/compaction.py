@@ -19,10 +19,11 @@ How a compaction runs (:class:`Compactor`), as Pulsar's two-phase compactor does
    A crash before the switch leaves the old view in force (the half-written directory is an orphan,
    removed when the topic is next loaded); a crash after it leaves the new one.
 
-Threads: the ledgers are read on the event loop (their read API is loop-only) in bounded chunks;
-each chunk is then parsed, decompressed, re-batched and appended to the new ledger in a worker
-thread, which is the only user of that new ledger until it is closed. Producers and consumers go
-on meanwhile: the loop only spends the time of one chunk's read at a time.
+Threads: the ledgers are read in bounded chunks as dispatch reads them (what is in memory on the
+event loop, the files on the read thread); each chunk is then parsed, decompressed, re-batched and
+appended to the new ledger in a worker thread, which is the only user of that new ledger until it is
+closed, and which also makes the new directory and switches the pointer. Producers and consumers go
+on meanwhile.
 
 Storage: the compacted ledger (writer, index, view) is :mod:`magnetar.storage.compacted`; this
 module decides what goes into it. The pointer is JSON ``{"dir": n, "horizon": entry id}``.
@@ -52,7 +53,7 @@ from magnetar.protocol.compression import CompressionError, compress
 from magnetar.protocol.enums import ServerError
 from magnetar.protocol.framing import ProtocolError, encode_entry, parse_entry_metadata
 from magnetar.protocol.schema import MessageMetadata, SingleMessageMetadata
-from magnetar.storage import MetadataStore, StorageError, mask_to_longs
+from magnetar.storage import Entry, ManagedLedger, MetadataStore, StorageError, mask_to_longs
 from magnetar.storage.compacted import (
     CHUNK_BYTES,
     CHUNK_ENTRIES,
@@ -454,9 +455,8 @@ class Compactor:
                 scan.messages,
             )
             root = compacted_root(self._data_dir, topic.ledger_id)
-            number = 1 + max((int(c.name) for c in _children(root) if c.name.isdigit()), default=0)
-            directory = root / str(number)
-            root.mkdir(parents=True, exist_ok=True)
+            directory = await loop.run_in_executor(self._executor, _new_directory, root)
+            number = int(directory.name)
             writer = await loop.run_in_executor(
                 self._executor,
                 CompactedWriter,
@@ -474,10 +474,9 @@ class Compactor:
             self._check_alive(topic)
             if topic.compacted is not previous:
                 raise StorageError(f"the compacted view of {topic.name} changed during its compaction")
-            # the switch: one metadata transaction; a crash before it keeps the old view
-            self._metadata.put_kv(
-                POINTER_PREFIX + topic.name, json.dumps({"dir": number, "horizon": horizon}).encode()
-            )
+            # the switch: one metadata transaction (and its sync, in the worker); a crash before it keeps the old view
+            pointer = json.dumps({"dir": number, "horizon": horizon}).encode()
+            await loop.run_in_executor(self._executor, self._metadata.put_kv, POINTER_PREFIX + topic.name, pointer)
         except BaseException:
             if view is not None:
                 view.close()
@@ -494,7 +493,9 @@ class Compactor:
             self._executor.submit(shutil.rmtree, previous.directory, True)
         for sub in topic.subscriptions.values():
             sub.schedule_dispatch()
-        if not topic.closed:
+        if topic.closed:  # while the pointer was switched: the topic's close closed the previous view
+            view.close()
+        else:
             lifecycle.trim(topic)
         log.info("compacted %s up to entry %d: %d entries in %s", topic.name, horizon, len(view), directory)
         return max(0, scan.messages - len(scan.latest))
@@ -504,30 +505,48 @@ class Compactor:
             raise StorageError(f"{topic.name} was closed during its compaction")
 
     async def _input(self, topic: Topic, previous: CompactedView | None, start: int, horizon: int):  # noqa: ANN202
-        """The compaction input in chunks, read on the loop: the previous view, then new entries."""
+        """The compaction input in chunks: the previous view, then new entries (from the files on the
+        read thread, from memory on the loop, as dispatch reads them)."""
         if previous is not None:
             index = 0
             while index < len(previous):
                 self._check_alive(topic)
-                chunk = previous.read_records(index, CHUNK_ENTRIES)
+                last = min(len(previous), index + CHUNK_ENTRIES) - 1
+                chunk = previous.records_of(await read_entries(previous.ledger, index, last, CHUNK_BYTES))
                 index += len(chunk)
                 yield chunk
         position = start
         while position <= horizon:
             self._check_alive(topic)
-            entries = topic.ledger.read_range(
-                position, min(horizon, position + CHUNK_ENTRIES - 1), CHUNK_BYTES
-            )
+            last = min(horizon, position + CHUNK_ENTRIES - 1)
+            entries = await read_entries(topic.ledger, position, last, CHUNK_BYTES)
             position += len(entries)
             buffer = getattr(topic, "txn_buffer", None)  # markers and aborted messages are never compacted in
             yield [(e.entry_id, e.data) for e in entries if buffer is None or not buffer.hidden(e.entry_id)]
 
 
-def _children(root: Path) -> list[Path]:
+def _new_directory(root: Path) -> Path:
+    """(the worker) The directory of the next compacted ledger under ``root``: one past the highest."""
     try:
-        return list(root.iterdir())
+        numbers = [int(c.name) for c in root.iterdir() if c.name.isdigit()]
     except OSError:
-        return []
+        numbers = []
+    root.mkdir(parents=True, exist_ok=True)
+    return root / str(1 + max(numbers, default=0))
+
+
+async def read_entries(ledger: ManagedLedger, first: int, last: int, max_bytes: int) -> list[Entry]:
+    """Entries ``first..`` (up to ``last`` and ``max_bytes``, at least one) read as dispatch reads them:
+    from memory on the loop, from the files on the ledger's read thread (:meth:`ManagedLedger.read_later`)."""
+    if ledger.in_memory(first):
+        return ledger.read_range(first, last, max_bytes)
+    future: asyncio.Future[list[Entry] | BaseException] = asyncio.get_running_loop().create_future()
+    if not ledger.read_later(first, last, max_bytes, lambda result: future.done() or future.set_result(result)):
+        return ledger.read_range(first, last, max_bytes)  # closed: it raises
+    result = await future
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _scan_chunk(scan: LatestByKey, chunk: list[tuple[int, bytes]]) -> None:

@@ -316,3 +316,49 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
     assert loop_thread not in namespace_writes, "an admin namespace write ran on the event loop"
     assert not [sql for _, sql in statements if sql.startswith("PRAGMA")], "the write connection's settings changed"
     assert settings == [1, 0]  # NORMAL, no automatic checkpoint
+
+
+#: file operations the event loop still makes in the scenario of the test below, each with why it stays
+#: (measured with tests/loop_file_probe.py and strace, docs/FEATURES.md row "No disk I/O on the event loop")
+LOOP_FILE_ALLOWED: dict[str, str] = {
+    # a roll-over opens (O_CREAT) and seeks the new segment within the append that needs it: a failed
+    # creation refuses that one append (tests/storage/test_faults.py, tests/broker/topics/test_no_space.py);
+    # creating it on the commit thread would fail the round and fence the ledger instead
+    "magnetar/storage/segment_chain.py roll": "segment roll-over",
+    # the first use of a lazily imported module reads its .pyc (once per process; each such import gives
+    # its measured start-up reason, test_function_local_imports_give_their_measured_reason)
+    "<frozen importlib._bootstrap> _find_and_load": "first import of a lazily loaded module",
+    # FastAPI (0.12x) asks inspect.getsourcefile / getsourcelines about the endpoint's module on every
+    # admin request (fastapi/routing.py _extract_endpoint_context): a stat of a page-cached file
+    "fastapi/routing.py _extract_endpoint_context": "FastAPI's endpoint context (admin/)",
+}
+
+
+def test_the_event_loop_opens_reads_and_writes_no_file(tmp_path: Path) -> None:
+    """The rule "the event loop never waits on the disk", probed: every file operation Python makes on
+    the broker's loop thread (open, read, write, sync, seek, stat, listdir, mkdir, unlink...; not sockets)
+    while a scenario runs produce / consume (batched and not), a catch-up out of the files, redelivery,
+    deduplication, segment roll-over and retention trimming, compaction and a read_compacted reader, a
+    topic unloaded and reloaded (its compacted view opened again), a schema upload, transactions
+    committed and aborted, admin reads and writes, topics and a namespace deleted. Only the operations
+    of LOOP_FILE_ALLOWED may appear, and the probe must have seen the roll-overs (it works)."""
+    from magnetar.testing import BrokerThread
+    from magnetar.testing.ports import free_port
+    from tests.loop_file_probe import LoopFileProbe
+    from tests.loop_file_scenario import probe_config, run_scenario
+
+    config = probe_config(tmp_path / "data", free_port(), free_port())
+    with BrokerThread(config) as broker, LoopFileProbe(broker._thread.ident) as probe:  # type: ignore[arg-type]
+        seen = run_scenario(broker.service_url, f"http://127.0.0.1:{config.http_port}")
+    assert seen["consumed"] == 300 and seen["redelivered"] and not seen["dup_stored"]
+    assert seen["compacted"] == [b"v55", b"v56", b"v57", b"v58", b"v59"] and seen["schema"] == "STRING"
+
+    def allowed_by(stack: list[str]) -> str | None:
+        frames = {" ".join((place.split(":", 1)[0].split("/site-packages/")[-1].split("/src/")[-1], name))
+                  for place, _, name in (line.rpartition(" ") for line in stack)}
+        return next((why for frame, why in LOOP_FILE_ALLOWED.items() if frame in frames), None)
+
+    reasons = [allowed_by(stack) for _, _, stack in probe.findings]
+    unexplained = [finding for finding, why in zip(probe.findings, reasons, strict=True) if why is None]
+    assert not unexplained, "file operations on the event loop:\n" + LoopFileProbe(0).report_of(unexplained)
+    assert "segment roll-over" in reasons  # the probe saw the loop's own file operations

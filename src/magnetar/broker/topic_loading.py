@@ -275,20 +275,25 @@ class TopicLoader:
             reaper=broker.reap,
             reads=broker.read_thread,
         )
-        prepared = PreparedTopic(ledger, {}, ({}, -1), False, None)  # type: ignore[arg-type]
+        compacted = None
         try:
+            compacted = self._compactor.open_stored_view(name, ledger_id) if self._compactor else None
             transactions = getattr(broker, "transactions", None)
-            prepared.cursors = metadata.load_cursors(name)
-            prepared.dedup = broker.persistence.dedup_snapshot(name)
-            prepared.terminated = metadata.get_kv(terminated_key(name)) is not None
-            prepared.policies = resolve(metadata, config, topic_name)
-            prepared.compacted = self._compactor.open_stored_view(name, ledger_id) if self._compactor else None
-            prepared.transactions = transactions.read_topic_state(name, ledger) if transactions is not None else None
-            prepared.created_at = (metadata.get_topic_info(name) or {}).get("created_at")
+            return PreparedTopic(
+                ledger,
+                metadata.load_cursors(name),
+                broker.persistence.dedup_snapshot(name),
+                metadata.get_kv(terminated_key(name)) is not None,
+                resolve(metadata, config, topic_name),
+                compacted,
+                transactions.read_topic_state(name, ledger) if transactions is not None else None,
+                (metadata.get_topic_info(name) or {}).get("created_at"),
+            )
         except BaseException:
-            prepared.close()
+            ledger.close()
+            if compacted is not None:
+                compacted.close()
             raise
-        return prepared
 
     def _create_non_persistent(self, topic_name: TopicName) -> Topic:
         """A new non-persistent topic, registered."""

@@ -62,6 +62,7 @@ from magnetar.storage.compacted import (
     MessageKey,
     compacted_root,
 )
+from magnetar.storage.metadata import deferring_sync
 
 if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
@@ -368,8 +369,9 @@ class Compactor:
         if topic is not None and topic.compacted is not None:
             topic.compacted.close()
             topic.compacted = None
-        self._metadata.delete_kv(POINTER_PREFIX + name)
-        self._metadata.delete_kv(STATUS_PREFIX + name)
+        with deferring_sync():  # on the loop: the metadata thread runs the fsync
+            self._metadata.delete_kv(POINTER_PREFIX + name)
+            self._metadata.delete_kv(STATUS_PREFIX + name)
         self.stats.pop(name, None)
         if ledger_id is not None:
             root = compacted_root(self._data_dir, ledger_id)
@@ -399,9 +401,10 @@ class Compactor:
             task.exception()  # retrieved: logged and recorded by _run already
 
     def _set_status(self, name: str, status: str, error: str = "") -> None:
-        self._metadata.put_kv(
-            STATUS_PREFIX + name, json.dumps({"status": status, "lastError": error}).encode()
-        )
+        # on the loop: committed without its fsync, which the metadata thread runs (a compaction the
+        # lifecycle started, outside an admin request, fdatasynced the metadata log on the loop)
+        with deferring_sync():
+            self._metadata.put_kv(STATUS_PREFIX + name, json.dumps({"status": status, "lastError": error}).encode())
 
     async def _run(self, topic: Topic) -> None:
         started = time.time()

@@ -326,7 +326,8 @@ LOOP_FILE_ALLOWED: dict[str, str] = {
     # creating it on the commit thread would fail the round and fence the ledger instead
     "magnetar/storage/segment_chain.py roll": "segment roll-over",
     # the first use of a lazily imported module reads its .pyc (once per process; each such import gives
-    # its measured start-up reason, test_function_local_imports_give_their_measured_reason)
+    # its measured start-up reason, test_function_local_imports_give_their_measured_reason): measured, the
+    # replication package at the first internal-stats (broker/service.py's replication)
     "<frozen importlib._bootstrap> _find_and_load": "first import of a lazily loaded module",
     # FastAPI (0.12x) asks inspect.getsourcefile / getsourcelines about the endpoint's module on every
     # admin request (fastapi/routing.py _extract_endpoint_context): a stat of a page-cached file

@@ -252,9 +252,11 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
     """A probe of the rule "the event loop never waits on the disk": a subscription catching up on
     entries out of the cache (none is kept) and an admin write, against a broker thread, while every
     Segment.read_span and every statement of the metadata store's write connection records its thread.
-    No segment read runs on the loop; the namespace's creation and deletion run on the metadata thread;
-    no commit fsyncs under the write lock (synchronous=NORMAL, no automatic checkpoint: the fsync and
-    the checkpoint are made after the lock is released)."""
+    No segment read runs on the loop; the namespace's creation and deletion run on the metadata thread,
+    and so does the commit of every other admin write (a policy PUT, a namespace property, a cluster,
+    a partitioned topic, a permission grant); no commit fsyncs under the write lock
+    (synchronous=NORMAL, no automatic checkpoint: the fsync and the checkpoint are made after the lock
+    is released)."""
     import threading
 
     from magnetar.broker.config import BrokerConfig
@@ -304,6 +306,12 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
             admin = Admin(f"http://127.0.0.1:{config.http_port}")
             admin.create_namespace("public/probe")
             admin.delete_namespace("public/probe")
+            admin_from = len(statements)
+            admin.set_namespace_policy("public/default", "messageTTL", 60)
+            admin.request("PUT", "namespaces/public/default/property/probe/1")
+            admin.request("PUT", "clusters/probe-remote", {"serviceUrl": "http://127.0.0.1:1"})
+            admin.create_partitioned_topic("persistent://public/default/probe-p", 2)
+            admin.grant_permission("public/default", "probe-role", ["produce"])
             broker.call(conn.set_trace_callback, None)
             settings = broker.call(lambda: [conn.execute(f"PRAGMA {name}").fetchone()[0]
                                             for name in ("synchronous", "wal_autocheckpoint")])
@@ -314,6 +322,10 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
     namespace_writes = [thread for thread, sql in statements if "namespaces" in sql]
     assert len(namespace_writes) == 2  # the namespace's creation and deletion
     assert loop_thread not in namespace_writes, "an admin namespace write ran on the event loop"
+    admin_commits = [thread for thread, sql in statements[admin_from:] if sql.startswith("COMMIT")]
+    # policy, property, cluster, partitioned topic (its row, then each partition's), permission
+    assert len(admin_commits) >= 5
+    assert loop_thread not in admin_commits, "an admin write committed on the event loop"
     assert not [sql for _, sql in statements if sql.startswith("PRAGMA")], "the write connection's settings changed"
     assert settings == [1, 0]  # NORMAL, no automatic checkpoint
 

@@ -1,6 +1,6 @@
-"""An admin write commits its metadata on the loop without the fsync, which runs on the metadata
-thread, or (namespaces and tenants) is written and synced on the metadata thread; the HTTP answer
-waits for it either way (never acknowledged before durable)."""
+"""An admin write commits its metadata on the metadata thread, without the fsync, which runs there
+after it, or (namespaces and tenants) written and synced there at once; the HTTP answer waits for
+it either way (never acknowledged before durable)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from magnetar.storage.metadata_wal import WalSync
 from magnetar.testing import BrokerThread
 from magnetar.testing.admin import Admin, AdminError
 from magnetar.testing.ports import free_port
+from tests.broker.resources.test_write_jobs import FailingCommits
 
 
 def test_a_policy_is_answered_after_its_sync_which_runs_off_the_loop(
@@ -155,3 +156,30 @@ def test_a_failed_fsync_on_the_metadata_thread_answers_500(tmp_path: Path, monke
             assert storage_health.metadata_write_errors == 1
         finally:
             storage_health.reset()
+
+
+def test_a_failed_commit_of_a_policy_answers_500_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = BrokerConfig(data_dir=tmp_path / "data", port=free_port(), http_port=free_port(), fsync="never")
+    storage_health.reset()
+    try:
+        with BrokerThread(config) as broker:
+            admin = Admin(f"http://127.0.0.1:{config.http_port}")
+            admin.set_namespace_policy("public/default", "messageTTL", 60)
+            metadata = broker.server.service.metadata
+            failing = FailingCommits(metadata._conn)
+            monkeypatch.setattr(metadata, "_conn", failing)
+            with pytest.raises(AdminError) as failed:
+                admin.set_namespace_policy("public/default", "messageTTL", 90)
+            assert failed.value.status == 500
+            assert "disk I/O error" in failed.value.reason
+            assert admin.namespace_policy("public/default", "messageTTL") == 60
+            failing.failing = False
+            admin.set_namespace_policy("public/default", "messageTTL", 120)
+            assert admin.namespace_policy("public/default", "messageTTL") == 120
+        assert storage_health.metadata_write_errors == 1
+    finally:
+        storage_health.reset()
+    with MetadataStore(config.data_dir / "metadata.db") as reopened:
+        assert reopened.get_namespace("public/default")["message_ttl_in_seconds"] == 120

@@ -28,19 +28,19 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
 
     @r.put("/{cluster}", status_code=204, dependencies=super_user, summary="Create a cluster")
     async def create_cluster(cluster: str, data: Annotated[ClusterData | None, Body()] = None) -> Response:
-        clusters.create_cluster(cluster, dump(data))
+        await admin.ctx.write(clusters.create_cluster, cluster, dump(data))
         return Response(status_code=204)
 
     @r.post("/{cluster}", status_code=204, dependencies=super_user, summary="Update a cluster's ClusterData")
     async def update_cluster(cluster: str, data: Annotated[ClusterData, Body()]) -> Response:
-        clusters.update_cluster(cluster, dump(data))
+        await admin.ctx.write(clusters.update_cluster, cluster, dump(data))
         return Response(status_code=204)
 
     _add_topology_routes(r, admin, super_user)
 
     @r.delete("/{cluster}", status_code=204, dependencies=super_user, summary="Delete a cluster")
     async def delete_cluster(cluster: str) -> Response:
-        clusters.delete_cluster(cluster)
+        await admin.ctx.write(clusters.delete_cluster, cluster)
         return Response(status_code=204)
 
     return r
@@ -57,7 +57,7 @@ def _add_topology_routes(r: APIRouter, admin: BrokerAdmin, super_user: list) -> 
 
     @r.post("/{cluster}/peers", status_code=204, dependencies=super_user, summary="Replace the cluster's peer clusters")
     async def set_peers(cluster: str, peers: Annotated[list[str] | None, Body()] = None) -> Response:
-        topology.set_peers(cluster, peers)
+        await admin.ctx.write(topology.set_peers, cluster, peers)
         return Response(status_code=204)
 
     @r.get("/{cluster}/failureDomains", dependencies=super_user, summary="The cluster's failure domains")
@@ -71,13 +71,13 @@ def _add_topology_routes(r: APIRouter, admin: BrokerAdmin, super_user: list) -> 
     @r.post("/{cluster}/failureDomains/{domain}", status_code=204, dependencies=super_user,
             summary="Create or replace a failure domain")
     async def set_domain(cluster: str, domain: str, data: Annotated[dict | None, Body()] = None) -> Response:
-        topology.set_domain(cluster, domain, data)
+        await admin.ctx.write(topology.set_domain, cluster, domain, data)
         return Response(status_code=204)
 
     @r.delete("/{cluster}/failureDomains/{domain}", status_code=204, dependencies=super_user,
               summary="Delete a failure domain")
     async def delete_domain(cluster: str, domain: str) -> Response:
-        topology.delete_domain(cluster, domain)
+        await admin.ctx.write(topology.delete_domain, cluster, domain)
         return Response(status_code=204)
 
     @r.get("/{cluster}/migrate", dependencies=super_user, summary="The cluster's migration policy")
@@ -87,7 +87,7 @@ def _add_topology_routes(r: APIRouter, admin: BrokerAdmin, super_user: list) -> 
     @r.post("/{cluster}/migrate", status_code=204, dependencies=super_user,
             summary="Mark the cluster migrated (or not) to another cluster's URLs")
     async def set_migration(cluster: str, migrated: bool = False, url: Annotated[dict | None, Body()] = None) -> Response:
-        topology.set_migration(cluster, migrated, url)
+        await admin.ctx.write(topology.set_migration, cluster, migrated, url)
         return Response(status_code=204)
 
 
@@ -105,7 +105,7 @@ def namespace_replication_router(admin: BrokerAdmin, access: AccessGuard) -> API
     @r.post("/{tenant}/{namespace}/replication", status_code=204, dependencies=[access.namespace_policy(write=True)],
             summary="Set the replication clusters")
     async def set_replication(tenant: str, namespace: str, value: Annotated[list[str], Body()]) -> Response:
-        clusters.set_namespace_replication(name(tenant, namespace), value)
+        await admin.ctx.write(clusters.set_namespace_replication, name(tenant, namespace), value)
         return Response(status_code=204)
 
     return r
@@ -127,12 +127,12 @@ def topic_replication_router(admin: BrokerAdmin, access: AccessGuard, domain: st
 
     @r.post(path, status_code=204, dependencies=write, summary="Set the topic's replication clusters")
     async def set_replication(tenant: str, namespace: str, topic: str, value: Annotated[list[str], Body()]) -> Response:
-        clusters.set_topic_replication(topic_name(tenant, namespace, topic), value)
+        await admin.ctx.write(clusters.set_topic_replication, topic_name(tenant, namespace, topic), value)
         return Response(status_code=204)
 
     @r.delete(path, status_code=204, dependencies=write, summary="Remove the topic's replication clusters")
     async def remove_replication(tenant: str, namespace: str, topic: str) -> Response:
-        clusters.remove_topic_replication(topic_name(tenant, namespace, topic))
+        await admin.ctx.write(clusters.remove_topic_replication, topic_name(tenant, namespace, topic))
         return Response(status_code=204)
 
     return r

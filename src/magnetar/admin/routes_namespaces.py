@@ -121,13 +121,14 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) 
     get-properties, clear-properties."""
     name = admin.ctx.namespace_name
     props = admin.namespace_properties
+    job = admin.ctx.write
     read, write = [access.namespace_policy(write=False)], [access.namespace_policy(write=True)]
     one = "/{tenant}/{namespace}/property/{key}"
     every = "/{tenant}/{namespace}/properties"
 
     @r.put(one + "/{value}", status_code=204, dependencies=write, summary="Set one property of the namespace")
     async def set_property(tenant: str, namespace: str, key: str, value: str) -> Response:
-        props.put_all(name(tenant, namespace), {key: value})
+        await job(props.put_all, name(tenant, namespace), {key: value})
         return Response(status_code=204)
 
     @r.get(one, dependencies=read, summary="One property of the namespace (204 when not set)")
@@ -136,11 +137,11 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) 
 
     @r.delete(one, dependencies=write, summary="Remove one property of the namespace: its old value")
     async def remove_property(tenant: str, namespace: str, key: str) -> Response:
-        return _text(props.remove(name(tenant, namespace), key))
+        return _text(await job(props.remove, name(tenant, namespace), key))
 
     @r.put(every, status_code=204, dependencies=write, summary="Add or replace properties of the namespace")
     async def set_properties(tenant: str, namespace: str, properties: Annotated[dict[str, str], Body()]) -> Response:
-        props.put_all(name(tenant, namespace), properties)
+        await job(props.put_all, name(tenant, namespace), properties)
         return Response(status_code=204)
 
     @r.get(every, dependencies=read, summary="The namespace's properties")
@@ -149,5 +150,5 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) 
 
     @r.delete(every, status_code=204, dependencies=write, summary="Remove every property of the namespace")
     async def clear_properties(tenant: str, namespace: str) -> Response:
-        props.clear(name(tenant, namespace))
+        await job(props.clear, name(tenant, namespace))
         return Response(status_code=204)

@@ -46,13 +46,13 @@ def add_namespace_permission_routes(r: APIRouter, admin: BrokerAdmin, access: Ac
     async def grant_on_subscription(
         tenant: str, namespace: str, subscription: str, roles: Annotated[list[str], Body()]
     ) -> Response:
-        permissions.grant_on_subscription(name(tenant, namespace), subscription, roles)
+        await admin.ctx.write(permissions.grant_on_subscription, name(tenant, namespace), subscription, roles)
         return _no_content()
 
     @r.delete(NS + "/{subscription}/{role}", status_code=204, dependencies=revoke,
               summary="Remove a role from a subscription's roles")
     async def revoke_on_subscription(tenant: str, namespace: str, subscription: str, role: str) -> Response:
-        permissions.revoke_on_subscription(name(tenant, namespace), subscription, role)
+        await admin.ctx.write(permissions.revoke_on_subscription, name(tenant, namespace), subscription, role)
         return _no_content()
 
     @r.post(NS + "/{role}", status_code=204, dependencies=grant,
@@ -60,12 +60,12 @@ def add_namespace_permission_routes(r: APIRouter, admin: BrokerAdmin, access: Ac
     async def grant_on_namespace(
         tenant: str, namespace: str, role: str, actions: Annotated[list[str], Body()]
     ) -> Response:
-        permissions.grant_on_namespace(name(tenant, namespace), role, actions)
+        await admin.ctx.write(permissions.grant_on_namespace, name(tenant, namespace), role, actions)
         return _no_content()
 
     @r.delete(NS + "/{role}", status_code=204, dependencies=revoke, summary="Revoke a role's grant on the namespace")
     async def revoke_on_namespace(tenant: str, namespace: str, role: str) -> Response:
-        permissions.revoke_on_namespace(name(tenant, namespace), role)
+        await admin.ctx.write(permissions.revoke_on_namespace, name(tenant, namespace), role)
         return _no_content()
 
 
@@ -84,11 +84,11 @@ def add_topic_permission_routes(r: APIRouter, admin: BrokerAdmin, access: Access
     async def grant_on_topic(
         tenant: str, namespace: str, topic: str, role: str, actions: Annotated[list[str], Body()]
     ) -> Response:
-        permissions.grant_on_topic(topic_name(domain, tenant, namespace, topic), role, actions)
+        await admin.ctx.write(permissions.grant_on_topic, topic_name(domain, tenant, namespace, topic), role, actions)
         return _no_content()
 
     @r.delete(T + "/{role}", status_code=204, dependencies=[access.topic(TopicOperation.REVOKE_PERMISSION, domain)],
               summary="Revoke a role's grant on the topic")
     async def revoke_on_topic(tenant: str, namespace: str, topic: str, role: str) -> Response:
-        permissions.revoke_on_topic(topic_name(domain, tenant, namespace, topic), role)
+        await admin.ctx.write(permissions.revoke_on_topic, topic_name(domain, tenant, namespace, topic), role)
         return _no_content()

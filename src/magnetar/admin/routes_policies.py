@@ -7,7 +7,7 @@ only the body models (:mod:`.models`) are HTTP's own.
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request, Response
@@ -95,8 +95,9 @@ def _shown(policy: Policy, value: Any) -> Any:
     return Response(content=str(value), media_type="application/json")
 
 
-def _set_endpoint(policy: Policy, where: Scope, params: list[inspect.Parameter], apply: Callable[..., Any]) -> Any:
-    """The set endpoint of ``policy``: reads its body as the shape says, then ``apply(*path, value)``;
+def _set_endpoint(policy: Policy, where: Scope, params: list[inspect.Parameter],
+                  apply: Callable[..., Awaitable[None]]) -> Any:
+    """The set endpoint of ``policy``: reads its body as the shape says, then awaits ``apply(*path, value)``;
     ``params`` are the path parameters. A null body removes the policy when ``where.null_removes``."""
 
     async def set_policy(**kwargs: Any) -> Response:
@@ -107,7 +108,7 @@ def _set_endpoint(policy: Policy, where: Scope, params: list[inspect.Parameter],
             value = await _text_body(kwargs["request"])
         else:
             value = _value(kwargs.get("value"))
-        apply(*path, value)
+        await apply(*path, value)
         return _no_content()
 
     extra: list[inspect.Parameter] = []
@@ -140,6 +141,7 @@ def _add_namespace_policy(r: APIRouter, admin: BrokerAdmin, access: AccessGuard,
     name = admin.ctx.namespace_name
     policies = admin.policies
     config = admin.ctx.config
+    job = admin.ctx.write
 
     async def get_policy(tenant: str, namespace: str) -> Any:
         value = policies.get_namespace_policy(name(tenant, namespace), key)
@@ -147,14 +149,14 @@ def _add_namespace_policy(r: APIRouter, admin: BrokerAdmin, access: AccessGuard,
             value = policy.unset(config)
         return _shown(policy, value)
 
-    def apply(tenant: str, namespace: str, value: Any) -> None:
+    async def apply(tenant: str, namespace: str, value: Any) -> None:
         if value is None and where.null_removes:
-            policies.remove_namespace_policy(name(tenant, namespace), key)
+            await job(policies.remove_namespace_policy, name(tenant, namespace), key)
         else:
-            policies.set_namespace_policy(name(tenant, namespace), key, value)
+            await job(policies.set_namespace_policy, name(tenant, namespace), key, value)
 
     async def remove_policy(tenant: str, namespace: str) -> Response:
-        policies.remove_namespace_policy(name(tenant, namespace), key)
+        await job(policies.remove_namespace_policy, name(tenant, namespace), key)
         return _no_content()
 
     read, write = [access.namespace_policy(write=False)], [access.namespace_policy(write=True)]
@@ -181,6 +183,7 @@ def add_namespace_policy_routes(r: APIRouter, admin: BrokerAdmin, access: Access
         _add_namespace_policy(r, admin, access, policy)
     name = admin.ctx.namespace_name
     policies = admin.policies
+    job = admin.ctx.write
     read, write = [access.namespace_policy(write=False)], [access.namespace_policy(write=True)]
 
     @r.get("/{tenant}/{namespace}/schemaCompatibilityStrategy", dependencies=read, summary="Get the schema compatibility strategy")
@@ -190,7 +193,7 @@ def add_namespace_policy_routes(r: APIRouter, admin: BrokerAdmin, access: Access
     @r.put("/{tenant}/{namespace}/schemaCompatibilityStrategy", status_code=204, dependencies=write,
            summary="Set the schema compatibility strategy")
     async def set_schema_strategy(tenant: str, namespace: str, strategy: Annotated[str, Body()]) -> Response:
-        policies.set_namespace_policy(name(tenant, namespace), SCHEMA_COMPATIBILITY.name, strategy)
+        await job(policies.set_namespace_policy, name(tenant, namespace), SCHEMA_COMPATIBILITY.name, strategy)
         return Response(status_code=204)
 
     @r.post("/{tenant}/{namespace}/resourcegroup/{group}", status_code=204, dependencies=write,
@@ -210,14 +213,14 @@ def add_namespace_policy_routes(r: APIRouter, admin: BrokerAdmin, access: Access
         quota: Annotated[BacklogQuota, Body()],
         backlogQuotaType: str = "destination_storage",  # noqa: N803 - Pulsar's parameter name
     ) -> Response:
-        policies.set_namespace_backlog_quota(name(tenant, namespace), backlogQuotaType, dump(quota) or {})
+        await job(policies.set_namespace_backlog_quota, name(tenant, namespace), backlogQuotaType, dump(quota) or {})
         return Response(status_code=204)
 
     @r.delete("/{tenant}/{namespace}/backlogQuota", status_code=204, dependencies=write, summary="Remove a backlog quota")
     async def remove_backlog_quota(
         tenant: str, namespace: str, backlogQuotaType: str = "destination_storage"  # noqa: N803
     ) -> Response:
-        policies.remove_namespace_backlog_quota(name(tenant, namespace), backlogQuotaType)
+        await job(policies.remove_namespace_backlog_quota, name(tenant, namespace), backlogQuotaType)
         return Response(status_code=204)
 
 
@@ -230,19 +233,20 @@ def _add_topic_policy(r: APIRouter, admin: BrokerAdmin, access: AccessGuard, dom
     ident = f"{domain.replace('-', '_')}_{path}"
     policies = admin.policies
     topic_name = admin.ctx.topic_name
+    job = admin.ctx.write
 
     async def get_policy(tenant: str, namespace: str, topic: str, applied: bool = False) -> Any:
         return _shown(policy, policies.get_topic_policy(topic_name(domain, tenant, namespace, topic), key, applied))
 
-    def apply(tenant: str, namespace: str, topic: str, value: Any) -> None:
+    async def apply(tenant: str, namespace: str, topic: str, value: Any) -> None:
         tn = topic_name(domain, tenant, namespace, topic)
         if value is None and where.null_removes:
-            policies.remove_topic_policy(tn, key)
+            await job(policies.remove_topic_policy, tn, key)
         else:
-            policies.set_topic_policy(tn, key, value)
+            await job(policies.set_topic_policy, tn, key, value)
 
     async def remove_policy(tenant: str, namespace: str, topic: str) -> Response:
-        policies.remove_topic_policy(topic_name(domain, tenant, namespace, topic), key)
+        await job(policies.remove_topic_policy, topic_name(domain, tenant, namespace, topic), key)
         return _no_content()
 
     read, write = [access.topic_policy(False, domain)], [access.topic_policy(True, domain)]
@@ -314,12 +318,12 @@ def _add_topic_ttl_routes(r: APIRouter, admin: BrokerAdmin, domain: str, read: l
         value = messageTTL if messageTTL is not None else body
         if value is None:
             raise HttpError(412, "Invalid parameter: messageTTL is required")
-        policies.set_topic_policy(name(tenant, namespace, topic), MESSAGE_TTL.name, value)
+        await admin.ctx.write(policies.set_topic_policy, name(tenant, namespace, topic), MESSAGE_TTL.name, value)
         return _no_content()
 
     @r.delete(T + "/messageTTL", status_code=204, dependencies=write, summary="Remove the topic's message TTL")
     async def remove_ttl(tenant: str, namespace: str, topic: str) -> Response:
-        policies.remove_topic_policy(name(tenant, namespace, topic), MESSAGE_TTL.name)
+        await admin.ctx.write(policies.remove_topic_policy, name(tenant, namespace, topic), MESSAGE_TTL.name)
         return _no_content()
 
 
@@ -337,13 +341,13 @@ def _add_topic_strategy_routes(r: APIRouter, admin: BrokerAdmin, domain: str, re
     @r.put(T + "/schemaCompatibilityStrategy", status_code=204, dependencies=write,
            summary="Set the topic's schema compatibility strategy")
     async def set_strategy(tenant: str, namespace: str, topic: str, strategy: Annotated[str, Body()]) -> Response:
-        policies.set_topic_policy(name(tenant, namespace, topic), key, strategy)
+        await admin.ctx.write(policies.set_topic_policy, name(tenant, namespace, topic), key, strategy)
         return _no_content()
 
     @r.delete(T + "/schemaCompatibilityStrategy", status_code=204, dependencies=write,
               summary="Remove the topic's schema compatibility strategy")
     async def remove_strategy(tenant: str, namespace: str, topic: str) -> Response:
-        policies.remove_topic_policy(name(tenant, namespace, topic), key)
+        await admin.ctx.write(policies.remove_topic_policy, name(tenant, namespace, topic), key)
         return _no_content()
 
 
@@ -365,12 +369,13 @@ def _add_topic_quota_routes(r: APIRouter, admin: BrokerAdmin, domain: str, read:
         quota: Annotated[BacklogQuota, Body()],
         backlogQuotaType: str = "destination_storage",  # noqa: N803
     ) -> Response:
-        policies.set_topic_backlog_quota(name(tenant, namespace, topic), backlogQuotaType, dump(quota) or {})
+        await admin.ctx.write(policies.set_topic_backlog_quota, name(tenant, namespace, topic), backlogQuotaType,
+                              dump(quota) or {})
         return _no_content()
 
     @r.delete(T + "/backlogQuota", status_code=204, dependencies=write, summary="Remove a topic backlog quota")
     async def remove_quota(
         tenant: str, namespace: str, topic: str, backlogQuotaType: str = "destination_storage"  # noqa: N803
     ) -> Response:
-        policies.remove_topic_backlog_quota(name(tenant, namespace, topic), backlogQuotaType)
+        await admin.ctx.write(policies.remove_topic_backlog_quota, name(tenant, namespace, topic), backlogQuotaType)
         return _no_content()

@@ -119,7 +119,7 @@ def _add_partition_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
         tenant: str, namespace: str, topic: str, partitions: Annotated[StrictInt | PartitionedTopicMetadata, Body()]
     ) -> Response:
         count = partitions if isinstance(partitions, int) else partitions.partitions
-        topics.create_partitioned_topic(name(tenant, namespace, topic), count)
+        await admin.ctx.write(topics.create_partitioned_topic, name(tenant, namespace, topic), count)
         return _no_content()
 
     @r.post(T + "/partitions", status_code=204, dependencies=[need.access.topic_policy(True, need.domain)],
@@ -135,7 +135,10 @@ def _add_partition_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
     async def get_partitions(
         tenant: str, namespace: str, topic: str, checkAllowAutoCreation: bool = False  # noqa: N803
     ) -> dict:
-        return topics.get_partitioned_metadata(name(tenant, namespace, topic), checkAllowAutoCreation)
+        tn = name(tenant, namespace, topic)
+        if checkAllowAutoCreation:  # may create the partitioned topic: a write job
+            return await admin.ctx.write(topics.get_partitioned_metadata, tn, True)
+        return topics.get_partitioned_metadata(tn)
 
     @r.delete(T + "/partitions", status_code=204, dependencies=need.namespace(NamespaceOperation.DELETE_TOPIC),
               summary="Delete a partitioned topic and its partitions")
@@ -205,7 +208,8 @@ def _add_subscription_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer,
     ) -> Response:
         tn = name(tenant, namespace, topic)
         await subscriptions_of.delete_subscription(tn, subName, force)
-        admin.subscription_state.forget_properties([str(t) for t in admin.ctx.partitions(tn)] or [str(tn)], subName)
+        await admin.ctx.write(admin.subscription_state.forget_properties,
+                              [str(t) for t in admin.ctx.partitions(tn)] or [str(tn)], subName)
         return _no_content()
 
 
@@ -339,11 +343,11 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, nee
         return {} if info is None else info["properties"]
 
     async def change_properties(stored: str, change: Callable[[dict], dict]) -> None:
-        def write() -> None:  # in a thread: a metadata write commits to disk
+        def write() -> None:  # a write job: read, change and commit with no other write in between
             info = admin.ctx.metadata.get_topic_info(stored) or {"properties": {}}
             admin.ctx.metadata.set_topic_properties(stored, change(dict(info["properties"])))
 
-        await asyncio.to_thread(write)
+        await admin.ctx.write(write)
 
     @r.put(T + "/properties", status_code=204, dependencies=need.topic(TopicOperation.UPDATE_METADATA),
            summary="Add or replace some of the topic's properties")

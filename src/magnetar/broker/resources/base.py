@@ -1,13 +1,18 @@
 """What every admin resource shares: the service, names, existence checks and topic loading.
 
-Every method runs on the broker's event loop (the HTTP server shares it), so broker state is read
-and changed without locks; the methods that need a loaded topic are coroutines, since a topic not
-loaded loads in the broker's load threads (:meth:`BrokerService.load_topic
-<magnetar.broker.service.BrokerService.load_topic>`).
+Broker state is read and changed on the broker's event loop (the HTTP server shares it), without
+locks; the methods that need a loaded topic are coroutines, since a topic not loaded loads in the
+broker's load threads (:meth:`BrokerService.load_topic
+<magnetar.broker.service.BrokerService.load_topic>`). The metadata store has one writer, the
+metadata thread: an admin write (its checks, its read-modify-write and its commit) is a job there
+(:meth:`ResourceContext.write`: the REST routes hand the resources' writing methods to it), and what
+it changes in the broker's memory is done back on the loop (:meth:`ResourceContext.on_loop`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import re
 from collections.abc import Callable
 from functools import partial
@@ -37,6 +42,10 @@ LATEST_LEDGER = (1 << 63) - 1
 
 T = TypeVar("T")
 
+#: within a job of :meth:`ResourceContext.write`: what it asked to run on the loop once it is done
+_LOOP_ACTIONS: contextvars.ContextVar[list[Callable[[], object]] | None] = contextvars.ContextVar(
+    "magnetar_resource_loop_actions", default=None)
+
 COMPACTION_PREFIX = "compaction/"
 COMPACTION_STATUS_PREFIX = "compaction-status/"
 
@@ -61,22 +70,54 @@ class ResourceContext:
         return self.service.config
 
     async def off_loop(self, job: Callable[..., T], *args: object) -> T:
-        """``job(*args)`` on the metadata thread (the cursor writer's), its result or what it raised
-        back on the loop: for a job that reads and writes the metadata store and touches no broker
-        state, so that the loop waits neither for its SQLite calls nor for their fsync (made there,
-        before it returns). Only for writes that are whole in one store call (an insert, a delete, a
-        replacement): a read-modify-write of rows the loop also rewrites (a namespace's policies)
-        would race the loop's. Inline when the service has no metadata thread (not started)."""
+        """``job(*args)`` on the metadata thread, made durable there before it returns (the namespace
+        and tenant writes); otherwise as :meth:`write`."""
+        return await self._on_metadata_thread(job, args, contextvars.Context())
+
+    async def write(self, job: Callable[..., T], *args: object) -> T:
+        """``job(*args)`` on the metadata thread, its result or what it raised back on the loop: every
+        admin write of the metadata store is such a job, run one at a time in submission order, so a
+        read-modify-write (a namespace's policies) reads, changes and commits there with no other
+        write in between and none is lost. The job runs in the caller's context: within
+        :func:`~magnetar.storage.metadata.deferring_sync` (an HTTP write) its commits leave their
+        fsync to :class:`~magnetar.broker.metadata_sync.MetadataSync`, which covers several writes
+        with one; otherwise they are made durable in the job. What the job hands to :meth:`on_loop`
+        (the broker's in-memory state: policies applied to loaded topics) runs on the loop once it
+        is done, before the caller resumes, also when it raised after a commit. Inline when the
+        service has no metadata thread (not started)."""
+        return await self._on_metadata_thread(job, args, contextvars.copy_context())
+
+    async def _on_metadata_thread(self, job: Callable[..., T], args: tuple[object, ...],
+                                  context: contextvars.Context) -> T:
         persistence = getattr(self.service, "persistence", None)
         if persistence is None:
             return job(*args)
-        return await persistence.run(partial(job, *args))
+        actions: list[Callable[[], object]] = []
+        context.run(_LOOP_ACTIONS.set, actions)
+        done = persistence.run(partial(context.run, job, *args))
+
+        def run_actions(_: object) -> None:
+            for action in actions:
+                action()
+
+        done.add_done_callback(run_actions)
+        # shielded: a caller cancelled (a client gone) leaves the job and its loop actions to end
+        return await asyncio.shield(done)
+
+    def on_loop(self, action: Callable[..., object], *args: object) -> None:
+        """``action(*args)`` on the loop: at once there, or (within a :meth:`write` job, on the
+        metadata thread) once the job is done."""
+        actions = _LOOP_ACTIONS.get()
+        if actions is None:
+            action(*args)
+        else:
+            actions.append(partial(action, *args))
 
     def policies_changed(self, ns: str | None) -> None:
-        """Let the broker apply changed policies to its loaded topics (when it knows how)."""
+        """Let the broker apply changed policies to its loaded topics (when it knows how), on the loop."""
         hook = getattr(self.service, "policies_changed", None)
         if hook is not None:
-            hook(ns)
+            self.on_loop(hook, ns)
 
     # -- names -----------------------------------------------------------------------------
     @staticmethod

@@ -71,11 +71,16 @@ class SubscriptionStateResources:
         """Replace a subscription's properties (on every partition of a partitioned topic)."""
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
             raise PreconditionFailedError("Subscription properties must map names to strings")
-        for topic, _ in await self.ctx.subscriptions_named(tn, sub):
-            store_properties(self.ctx.metadata, topic.name, sub, properties)
+        names = [topic.name for topic, _ in await self.ctx.subscriptions_named(tn, sub)]
+        await self.ctx.write(self._store, names, sub, properties)
+
+    def _store(self, topics: list[str], sub: str, properties: dict[str, str]) -> None:
+        """(a write job) The subscription's properties on each of ``topics``."""
+        for topic in topics:
+            store_properties(self.ctx.metadata, topic, sub, properties)
 
     def forget_properties(self, topics: list[str], sub: str) -> None:
-        """The subscription is gone: so are its properties."""
+        """The subscription is gone: so are its properties (a write job of the REST route)."""
         for topic in topics:
             store_properties(self.ctx.metadata, topic, sub, {})
 

@@ -61,16 +61,25 @@ class TopicResources:
         return [t for t in self.ctx.metadata.list_partitioned_topics(ns) if t.startswith(domain + "://")]
 
     async def create_topic(self, tn: TopicName, properties: dict[str, str] | None = None) -> None:
-        """Create a non-partitioned topic; ConflictError when it (or a partitioned topic of that name) exists."""
+        """Create a non-partitioned topic; ConflictError when it (or a partitioned topic of that name) exists.
+        A persistent one is a row of the metadata store, written on the metadata thread."""
+        if tn.persistent:
+            await self.ctx.write(self._create_stored_topic, tn, properties)
+            return
+        self._check_new_topic(tn)
+        await self.ctx.service.load_topic(tn, create=True)
+
+    def _check_new_topic(self, tn: TopicName) -> None:
         ctx = self.ctx
         ctx.check_namespace(tn.namespace)
         if ctx.partitions_of(tn) > 0 or ctx.topic_exists(tn):
             raise ConflictError("This topic already exists")
-        if tn.persistent:
-            self._check_topic_limit(tn, 1)
-            ctx.metadata.get_or_create_topic(str(tn), properties or {})
-            return
-        await ctx.service.load_topic(tn, create=True)
+
+    def _create_stored_topic(self, tn: TopicName, properties: dict[str, str] | None) -> None:
+        """(a write job) The checks and the row of a new persistent topic."""
+        self._check_new_topic(tn)
+        self._check_topic_limit(tn, 1)
+        self.ctx.metadata.get_or_create_topic(str(tn), properties or {})
 
     async def delete_topic(self, tn: TopicName, force: bool = False) -> None:
         """Delete a non-partitioned topic; refused while it has producers or consumers, unless forced."""
@@ -90,6 +99,10 @@ class TopicResources:
     async def delete_topic_now(self, name: str) -> None:
         """Delete a topic's storage and everything stored about it, without any check."""
         await self.ctx.service.delete_topic_storage(name)
+        await self.ctx.write(self._forget_keys, name)
+
+    def _forget_keys(self, name: str) -> None:
+        """(a write job) Drop the key/value rows stored about a topic (policies, compaction)."""
         for prefix in _TOPIC_KEY_PREFIXES:
             self.ctx.metadata.delete_kv(prefix + name)
 
@@ -133,8 +146,7 @@ class TopicResources:
             raise InvalidChangeError(f"Expect partitions {partitions} can't less than current partitions {current}.")
         if partitions == current:
             return
-        ctx.metadata.set_partitioned_topic(str(tn), partitions)
-        self._create_partitions(tn, current, partitions)
+        current = await ctx.write(self._add_partitions, tn, partitions)
         first = tn.partition(0)
         if not ctx.topic_exists(first):
             return
@@ -144,6 +156,17 @@ class TopicResources:
             for name in subs:
                 if name not in topic.subscriptions:
                     topic.subscribe(name, durable=True, initial_position=InitialPosition.Earliest, start_message_id=None)
+
+    def _add_partitions(self, tn: TopicName, partitions: int) -> int:
+        """(a write job) Raise a partitioned topic's count to ``partitions``; the count it had."""
+        current = self.ctx.partitions_of(tn)
+        if current <= 0:
+            raise ConflictError(f"Topic {tn} is not the partitioned topic.")
+        if partitions < current:
+            raise InvalidChangeError(f"Expect partitions {partitions} can't less than current partitions {current}.")
+        self.ctx.metadata.set_partitioned_topic(str(tn), partitions)
+        self._create_partitions(tn, current, partitions)
+        return current
 
     def get_partitioned_metadata(self, tn: TopicName, check_auto_creation: bool = False) -> dict[str, Any]:
         """``{"partitions": N}`` (0 for a non-partitioned topic).
@@ -193,9 +216,12 @@ class TopicResources:
         for name in partitions:
             if name in ctx.service.topics or ctx.metadata.get_topic(name) is not None:
                 await self.delete_topic_now(name)
-        ctx.metadata.delete_partitioned_topic(str(tn))
-        for prefix in _TOPIC_KEY_PREFIXES:
-            ctx.metadata.delete_kv(prefix + str(tn))
+        await ctx.write(self._forget_partitioned, str(tn))
+
+    def _forget_partitioned(self, name: str) -> None:
+        """(a write job) Drop a partitioned topic's row and what is stored about it."""
+        self.ctx.metadata.delete_partitioned_topic(name)
+        self._forget_keys(name)
 
     # -- terminate, compaction, lookup -----------------------------------------------------
     async def terminate(self, tn: TopicName) -> dict[str, Any]:
@@ -238,7 +264,7 @@ class TopicResources:
         targets = [p for p in ctx.partitions(tn) if ctx.topic_exists(p)] if ctx.partitions_of(tn) else [tn]
         if any(str(t) in ctx.service.compactor.running for t in targets):
             raise ConflictError("Compaction already in progress")
-        ctx.metadata.put_kv(COMPACTION_PREFIX + str(tn), json.dumps({"requestedAt": time.time()}).encode())
+        await ctx.write(ctx.metadata.put_kv, COMPACTION_PREFIX + str(tn), json.dumps({"requestedAt": time.time()}).encode())
         for target in targets:
             await ctx.service.trigger_compaction(target)
 

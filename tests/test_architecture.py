@@ -254,7 +254,8 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
     Segment.read_span and every statement of the metadata store's write connection records its thread.
     No segment read runs on the loop; the namespace's creation and deletion run on the metadata thread,
     and so does the commit of every other admin write (a policy PUT, a namespace property, a cluster,
-    a partitioned topic, a permission grant); no commit fsyncs under the write lock
+    a partitioned topic, a permission grant), and the admin reads whose answer is not in memory
+    query SQLite off the loop (tenants, clusters, namespaces, partitioned topics); no commit fsyncs under the write lock
     (synchronous=NORMAL, no automatic checkpoint: the fsync and the checkpoint are made after the lock
     is released)."""
     import threading
@@ -313,6 +314,18 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
             admin.create_partitioned_topic("persistent://public/default/probe-p", 2)
             admin.grant_permission("public/default", "probe-role", ["produce"])
             broker.call(conn.set_trace_callback, None)
+            store = broker.server.service.metadata
+            reader = store._reader
+            sql_reads: list[int] = []
+            store._reader = lambda: (sql_reads.append(threading.get_ident()), reader())[1]
+            try:
+                assert "public" in admin.tenants()
+                assert "probe-remote" in admin.clusters()
+                assert "public/default" in admin.namespaces("public")
+                assert admin.partitioned_topics("public/default") == ["persistent://public/default/probe-p"]
+                admin.request("GET", "clusters/probe-remote")
+            finally:
+                del store._reader
             settings = broker.call(lambda: [conn.execute(f"PRAGMA {name}").fetchone()[0]
                                             for name in ("synchronous", "wal_autocheckpoint")])
     finally:
@@ -326,6 +339,7 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
     # policy, property, cluster, partitioned topic (its row, then each partition's), permission
     assert len(admin_commits) >= 5
     assert loop_thread not in admin_commits, "an admin write committed on the event loop"
+    assert len(sql_reads) >= 5 and loop_thread not in sql_reads, "an admin read queried SQLite on the event loop"
     assert not [sql for _, sql in statements if sql.startswith("PRAGMA")], "the write connection's settings changed"
     assert settings == [1, 0]  # NORMAL, no automatic checkpoint
 

@@ -20,11 +20,11 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
 
     @r.get("", dependencies=[access.open()], summary="List clusters")
     async def list_clusters() -> list[str]:
-        return clusters.list_clusters()
+        return await admin.ctx.read(clusters.list_clusters)
 
     @r.get("/{cluster}", dependencies=super_user, summary="Get a cluster's ClusterData")
     async def get_cluster(cluster: str) -> dict:
-        return clusters.get_cluster(cluster)
+        return await admin.ctx.read(clusters.get_cluster, cluster)
 
     @r.put("/{cluster}", status_code=204, dependencies=super_user, summary="Create a cluster")
     async def create_cluster(cluster: str, data: Annotated[ClusterData | None, Body()] = None) -> Response:
@@ -52,7 +52,7 @@ def _add_topology_routes(r: APIRouter, admin: BrokerAdmin, super_user: list) -> 
 
     @r.get("/{cluster}/peers", dependencies=super_user, summary="The cluster's peer clusters")
     async def get_peers(cluster: str) -> Response:
-        peers = topology.get_peers(cluster)
+        peers = await admin.ctx.read(topology.get_peers, cluster)
         return Response(status_code=204) if peers is None else JSONResponse(peers)
 
     @r.post("/{cluster}/peers", status_code=204, dependencies=super_user, summary="Replace the cluster's peer clusters")
@@ -62,11 +62,11 @@ def _add_topology_routes(r: APIRouter, admin: BrokerAdmin, super_user: list) -> 
 
     @r.get("/{cluster}/failureDomains", dependencies=super_user, summary="The cluster's failure domains")
     async def list_domains(cluster: str) -> dict[str, dict]:
-        return topology.list_domains(cluster)
+        return await admin.ctx.read(topology.list_domains, cluster)
 
     @r.get("/{cluster}/failureDomains/{domain}", dependencies=super_user, summary="A failure domain")
     async def get_domain(cluster: str, domain: str) -> dict:
-        return topology.get_domain(cluster, domain)
+        return await admin.ctx.read(topology.get_domain, cluster, domain)
 
     @r.post("/{cluster}/failureDomains/{domain}", status_code=204, dependencies=super_user,
             summary="Create or replace a failure domain")
@@ -82,7 +82,7 @@ def _add_topology_routes(r: APIRouter, admin: BrokerAdmin, super_user: list) -> 
 
     @r.get("/{cluster}/migrate", dependencies=super_user, summary="The cluster's migration policy")
     async def get_migration(cluster: str) -> dict:
-        return topology.get_migration(cluster)
+        return await admin.ctx.read(topology.get_migration, cluster)
 
     @r.post("/{cluster}/migrate", status_code=204, dependencies=super_user,
             summary="Mark the cluster migrated (or not) to another cluster's URLs")

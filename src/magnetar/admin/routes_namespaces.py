@@ -21,7 +21,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
 
     @r.get("/{tenant}", dependencies=[access.tenant(TenantOperation.LIST_NAMESPACES)], summary="List the namespaces of a tenant")
     async def list_namespaces(tenant: str) -> list[str]:
-        return namespaces.list_namespaces(tenant)
+        return await admin.ctx.read(namespaces.list_namespaces, tenant)
 
     @r.put(
         "/{tenant}/{namespace}", status_code=204, dependencies=[access.tenant(TenantOperation.CREATE_NAMESPACE)],

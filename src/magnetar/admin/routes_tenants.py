@@ -15,11 +15,11 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
 
     @r.get("", summary="List tenants")
     async def list_tenants() -> list[str]:
-        return admin.tenants.list_tenants()
+        return await admin.ctx.read(admin.tenants.list_tenants)
 
     @r.get("/{tenant}", summary="Get a tenant's admin roles and allowed clusters")
     async def get_tenant(tenant: str) -> dict:
-        return admin.tenants.get_tenant(tenant)
+        return await admin.ctx.read(admin.tenants.get_tenant, tenant)
 
     @r.put("/{tenant}", status_code=204, summary="Create a tenant")
     async def create_tenant(tenant: str, info: Annotated[TenantInfo | None, Body()] = None) -> Response:

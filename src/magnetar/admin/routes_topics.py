@@ -1,7 +1,6 @@
 """/admin/v2/persistent/... and /admin/v2/non-persistent/...: topics, partitions, subscriptions,
 statistics, messages and topic policies. One router per domain, the same routes in each."""
 
-import asyncio
 from collections.abc import Callable
 from typing import Annotated
 
@@ -94,7 +93,7 @@ def _add_topic_routes(r: APIRouter, admin: BrokerAdmin, domain: str, name: Topic
     @r.get("/{tenant}/{namespace}/partitioned", dependencies=need.namespace(NamespaceOperation.GET_TOPICS),
            summary="List the partitioned topics of a namespace")
     async def list_partitioned(tenant: str, namespace: str) -> list[str]:
-        return topics.list_partitioned_topics(domain, ns_name(tenant, namespace))
+        return await admin.ctx.read(topics.list_partitioned_topics, domain, ns_name(tenant, namespace))
 
     @r.put(T, status_code=204, dependencies=need.namespace(NamespaceOperation.CREATE_TOPIC), summary="Create a non-partitioned topic")
     async def create_topic(
@@ -321,7 +320,7 @@ def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
 
     @r.get(T + "/compaction", dependencies=compact_access, summary="Compaction status")
     async def compaction_status(tenant: str, namespace: str, topic: str) -> dict:
-        return topics.compaction_status(name(tenant, namespace, topic))
+        return await admin.ctx.read(topics.compaction_status, name(tenant, namespace, topic))
 
 
 def _add_property_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, need: TopicAccess) -> None:
@@ -339,7 +338,7 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, nee
     @r.get(T + "/properties", dependencies=need.topic(TopicOperation.GET_METADATA), summary="The topic's properties")
     async def get_properties(tenant: str, namespace: str, topic: str) -> dict:
         stored = stored_name(tenant, namespace, topic)
-        info = await asyncio.to_thread(admin.ctx.metadata.get_topic_info, stored)
+        info = await admin.ctx.read(admin.ctx.metadata.get_topic_info, stored)
         return {} if info is None else info["properties"]
 
     async def change_properties(stored: str, change: Callable[[dict], dict]) -> None:

@@ -104,6 +104,15 @@ class ResourceContext:
         # shielded: a caller cancelled (a client gone) leaves the job and its loop actions to end
         return await asyncio.shield(done)
 
+    @staticmethod
+    async def read(job: Callable[..., T], *args: object) -> T:
+        """``job(*args)`` in a worker thread (its own read connection of the store), its result back on
+        the loop: for an admin read whose answer is not in the store's memory (tenants, clusters,
+        lists of rows, key/value rows), so that the loop waits for no SQLite read. In WAL mode it sees
+        every write committed before it began; it neither waits for the metadata thread's jobs nor
+        holds them up."""
+        return await asyncio.to_thread(job, *args)
+
     def on_loop(self, action: Callable[..., object], *args: object) -> None:
         """``action(*args)`` on the loop: at once there, or (within a :meth:`write` job, on the
         metadata thread) once the job is done."""

@@ -65,7 +65,7 @@ class SubscriptionStateResources:
     async def get_properties(self, tn: TopicName, sub: str) -> dict[str, str]:
         """A subscription's properties (of the first partition that has it, for a partitioned topic)."""
         found = await self.ctx.subscriptions_named(tn, sub)
-        return load_properties(self.ctx.metadata, found[0][0].name, sub)
+        return await self.ctx.read(load_properties, self.ctx.metadata, found[0][0].name, sub)
 
     async def set_properties(self, tn: TopicName, sub: str, properties: dict[str, str]) -> None:
         """Replace a subscription's properties (on every partition of a partitioned topic)."""

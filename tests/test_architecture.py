@@ -254,7 +254,8 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
     Segment.read_span and every statement of the metadata store's write connection records its thread.
     No segment read runs on the loop; the namespace's creation and deletion run on the metadata thread,
     and so does the commit of every other admin write (a policy PUT, a namespace property, a cluster,
-    a partitioned topic, a permission grant), and the admin reads whose answer is not in memory
+    a partitioned topic, a permission grant, and a partitioned topic auto-created by a client's
+    PARTITIONED_METADATA), and the admin reads whose answer is not in memory
     query SQLite off the loop (tenants, clusters, namespaces, partitioned topics); no commit fsyncs under the write lock
     (synchronous=NORMAL, no automatic checkpoint: the fsync and the checkpoint are made after the lock
     is released)."""
@@ -313,6 +314,15 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
             admin.request("PUT", "clusters/probe-remote", {"serviceUrl": "http://127.0.0.1:1"})
             admin.create_partitioned_topic("persistent://public/default/probe-p", 2)
             admin.grant_permission("public/default", "probe-role", ["produce"])
+            admin.set_namespace_policy("public/default", "autoTopicCreation", {
+                "allowAutoTopicCreation": True, "topicType": "partitioned", "defaultNumPartitions": 2})
+            client = Client(broker.service_url)
+            try:  # PARTITIONED_METADATA auto-creates the partitioned topic
+                client.create_producer("persistent://public/default/probe-auto").close()
+            finally:
+                client.close()
+            assert admin.partitioned_topics("public/default") == [
+                "persistent://public/default/probe-auto", "persistent://public/default/probe-p"]
             broker.call(conn.set_trace_callback, None)
             store = broker.server.service.metadata
             reader = store._reader
@@ -322,7 +332,7 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
                 assert "public" in admin.tenants()
                 assert "probe-remote" in admin.clusters()
                 assert "public/default" in admin.namespaces("public")
-                assert admin.partitioned_topics("public/default") == ["persistent://public/default/probe-p"]
+                assert "persistent://public/default/probe-p" in admin.partitioned_topics("public/default")
                 admin.request("GET", "clusters/probe-remote")
             finally:
                 del store._reader
@@ -338,7 +348,7 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
     admin_commits = [thread for thread, sql in statements[admin_from:] if sql.startswith("COMMIT")]
     # policy, property, cluster, partitioned topic (its row, then each partition's), permission
     assert len(admin_commits) >= 5
-    assert loop_thread not in admin_commits, "an admin write committed on the event loop"
+    assert loop_thread not in admin_commits, "an admin write or an auto-creation committed on the event loop"
     assert len(sql_reads) >= 5 and loop_thread not in sql_reads, "an admin read queried SQLite on the event loop"
     assert not [sql for _, sql in statements if sql.startswith("PRAGMA")], "the write connection's settings changed"
     assert settings == [1, 0]  # NORMAL, no automatic checkpoint

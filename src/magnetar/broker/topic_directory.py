@@ -62,9 +62,14 @@ class TopicDirectory:
 
     def partitions_for_client(self, topic_name: TopicName, auto_create: bool = True) -> int:
         """PARTITIONED_METADATA: the partition count, creating a partitioned topic on first use
-        when auto-creation makes new topics partitioned (broker setting or namespace policy). The
-        namespaces and partitioned topics are in the store's memory: only that creation reads or
-        writes the database."""
+        when auto-creation makes new topics partitioned (broker setting or namespace policy)."""
+        known = self.known_partitions(topic_name, auto_create)
+        return known if known is not None else self.auto_create_partitioned(topic_name)
+
+    def known_partitions(self, topic_name: TopicName, auto_create: bool = True) -> int | None:
+        """PARTITIONED_METADATA's answer when the store's memory has it (the namespaces and partitioned
+        topics are there), None when it needs the database: auto-creation may make the topic a
+        partitioned one (:meth:`auto_create_partitioned`, a job of the metadata thread)."""
         assert self.metadata is not None
         name = str(topic_name)
         n = self.metadata.get_partitioned_topic(name)
@@ -73,7 +78,20 @@ class TopicDirectory:
         if not auto_create or topic_name.partition_index >= 0 or name in self.topics:
             return 0
         allowed, partitions = self.auto_topic_creation(topic_name.namespace)
-        if not allowed or partitions <= 0:
+        return 0 if not allowed or partitions <= 0 else None
+
+    def auto_create_partitioned(self, topic_name: TopicName) -> int:
+        """Create a partitioned topic as auto-creation makes it, unless one of that name exists (or
+        a non-partitioned one, which stays one: 0); its partition count. Reads and writes the store
+        (run as a job of the metadata thread, its one writer); checks again what
+        :meth:`known_partitions` found, since the job runs later."""
+        assert self.metadata is not None
+        name = str(topic_name)
+        n = self.metadata.get_partitioned_topic(name)
+        if n is not None:
+            return n
+        allowed, partitions = self.auto_topic_creation(topic_name.namespace)
+        if not allowed or partitions <= 0 or name in self.topics:
             return 0
         if topic_name.persistent and self.metadata.get_topic(name) is not None:
             return 0  # an existing non-partitioned topic stays one

@@ -1,7 +1,8 @@
 """Binary-protocol commands that write the metadata store (PARTITIONED_METADATA auto-creating a
-partitioned topic, GET_OR_CREATE_SCHEMA registering a new version) commit without an fsync on the
-event loop and are answered once the metadata thread's sync made the write durable (issue 22), as
-the admin API's writes are; a command that writes nothing is answered at once."""
+partitioned topic: written by the metadata thread; GET_OR_CREATE_SCHEMA registering a new version:
+on the event loop) commit without an fsync and are answered once the metadata thread's sync made
+the write durable (issue 22), as the admin API's writes are; a command that writes nothing is
+answered at once."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import pytest
 
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.schemas import SchemaData
-from magnetar.protocol.enums import CommandType, PartitionedMetadataResult
+from magnetar.protocol.enums import CommandType, PartitionedMetadataResult, ServerError
 from magnetar.protocol.schema import BaseCommand
 from magnetar.storage.metadata import MetadataStore
-from magnetar.testing import BrokerThread, free_port
+from magnetar.testing import Admin, BrokerThread, free_port
 
 from ..schemas.test_wire import V0, fill_schema
 from .test_wire_errors import WireClient
@@ -156,5 +157,22 @@ def test_a_producer_with_a_new_schema_is_answered_once_durable(broker: BrokerThr
         cmd = _producer(client, topic, 3, SchemaData("AVRO", V0))
         ok = client.expect(CommandType.PRODUCER_SUCCESS, timeout=5).command.producer_success
         assert (ok.request_id, ok.schema_version) == (cmd.producer.request_id, b"\x00" * 8)
+    finally:
+        client.close()
+
+
+def test_an_auto_creation_past_the_topic_limit_is_refused_in_the_response(broker: BrokerThread) -> None:
+    config = broker.config
+    Admin(f"http://127.0.0.1:{config.http_port}").set_namespace_policy("public/default", "maxTopicsPerNamespace", 2)
+    metadata = broker.server.service.metadata  # type: ignore[union-attr]
+    client = _client(broker)
+    try:
+        topic = f"persistent://public/default/over-{uuid.uuid4().hex}"
+        request_id = _partitioned_metadata(client, topic)  # 3 partitions would make 3 topics
+        meta = client.expect(CommandType.PARTITIONED_METADATA_RESPONSE).command.partition_metadata_response
+        assert (meta.request_id, meta.response, meta.error, meta.message) == (
+            request_id, PartitionedMetadataResult.Failed, ServerError.NotAllowedError,
+            "Exceed maximum number of topics in namespace.")
+        assert metadata.get_partitioned_topic(topic) is None
     finally:
         client.close()

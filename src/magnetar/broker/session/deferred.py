@@ -1,6 +1,8 @@
 """Commands answered after an await: PRODUCER, SUBSCRIBE and GET_OR_CREATE_SCHEMA of a topic not loaded,
-and commands whose handling wrote the metadata store (:meth:`DeferredCommands.after_metadata_write`:
-an auto-created partitioned topic, a new schema version), answered once that write is durable.
+and commands whose handling wrote the metadata store, answered once that write is durable: a new
+schema version (:meth:`DeferredCommands.after_metadata_write`, committed on the loop) and an
+auto-created partitioned topic (:meth:`DeferredCommands.after_metadata_job`, written by the
+metadata thread).
 
 Loading a topic reads and writes storage (:meth:`~magnetar.broker.service.BrokerService.load_topic`
 runs that in a thread), so the command's handler hands the rest of its work to :meth:`answer_later`,
@@ -14,9 +16,11 @@ they are answered, so that a CLOSE_PRODUCER or CLOSE_CONSUMER in between cancels
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import sqlite3
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from magnetar.broker.errors import BrokerError
@@ -81,6 +85,26 @@ class DeferredCommands(SessionBase):
             return True
         self.answer_later(command, self._answer_when_durable(sync, result, answer))
         return False
+
+    def after_metadata_job(self, command: BaseCommand, job: Callable[[], T], answer: Callable[[T], None]) -> None:
+        """Run ``job`` (which reads and may write the metadata store, and changes no state of the
+        loop's) as a job of the metadata thread, the store's one writer, after those queued there;
+        its commits are made without their fsync (``deferring_sync``) and ``answer`` runs with its
+        result on the loop once the metadata thread's sync made them durable. What ``job`` raises is
+        answered as :meth:`answer_later` answers it."""
+        self.answer_later(command, self._job_then_answer(job, answer))
+
+    async def _job_then_answer(self, job: Callable[[], T], answer: Callable[[T], None]) -> None:
+        service = self.service
+        persistence = getattr(service, "persistence", None)
+        sync: MetadataSync | None = getattr(service, "metadata_sync", None)
+        if persistence is None or sync is None:
+            answer(job())
+            return
+        with deferring_sync():
+            context = contextvars.copy_context()
+        result = await persistence.run(partial(context.run, job))
+        await self._answer_when_durable(sync, result, answer)
 
     async def _answer_when_durable(self, sync: MetadataSync, result: T, answer: Callable[[T], None]) -> None:
         try:

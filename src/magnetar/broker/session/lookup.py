@@ -7,6 +7,7 @@ Pulsar authorizes is checked against the session's role first (CONNECT is in aut
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from magnetar.broker.errors import BrokerError
@@ -58,12 +59,12 @@ class LookupCommands(DeferredCommands):
                 resp.partitions = transactions.count if transactions is not None else 0
             else:
                 self.service.check_namespace(name)
-                self.after_metadata_write(
-                    command,
-                    lambda: self.service.partitions_for_client(name, req.metadata_auto_creation_enabled),
-                    lambda partitions: self._send_partitions(cmd, partitions),
-                )
-                return
+                known = self.service.known_partitions(name, req.metadata_auto_creation_enabled)
+                if known is None:  # may create a partitioned topic: a job of the metadata thread
+                    self.after_metadata_job(command, partial(self._auto_create, name),
+                                            lambda partitions: self._send_partitions(cmd, partitions))
+                    return
+                resp.partitions = known
             resp.response = PartitionedMetadataResult.Success
         except BrokerError as exc:
             resp.response = PartitionedMetadataResult.Failed
@@ -71,11 +72,24 @@ class LookupCommands(DeferredCommands):
             resp.message = exc.message
         self.send_command(cmd)
 
-    def _send_partitions(self, cmd: BaseCommand, partitions: int) -> None:
-        """PARTITIONED_METADATA_RESPONSE with a topic's partition count."""
+    def _auto_create(self, name: TopicName) -> int | BrokerError:
+        """(the metadata thread) The partitions of a topic auto-creation may make partitioned, or the
+        refusal (the namespace's topic limit)."""
+        try:
+            return self.service.auto_create_partitioned(name)
+        except BrokerError as exc:
+            return exc
+
+    def _send_partitions(self, cmd: BaseCommand, partitions: int | BrokerError) -> None:
+        """PARTITIONED_METADATA_RESPONSE with a topic's partition count (or its refusal)."""
         resp = cmd.partition_metadata_response
-        resp.partitions = partitions
-        resp.response = PartitionedMetadataResult.Success
+        if isinstance(partitions, BrokerError):
+            resp.response = PartitionedMetadataResult.Failed
+            resp.error = partitions.code
+            resp.message = partitions.message
+        else:
+            resp.partitions = partitions
+            resp.response = PartitionedMetadataResult.Success
         self.send_command(cmd)
 
     def _on_lookup(self, command: BaseCommand, frame: Frame) -> None:

@@ -1,14 +1,17 @@
-"""The broker service's topic registry: deleting a topic removes its files whether or not it is loaded,
-and the topic, subscription and compaction modules load only once a topic does."""
+"""The broker service's topic registry: deleting a topic removes its files whether or not it is loaded
+(and the lifecycle's deletion of an inactive one leaves the metadata sync to the metadata thread), and
+the topic, subscription and compaction modules load only once a topic does."""
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+from magnetar.broker.config import BrokerConfig
 from magnetar.broker.service import BrokerService
 from magnetar.broker.subscriptions.consumer import Consumer
 from magnetar.broker.subscriptions.subscription import Subscription
@@ -16,6 +19,7 @@ from magnetar.broker.topics.persistent import PersistentTopic
 from magnetar.protocol.enums import InitialPosition, SubType
 from magnetar.protocol.topic_name import TopicName
 from tests.broker.service_runner import run_service
+from tests.loop_file_probe import LoopFileProbe
 
 TOPIC = "persistent://public/default/deleted"
 
@@ -228,3 +232,30 @@ asyncio.run(main())
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.splitlines() == ["loaded False True", "replicates True True"], out.stdout + out.stderr
+
+
+def test_the_lifecycle_deletes_an_inactive_topic_without_a_file_operation_on_the_loop(tmp_path: Path) -> None:
+    """An inactive topic's deletion by the lifecycle commits its metadata row on the loop without the
+    fsync, which the metadata thread runs (as for an admin deletion): the loop opens, syncs, reads and
+    writes no file (tests/loop_file_probe.py), and the deletion is durable once ``metadata_sync`` says so."""
+    async def main() -> tuple[list, bool, bool]:
+        config = BrokerConfig(data_dir=tmp_path / "data", fsync="always", inactive_topic_expiry_seconds=1.0)
+        service = BrokerService(config)
+        await service.start()
+        try:
+            topic = await service.load_topic(TopicName.parse(TOPIC))
+            assert service.metadata is not None and service.metadata.get_topic(TOPIC) is not None
+            with LoopFileProbe(threading.get_ident()) as probe:
+                service._expire_inactive(topic, now=time.time() + 60)  # the lifecycle's check, a minute on
+                for _ in range(500):
+                    if TOPIC not in service.topics and service.metadata.get_topic(TOPIC) is None:
+                        break
+                    await asyncio.sleep(0.01)
+                await service.metadata_sync.durable()
+            return probe.findings, TOPIC in service.topics, service.metadata.get_topic(TOPIC) is None
+        finally:
+            await service.stop()
+
+    findings, still_loaded, row_gone = asyncio.run(main())
+    assert not still_loaded and row_gone
+    assert findings == [], LoopFileProbe(0).report_of(findings)

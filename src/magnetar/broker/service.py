@@ -39,7 +39,7 @@ from magnetar.storage.data_format import open_format
 from magnetar.storage.dir_lock import DataDirLock
 from magnetar.storage.ledger import CacheBudget
 from magnetar.storage.managed_cursor import ManagedCursor
-from magnetar.storage.metadata import MetadataStore
+from magnetar.storage.metadata import MetadataStore, deferring_sync
 from magnetar.storage.metadata_schema import metadata_problem
 from magnetar.storage.read_thread import ReadThread
 
@@ -413,7 +413,13 @@ class BrokerService(TopicDirectory):
         compacting = topic.name in self.compactor.running
         if not compacting and lifecycle.topic_inactive(topic, now):
             log.info("deleting inactive topic %s", topic.name)
-            asyncio.get_running_loop().create_task(self.delete_topic_storage(topic.name))
+            asyncio.get_running_loop().create_task(self._delete_inactive(topic.name))
+
+    async def _delete_inactive(self, name: str) -> None:
+        """Delete a topic the lifecycle found inactive; its metadata row's commit leaves the fsync to
+        the metadata thread (:attr:`metadata_sync`), as an admin deletion's does: nobody waits for it."""
+        with deferring_sync():
+            await self.delete_topic_storage(name)
 
     async def trigger_compaction(self, topic_name: TopicName) -> asyncio.Task:
         """Start compacting a persistent topic in the background (or return the compaction running).

@@ -1,3 +1,8 @@
+# Kept hand-written rather than Apache avro's avro.compatibility (issue 22; benchmarks/avro_codec.py,
+# results/avro_codec.json): parse of both schemas + check 26 us here against 95 us (3.6x) over 20 pairs,
+# avro adds a 1.2 MB package and ~50 ms of import, and the two disagree on one pair: avro refuses a
+# renamed record, which Pulsar's broker (Java Avro's SchemaValidator) accepts, as the official client's
+# test_schema_evolve expects (tests/e2e/test_schemas.py runs it here). Command: python benchmarks/avro_codec.py (with `pip install avro`).
 """Avro schema definitions and the schema-resolution check behind compatibility strategies.
 
 Pure and sans-IO, shared by the broker (schema compatibility) and the client (its Avro codec).

@@ -265,7 +265,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     versions = {d: importlib.metadata.version(d) for d in ("fastavro", "pulsar-client")}
+    import magnetar.client.schema.avro_codec as codec_module
+
     result: dict[str, Any] = {"benchmark": "Avro codec and compatibility check", "python": sys.version.split()[0],
+                              "magnetar codec": (codec_module.__doc__ or "").split("\n")[0],
                               "records": args.records, "checks": args.checks, "rounds": args.rounds,
                               "codec us per record": codec_rows(args.records, args.rounds)}
     try:

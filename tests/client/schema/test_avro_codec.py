@@ -55,3 +55,34 @@ def test_a_renamed_record_is_read_with_fields_promoted_defaulted_and_skipped() -
                          {"name": "city", "type": "string", "default": "nowhere"}]}
     data = AvroCodec(writer).encode({"name": "ada", "age": 36, "gone": "x"})
     assert AvroCodec(reader).resolving(writer).decode(data) == {"age": 36, "name": "ada", "city": "nowhere"}
+
+
+def test_renamed_nested_records_are_read_in_fields_arrays_and_unions() -> None:
+    def order(line: str, customer: str, extra: list[dict]) -> dict:
+        line_type = {"type": "record", "name": line, "fields": [{"name": "sku", "type": "string"}, *extra]}
+        return {"type": "record", "name": "Order", "fields": [
+            {"name": "lines", "type": {"type": "array", "items": line_type}},
+            {"name": "customer", "type": ["null", {"type": "record", "name": customer,
+                                                    "fields": [{"name": "name", "type": "string"}]}]},
+            {"name": "first", "type": ["null", line]},
+        ]}
+
+    writer = order("LineV1", "CustomerV1", [{"name": "qty", "type": "int"}])
+    reader = order("Line", "Customer", [{"name": "qty", "type": "long"}, {"name": "note", "type": "string", "default": ""}])
+    value = {"lines": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}], "customer": {"name": "ada"}, "first": {"sku": "a", "qty": 1}}
+    data = AvroCodec(writer).encode(value)
+    assert AvroCodec(reader).resolving(writer).decode(data) == {
+        "lines": [{"sku": "a", "qty": 1, "note": ""}, {"sku": "b", "qty": 2, "note": ""}],
+        "customer": {"name": "ada"},
+        "first": {"sku": "a", "qty": 1, "note": ""},
+    }
+
+
+def test_a_recursive_record_round_trips_and_resolves() -> None:
+    node = {"type": "record", "name": "Node", "namespace": "list",
+            "fields": [{"name": "value", "type": "int"}, {"name": "next", "type": ["null", "Node"], "default": None}]}
+    wider = {**node, "name": "Item", "fields": [{"name": "value", "type": "long"}, {"name": "next", "type": ["null", "Item"], "default": None}]}
+    value = {"value": 1, "next": {"value": 2, "next": {"value": 3, "next": None}}}
+    data = AvroCodec(node).encode(value)
+    assert AvroCodec(node).decode(data) == value
+    assert AvroCodec(wider).resolving(node).decode(data) == value

@@ -8,17 +8,31 @@ whichever branch fits it first. Logical types are read and written as their unde
 # results/avro_codec.json, us per record, thread CPU time, median of 5 alternated rounds): a flat
 # 8-field record encoded in 9.4 against 14.1 and decoded in 7.2 against 16.1; a nested record with
 # an array and a map 21.5 / 18.6 against 29.2 / 53.4; a resolving decode 17.0 against 27.5 (1.1-1.5x
-# on encode, 1.6-2.9x on decode). Command: python benchmarks/avro_codec.py.
+# on encode, 1.6-2.9x on decode); through this module within the noise of bare fastavro (0.78-1.06)
+# (results/avro_codec_adopted.json). Command: python benchmarks/avro_codec.py.
 
 from __future__ import annotations
 
 import io
-import json
 from types import ModuleType
 from typing import Any
 
 from magnetar.client.exceptions import InvalidConfiguration, SchemaSerializationError
-from magnetar.protocol.avro import AvroSchemaError, AvroType, parse, resolution_errors
+from magnetar.protocol.avro import (
+    AvroArray,
+    AvroEnum,
+    AvroField,
+    AvroFixed,
+    AvroMap,
+    AvroPrimitive,
+    AvroRecord,
+    AvroSchemaError,
+    AvroType,
+    AvroUnion,
+    can_read,
+    parse,
+    resolution_errors,
+)
 
 #: what fastavro raises for a value that does not fit its schema or bytes that do not decode
 _FASTAVRO_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, EOFError)
@@ -40,8 +54,7 @@ class AvroCodec:
             self.schema: AvroType = parse(schema)
         except AvroSchemaError as exc:
             raise InvalidConfiguration(f"Avro schema: {exc}") from None
-        self._definition = _plain(schema)
-        self._parsed = _fastavro_schema(self._definition)
+        self._parsed = _fastavro_schema(_as_json(self.schema, {}))
         fastavro = _fastavro()
         self._write = fastavro.schemaless_writer
         self._read = fastavro.schemaless_reader
@@ -77,23 +90,24 @@ class AvroCodec:
             writer = parse(writer_schema)
         except AvroSchemaError as exc:
             raise InvalidConfiguration(f"writer's Avro schema: {exc}") from None
-        return AvroResolvingDecoder((self.schema, self._definition), (writer, _plain(writer_schema)))
+        return AvroResolvingDecoder(self.schema, writer)
 
 
 class AvroResolvingDecoder:
     """Reads payloads written with one Avro schema as values of another that can read it:
     writer fields the reader lacks are skipped, reader fields the writer lacks take their
     default, fields are matched by name whatever their order, and numbers are promoted.
-    The reader may rename its top-level record, as Pulsar's compatibility check allows."""
+    The reader may rename its records, as Pulsar's compatibility check allows."""
 
-    def __init__(self, reader: tuple[AvroType, Any], writer: tuple[AvroType, Any]) -> None:
-        """``reader`` and ``writer``: each schema as parsed by magnetar and as its decoded JSON."""
-        (self.reader, reader_json), (self.writer, writer_json) = reader, writer
-        if isinstance(reader_json, dict) and isinstance(writer_json, dict) and reader_json.get("type") == "record" == writer_json.get("type"):
-            # fastavro resolves records by name; the official client renames the writer's the same way
-            writer_json = {**writer_json, "name": reader_json.get("name"), "namespace": reader_json.get("namespace", "")}
-        self._reader = _fastavro_schema(reader_json)
-        self._writer = _fastavro_schema(writer_json)
+    def __init__(self, reader: AvroType, writer: AvroType) -> None:
+        self.reader = reader
+        self.writer = writer
+        renames: dict[int, str] = {}
+        _reader_names(reader, writer, renames, set())
+        self._reader = _fastavro_schema(_as_json(reader, {}))
+        # fastavro resolves records by name: the writer's records take the names of the reader's
+        # they are read as (the official client renames the top-level one the same way)
+        self._writer = _fastavro_schema(_as_json(writer, {}, renames))
         fastavro = _fastavro()
         self._read = fastavro.schemaless_reader
         self._resolution_error = fastavro.read.SchemaResolutionError
@@ -127,17 +141,62 @@ def _fastavro_schema(definition: Any) -> Any:
         raise InvalidConfiguration(f"Avro schema: {exc}") from None
 
 
-def _plain(schema: Any) -> Any:
-    """The decoded JSON of a schema (text or decoded, already parsed by magnetar) without its
-    logical types: their values keep their underlying type, as magnetar's codec always gave them."""
-    if isinstance(schema, (bytes, bytearray, memoryview)):
-        schema = bytes(schema).decode("utf-8")
-    return _without_logical_types(json.loads(schema) if isinstance(schema, str) else schema)
+def _reader_names(r: AvroType, w: AvroType, out: dict[int, str], seen: set[tuple[int, int]]) -> None:
+    """Into ``out``: id of each writer record -> the full name of the reader record it is read as."""
+    if isinstance(w, AvroUnion):
+        for branch in w.branches:
+            _reader_names(r, branch, out, seen)
+        return
+    if isinstance(r, AvroUnion):
+        branch = next((b for b in r.branches if can_read(b, w)), None)
+        if branch is not None:
+            _reader_names(branch, w, out, seen)
+        return
+    if (id(r), id(w)) in seen:
+        return
+    seen.add((id(r), id(w)))
+    if isinstance(r, AvroRecord) and isinstance(w, AvroRecord):
+        out.setdefault(id(w), r.fullname)
+        for rf in r.fields:
+            wf = w.field_named(rf.name, rf.aliases)
+            if wf is not None:
+                _reader_names(rf.type, wf.type, out, seen)
+    elif isinstance(r, AvroArray) and isinstance(w, AvroArray):
+        _reader_names(r.items, w.items, out, seen)
+    elif isinstance(r, AvroMap) and isinstance(w, AvroMap):
+        _reader_names(r.values, w.values, out, seen)
 
 
-def _without_logical_types(definition: Any) -> Any:
-    if isinstance(definition, dict):
-        return {k: _without_logical_types(v) for k, v in definition.items() if k != "logicalType"}
-    if isinstance(definition, list):
-        return [_without_logical_types(v) for v in definition]
-    return definition
+def _as_json(t: AvroType, named: dict[int, str], renames: dict[int, str] | None = None) -> Any:
+    """``t`` as the JSON fastavro parses: named types by full name, defined where first met
+    (``named``: id -> the name given), records renamed by ``renames`` (id -> full name) unless
+    that name is taken, logical types left out (values keep their underlying type, as before)."""
+    if isinstance(t, AvroPrimitive):
+        return t.name
+    if isinstance(t, AvroArray):
+        return {"type": "array", "items": _as_json(t.items, named, renames)}
+    if isinstance(t, AvroMap):
+        return {"type": "map", "values": _as_json(t.values, named, renames)}
+    if isinstance(t, AvroUnion):
+        return [_as_json(b, named, renames) for b in t.branches]
+    if id(t) in named:
+        return named[id(t)]
+    name = (renames or {}).get(id(t), t.fullname)
+    named[id(t)] = name if name not in named.values() else t.fullname
+    out: dict[str, Any] = {"name": named[id(t)], "aliases": list(t.aliases)}
+    if isinstance(t, AvroEnum):
+        out.update(type="enum", symbols=list(t.symbols))
+        if t.default is not None:
+            out["default"] = t.default
+    elif isinstance(t, AvroFixed):
+        out.update(type="fixed", size=t.size)
+    else:
+        out.update(type="record", fields=[_field_json(f, named, renames) for f in t.fields])
+    return out
+
+
+def _field_json(f: AvroField, named: dict[int, str], renames: dict[int, str] | None) -> dict[str, Any]:
+    out = {"name": f.name, "type": _as_json(f.type, named, renames), "aliases": list(f.aliases)}
+    if f.has_default:
+        out["default"] = f.default
+    return out

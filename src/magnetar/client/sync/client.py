@@ -419,7 +419,9 @@ class Consumer:
         """Whether a next message exists."""
         if self._buffer:
             return True
-        return self._client._run(self._core.has_message_available())
+        # a refill on the loop may move the core's queued messages into the buffer while the core looks
+        # (they are then neither queued there nor after the last one handed out): look at it again after
+        return self._client._run(self._core.has_message_available()) or bool(self._buffer)
 
     def unsubscribe(self) -> None:
         """Delete the subscription."""

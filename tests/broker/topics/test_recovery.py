@@ -20,39 +20,14 @@ from magnetar.broker.session.producers import SendContext
 from magnetar.broker.topics.persistent import PersistentTopic
 from magnetar.broker.topics.producer import Producer
 from magnetar.broker.transactions.buffer import TransactionBuffer
-from magnetar.protocol.enums import ProducerAccessMode, ServerError
+from magnetar.protocol.enums import ProducerAccessMode
 from magnetar.protocol.framing import crc32c, encode_entry
 from magnetar.protocol.schema import MessageMetadata
 from magnetar.protocol.topic_name import TopicName
 from magnetar.storage import LedgerFencedError, ManagedLedger
 from magnetar.storage.files import FaultyFileLayer
 from magnetar.storage.read_thread import ReadThread
-from tests.broker.topics.topic_harness import LEDGER_ID, TOPIC, FakeCommitter, FakeCursors
-
-
-class Wire:
-    """A producer's session: what it writes to the client, in order."""
-
-    peer = "127.0.0.1:1"
-    client_version = "test"
-
-    def __init__(self) -> None:
-        self.frames: list[tuple] = []
-
-    def send_receipt(self, producer_id: int, sequence_id: int, highest: int, ledger_id: int, entry_id: int) -> None:
-        self.frames.append(("receipt", sequence_id, entry_id))
-
-    def send_send_error(self, producer_id: int, sequence_id: int, code: ServerError, message: str) -> None:
-        self.frames.append(("send_error", sequence_id, code))
-
-    def producer_closed_by_broker(self, producer_id: int) -> None:
-        self.frames.append(("close_producer", producer_id))
-
-    def producer_ready(self, producer_id: int) -> None:
-        self.frames.append(("ready", producer_id))
-
-    def publish_done(self, size: int) -> None:
-        pass
+from tests.broker.topics.topic_harness import LEDGER_ID, TOPIC, FakeCommitter, FakeCursors, Wire
 
 
 class GatedLayer(FaultyFileLayer):

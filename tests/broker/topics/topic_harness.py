@@ -82,6 +82,33 @@ class RecordingSession:
         self.calls.append(("closed", producer_id))
 
 
+class Wire:
+    """A producer's session that writes to the client: what it wrote, in order, and the publish bytes
+    it holds."""
+
+    peer = "127.0.0.1:1"
+    client_version = "test"
+
+    def __init__(self) -> None:
+        self.frames: list[tuple] = []
+        self.pending_bytes = 0
+
+    def send_receipt(self, producer_id: int, sequence_id: int, highest: int, ledger_id: int, entry_id: int) -> None:
+        self.frames.append(("receipt", sequence_id, entry_id))
+
+    def send_send_error(self, producer_id: int, sequence_id: int, code: ServerError, message: str) -> None:
+        self.frames.append(("send_error", sequence_id, code))
+
+    def producer_closed_by_broker(self, producer_id: int) -> None:
+        self.frames.append(("close_producer", producer_id))
+
+    def producer_ready(self, producer_id: int) -> None:
+        self.frames.append(("ready", producer_id))
+
+    def publish_done(self, size: int) -> None:
+        self.pending_bytes -= size
+
+
 class TopicHarness:
     """One persistent topic, its fake committer, and helpers to publish and complete."""
 

@@ -4,7 +4,9 @@ A broker serves its HTTP app (and so its Prometheus registry) only once the firs
 comes, but /metrics must then count every group-commit round since start. :func:`record_commit_latencies`
 hooks plain bucket counters onto the committer when the broker starts (no prometheus_client import);
 :mod:`magnetar.admin.metrics` exposes them as the histograms ``magnetar_fsync_round_seconds`` and
-``magnetar_append_latency_seconds`` at scrape time.
+``magnetar_append_latency_seconds`` at scrape time. It hooks each topic's storage latencies too
+(``on_topic_round``: :func:`magnetar.broker.topics.storage_stats.observe_round`, Pulsar's per-topic
+``pulsar_storage_write_latency_*`` and ``pulsar_storage_ledger_write_latency_*``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import threading
 import time
 import weakref
 from typing import Any
+
+from magnetar.broker.topics.storage_stats import observe_round
 
 #: upper bounds (seconds) of both histograms' buckets, +Inf implied
 BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -64,9 +68,12 @@ _RECORDED: weakref.WeakKeyDictionary[Any, CommitLatencies] = weakref.WeakKeyDict
 
 def record_commit_latencies(committer: Any) -> CommitLatencies:
     """The latencies recorded for ``committer`` (a ``GroupCommitter`` or None), hooked onto it now unless
-    they are already; a committer whose observers someone else set keeps them (its histograms stay empty)."""
+    they are already; a committer whose observers someone else set keeps them (its histograms stay empty).
+    The topics' storage latencies are hooked the same way (``on_topic_round``), unless already."""
     if committer is None:
         return CommitLatencies()
+    if getattr(committer, "on_topic_round", observe_round) is None:
+        committer.on_topic_round = observe_round
     latencies = _RECORDED.get(committer)
     if latencies is None:
         latencies = CommitLatencies()

@@ -7,7 +7,8 @@ process: connections, group-commit fsync rounds, resident memory. Security count
 and labels: provider_name, auth_method, reason) and ``magnetar_authorization_refusals_total``
 (by protocol and operation; Pulsar has no metric of its own for refusals). Transactions: Pulsar's
 ``pulsar_txn_active_count`` and ``pulsar_txn_{created,committed,aborted,timeout,append_log}_total``
-per coordinator.
+per coordinator. Pulsar's per-topic storage histograms (write latency, ledger write latency, entry
+size) and the other storage and subscription gauges: :mod:`magnetar.admin.topic_metrics`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 from magnetar.admin.commit_latencies import CommitLatencies, LatencyBuckets, record_commit_latencies
+from magnetar.admin.topic_metrics import TopicStorageFamilies
 from magnetar.broker.replication.names import is_replicator
 from magnetar.broker.replication.stats import replication_stats
 from magnetar.broker.resources.admin import BrokerAdmin
@@ -99,6 +101,7 @@ class BrokerCollector:
         sub_rate = GaugeMetricFamily("pulsar_subscription_msg_rate_out", "Messages per second delivered by the subscription", labels=sub_labels)
         sub_unacked = GaugeMetricFamily("pulsar_subscription_unacked_messages", "Messages delivered and not acknowledged", labels=sub_labels)
         sub_consumers = GaugeMetricFamily("pulsar_subscription_consumers_count", "Consumers of the subscription", labels=sub_labels)
+        storage_families = TopicStorageFamilies(labels)
         for topic in list(service.topics.values()):
             values = [service.config.cluster_name, topic.topic_name.namespace, topic.name]
             numbers = admin.tracker.topic_numbers(topic)
@@ -106,7 +109,9 @@ class BrokerCollector:
                 gauges[name].add_metric(values, numbers[field])
             storage.add_metric(values, topic.stats_storage_size())
             subs = [s for s in topic.subscriptions.values() if not is_replicator(s.name)]
-            backlog.add_metric(values, sum(s.backlog() for s in subs))
+            backlogs = [s.backlog() for s in subs]
+            backlog.add_metric(values, sum(backlogs))
+            storage_families.add_topic(values, topic, subs, numbers)
             subs_count.add_metric(values, len(subs))
             producers_count.add_metric(values, len(topic.producers))
             consumers_count.add_metric(values, sum(len(s.consumers) for s in subs))
@@ -114,15 +119,18 @@ class BrokerCollector:
             in_bytes.add_metric(values, numbers["bytesInCounter"])
             out_msgs.add_metric(values, numbers["msgOutCounter"])
             out_bytes.add_metric(values, numbers["bytesOutCounter"])
-            for sub in subs:
+            for sub, sub_backlog_value in zip(subs, backlogs, strict=True):
                 sv = [*values, sub.name]
-                sub_backlog.add_metric(sv, sub.backlog())
-                sub_rate.add_metric(sv, admin.tracker.subscription_numbers(topic, sub)["msgRateOut"])
+                sub_numbers = admin.tracker.subscription_numbers(topic, sub)
+                sub_backlog.add_metric(sv, sub_backlog_value)
+                sub_rate.add_metric(sv, sub_numbers["msgRateOut"])
                 sub_unacked.add_metric(sv, sub.unacked_messages())
                 sub_consumers.add_metric(sv, len(sub.consumers))
+                storage_families.add_subscription(sv, sub, sub_backlog_value, sub_numbers)
         yield from gauges.values()
         yield from (storage, backlog, subs_count, producers_count, consumers_count, in_msgs, in_bytes, out_msgs, out_bytes)
         yield from (sub_backlog, sub_rate, sub_unacked, sub_consumers)
+        yield from storage_families.collect()
         yield from replication_metrics(admin)
 
         yield GaugeMetricFamily("magnetar_connections", "Open client connections", value=len(service.connections))

@@ -91,6 +91,9 @@ class GroupCommitter:
         #: optional observer, once per round, of the wait of the round's oldest append until it
         #: became durable: the worst append-to-receipt latency of that round (metrics)
         self.on_append_latency: object = None
+        #: optional observer, per round and topic before the topic hears of it: (topic, outcome, the
+        #: round's oldest append wait, the round's duration) (topics/storage_stats.py's observe_round)
+        self.on_topic_round: Callable[[CommittedTopic, int | BaseException, float, float], None] | None = None
         #: held by the commit thread that takes and writes a round
         self._write_turn = threading.Lock()
         #: (write turn) the number of the next round taken
@@ -158,9 +161,13 @@ class GroupCommitter:
             self.sync_seconds_total += elapsed
             if callable(self.on_round):
                 self.on_round(elapsed)
+        wait = elapsed if oldest is None else time.monotonic() - oldest
         if oldest is not None and callable(self.on_append_latency):
-            self.on_append_latency(time.monotonic() - oldest)
+            self.on_append_latency(wait)
+        observe = self.on_topic_round
         for topic, outcome in zip(topics, results, strict=True):
+            if observe is not None:
+                observe(topic, outcome, wait, elapsed)
             report(topic, outcome)
         self._progress.set()
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.policies.rate_limits import TopicRateLimits
 from magnetar.broker.policies.resolution import TopicPolicies
+from magnetar.broker.topics.storage_stats import StorageLatencies, entry_size_bucket, new_entry_sizes
 from magnetar.protocol.enums import InitialPosition, ProducerAccessMode, ServerError
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ class Topic(ABC):
 
     #: whether the topic stores its messages (persistent://) or only relays them (non-persistent://)
     persistent: ClassVar[bool]
+    #: the latencies of its stored entries, once a commit round made one durable (storage_stats.py)
+    storage_latencies: StorageLatencies | None = None
 
     def __init__(self, topic_name: TopicName, ledger_id: int, config: BrokerConfig, producer_name_prefix: str) -> None:
         self.topic_name = topic_name
@@ -69,11 +72,19 @@ class Topic(ABC):
         self.closed = False
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
+        #: entries stored per size range (storage_stats.py's ENTRY_SIZE_BOUNDS; their bytes: bytes_in_counter)
+        self.entry_sizes = new_entry_sizes()
         #: what subscriptions that are gone had sent to their consumers
         self.msg_out_from_removed_subscriptions = 0
         self.bytes_out_from_removed_subscriptions = 0
         #: deduplication state changed since it was last persisted (see :meth:`dedup_snapshot`)
         self.dedup_dirty = False
+
+    def count_published(self, num_messages: int, size: int) -> None:
+        """Count an entry a producer's publish stored: its messages, its bytes and its size range."""
+        self.msg_in_counter += num_messages
+        self.bytes_in_counter += size
+        self.entry_sizes[entry_size_bucket(size)] += 1
 
     def apply_policies(self, policies: TopicPolicies) -> None:
         """Take newly resolved policies; what they change applies at once."""

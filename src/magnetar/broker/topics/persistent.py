@@ -252,11 +252,10 @@ class PersistentTopic(Topic):
         elif sequence > last:
             self.last_sequence_ids[name] = sequence
         self._receipts.append((context, name, entry_id, False))
-        num_messages = context.num_messages
+        num_messages, size = context.num_messages, len(entry)
         producer.msg_in_counter += num_messages
-        producer.bytes_in_counter += len(entry)
-        self.msg_in_counter += num_messages
-        self.bytes_in_counter += len(entry)
+        producer.bytes_in_counter += size
+        self.count_published(num_messages, size)
         self._committer.appended(self)
         return True
 

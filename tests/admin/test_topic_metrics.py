@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 import pulsar
+from prometheus_client.parser import text_string_to_metric_families
+
+from magnetar.admin.topic_metrics import label_text
 
 from .admin_http import Http
 from .helpers import wait_until
@@ -110,3 +113,23 @@ def test_storage_and_subscription_gauges(http: Http, client: pulsar.Client, name
         assert _of(text, metric, topic) == 0
     producer.close()
     consumer.close()
+
+
+def test_the_whole_scrape_parses_with_each_family_once(http: Http, client: pulsar.Client, name: str) -> None:
+    topic = f"persistent://public/default/{name}"
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"p")
+    text = http.get("/metrics").body.decode()
+    names = [family.name for family in text_string_to_metric_families(text)]
+    assert len(names) == len(set(names))
+    assert re.findall(r"^# TYPE pulsar_storage_write_latency_overflow (\w+)$", text, re.M) == ["gauge"]
+    families = {family.name: family for family in text_string_to_metric_families(text)}
+    for family in ("pulsar_storage_write_latency_le_0_5", "pulsar_entry_size_le_128", "pulsar_storage_backlog_size"):
+        samples = [s for s in families[family].samples if s.labels.get("topic") == topic]
+        assert [s.labels for s in samples] == [{"cluster": "standalone", "namespace": "public/default", "topic": topic}]
+    assert "magnetar_fsync_round_seconds" in families  # the registry's own families still come first
+    producer.close()
+
+
+def test_label_values_are_escaped_as_the_text_format_wants() -> None:
+    assert label_text({"topic": 'a"b\\c\nd', "x": "y"}) == 'topic="a\\"b\\\\c\\nd",x="y"'

@@ -25,7 +25,7 @@ from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 from magnetar.admin.commit_latencies import CommitLatencies, LatencyBuckets, record_commit_latencies
-from magnetar.admin.topic_metrics import TopicStorageFamilies
+from magnetar.admin.topic_metrics import TopicStorageFamilies, label_text
 from magnetar.broker.replication.names import is_replicator
 from magnetar.broker.replication.stats import replication_stats
 from magnetar.broker.resources.admin import BrokerAdmin
@@ -76,10 +76,13 @@ def asyncio_task_count() -> int | None:
 
 
 class BrokerCollector:
-    """Builds every broker metric at scrape time."""
+    """Builds every broker metric at scrape time (Pulsar's per-topic storage families as text, which
+    :func:`render` writes after the registry's: :mod:`magnetar.admin.topic_metrics`)."""
 
     def __init__(self, admin: BrokerAdmin) -> None:
         self.admin = admin
+        #: the storage families' text of the last collect
+        self.storage_text = b""
 
     def collect(self) -> Iterator[Metric]:
         """Every topic, subscription and process metric, read now."""
@@ -101,9 +104,10 @@ class BrokerCollector:
         sub_rate = GaugeMetricFamily("pulsar_subscription_msg_rate_out", "Messages per second delivered by the subscription", labels=sub_labels)
         sub_unacked = GaugeMetricFamily("pulsar_subscription_unacked_messages", "Messages delivered and not acknowledged", labels=sub_labels)
         sub_consumers = GaugeMetricFamily("pulsar_subscription_consumers_count", "Consumers of the subscription", labels=sub_labels)
-        storage_families = TopicStorageFamilies(labels)
+        storage_families = TopicStorageFamilies()
         for topic in list(service.topics.values()):
             values = [service.config.cluster_name, topic.topic_name.namespace, topic.name]
+            topic_labels = label_text(dict(zip(labels, values, strict=True)))
             numbers = admin.tracker.topic_numbers(topic)
             for name, _, field in _TOPIC_GAUGES:
                 gauges[name].add_metric(values, numbers[field])
@@ -111,7 +115,7 @@ class BrokerCollector:
             subs = [s for s in topic.subscriptions.values() if not is_replicator(s.name)]
             backlogs = [s.backlog() for s in subs]
             backlog.add_metric(values, sum(backlogs))
-            storage_families.add_topic(values, topic, subs, numbers)
+            storage_families.add_topic(topic_labels, topic, max(backlogs, default=0), numbers)
             subs_count.add_metric(values, len(subs))
             producers_count.add_metric(values, len(topic.producers))
             consumers_count.add_metric(values, sum(len(s.consumers) for s in subs))
@@ -126,11 +130,12 @@ class BrokerCollector:
                 sub_rate.add_metric(sv, sub_numbers["msgRateOut"])
                 sub_unacked.add_metric(sv, sub.unacked_messages())
                 sub_consumers.add_metric(sv, len(sub.consumers))
-                storage_families.add_subscription(sv, sub, sub_backlog_value, sub_numbers)
+                sub_text = f"{topic_labels},{label_text({'subscription': sub.name})}"
+                storage_families.add_subscription(sub_text, sub, sub_backlog_value, sub_numbers)
         yield from gauges.values()
         yield from (storage, backlog, subs_count, producers_count, consumers_count, in_msgs, in_bytes, out_msgs, out_bytes)
         yield from (sub_backlog, sub_rate, sub_unacked, sub_consumers)
-        yield from storage_families.collect()
+        self.storage_text = storage_families.text()
         yield from replication_metrics(admin)
 
         yield GaugeMetricFamily("magnetar_connections", "Open client connections", value=len(service.connections))
@@ -272,11 +277,19 @@ def _histogram(name: str, documentation: str, buckets: LatencyBuckets) -> Metric
     return family
 
 
+class BrokerRegistry(CollectorRegistry):
+    """The broker's registry, which knows its broker collector (whose storage text :func:`render` adds)."""
+
+    def __init__(self, broker: BrokerCollector) -> None:
+        super().__init__(auto_describe=False)
+        self.broker = broker
+        self.register(broker)
+
+
 def build_registry(admin: BrokerAdmin, access: AccessGuard | None = None) -> CollectorRegistry:
     """A registry with the broker and security collectors and the fsync-round and append latency histograms
     (what the committer recorded since the broker started, see :mod:`magnetar.admin.commit_latencies`)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerCollector(admin))
+    registry = BrokerRegistry(BrokerCollector(admin))
     registry.register(SecurityCollector(admin, access))
     registry.register(TransactionCollector(admin))
     registry.register(CommitLatencyCollector(record_commit_latencies(getattr(admin.service, "committer", None))))
@@ -284,5 +297,10 @@ def build_registry(admin: BrokerAdmin, access: AccessGuard | None = None) -> Col
 
 
 def render(registry: CollectorRegistry) -> bytes:
-    """The registry in Prometheus text format."""
-    return generate_latest(registry)
+    """The registry in Prometheus text format; a :class:`BrokerRegistry`'s with the storage families its
+    broker collector wrote during that collect."""
+    text = generate_latest(registry)
+    if isinstance(registry, BrokerRegistry):
+        text += registry.broker.storage_text
+        registry.broker.storage_text = b""
+    return text

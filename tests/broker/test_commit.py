@@ -315,3 +315,32 @@ def test_a_rounds_outcomes_run_inside_one_completion_scope_in_order() -> None:
 
     asyncio.run(run())
     assert events == ["enter True", "a 0", "exit", "enter True", "b 0", "c 0", "a 1", "exit"]
+
+
+def test_each_topic_of_a_round_is_observed_before_it_hears_of_the_round() -> None:
+    async def run() -> None:
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
+        seen: list[tuple[str, int | BaseException, float, float, list[int]]] = []
+
+        def observe(topic: FakeTopic, outcome: int | BaseException, wait: float, elapsed: float) -> None:
+            seen.append((topic.name, outcome, wait, elapsed, list(topic.durable)))
+
+        committer.on_topic_round = observe  # type: ignore[assignment]
+        a, b = FakeTopic("a"), FakeTopic("b")
+        a.ledger.sync_gate.clear()  # the round of a and b waits in its fdatasync
+        for topic in (a, a, b):  # appended before the committer hears of them: a's round covers both of a's
+            topic.append()
+        committer.appended(a)
+        committer.appended(b)
+        await asyncio.sleep(0.05)
+        a.ledger.sync_gate.set()
+        await asyncio.wait_for(committer.drain(), 5)
+        assert sorted((name, outcome, before) for name, outcome, _, _, before in seen) == [("a", 1, []), ("b", 0, [])]
+        for name, _, wait, elapsed, _ in seen:
+            assert wait >= elapsed  # from the round's oldest append, taken before the round began
+            if name == "a":  # (b may have come in the next round, pipelined behind a's)
+                assert elapsed >= 0.05  # a's round waited in its fdatasync
+        assert a.durable == [1] and b.durable == [0]
+        committer.close()
+
+    asyncio.run(run())

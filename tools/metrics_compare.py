@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 import time
 import urllib.request
@@ -25,14 +24,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from stats_compare import log, run_asked, side_arguments, start_broker  # noqa: E402
+
 TOPIC = "persistent://public/default/metrics-compare"
 #: seconds between the publishes and the scrape, by side
 SCRAPE_AFTER = {"pulsar": 65.0, "magnetar": 1.0}
-
-
-def log(message: str) -> None:
-    """A progress line on stderr."""
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def run_scenario(service_url: str, http_url: str, wait: float) -> bytes:
@@ -56,19 +52,7 @@ def run_scenario(service_url: str, http_url: str, wait: float) -> bytes:
 
 def run_side(work: Path, label: str, pulsar_lib: Path) -> None:
     """Run the scenario on one broker; its scrape into WORK/metrics-LABEL.txt."""
-    if label == "magnetar":
-        from magnetar.testing import BrokerProcess
-
-        data = work / "magnetar-data"
-        subprocess.run(["rm", "-rf", str(data)], check=True)
-        broker = BrokerProcess(data, env={"PYTHONPATH": str(REPO_ROOT / "src")}).start(timeout=120)
-    else:
-        from pulsar_reference import PulsarStandalone
-
-        subprocess.run(["rm", "-rf", str(work / "pulsar")], check=True)
-        broker = PulsarStandalone(pulsar_lib, work / "pulsar")
-        log(f"starting Apache Pulsar standalone ({broker.http_url})")
-        broker.start()
+    broker = start_broker(work, label, pulsar_lib)
     try:
         log(f"scenario on {label}")
         (work / f"metrics-{label}.txt").write_bytes(run_scenario(broker.service_url, broker.http_url, SCRAPE_AFTER[label]))
@@ -92,15 +76,8 @@ def topic_samples(text: str) -> dict[str, tuple[tuple[str, ...], float]]:
 def main(argv: list[str]) -> int:
     """Run the scenario where asked, then print the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/magnetar-metrics-compare"))
-    parser.add_argument("--only", choices=("pulsar", "magnetar", "none"), help="run one side (or none), reuse the other's last run")
-    parser.add_argument("--pulsar-lib", type=Path, default=Path("/tmp/magnetar-pulsar-reference/lib"))
-    args = parser.parse_args(argv)
-    work = args.work.resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    for label in ("pulsar", "magnetar"):
-        if args.only in (None, label):
-            run_side(work, label, args.pulsar_lib)
+    side_arguments(parser, "/tmp/magnetar-metrics-compare")
+    work = run_asked(parser.parse_args(argv), run_side)
     pulsar = topic_samples((work / "metrics-pulsar.txt").read_text())
     magnetar = topic_samples((work / "metrics-magnetar.txt").read_text())
     same = [n for n in pulsar if n in magnetar and pulsar[n][0] == magnetar[n][0]]

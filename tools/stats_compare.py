@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -195,17 +196,23 @@ def start_magnetar(work: Path):  # type: ignore[no-untyped-def]
     return BrokerProcess(data, env=env).start(timeout=120)
 
 
+def start_broker(work: Path, label: str, pulsar_lib: Path):  # type: ignore[no-untyped-def]
+    """A fresh broker of one side ("magnetar": this tree's; "pulsar": Apache Pulsar standalone from
+    ``pulsar_lib``), started, with its data under ``work``; tools/metrics_compare.py uses it too."""
+    if label == "magnetar":
+        return start_magnetar(work)
+    from pulsar_reference import PulsarStandalone
+
+    subprocess.run(["rm", "-rf", str(work / "pulsar")], check=True)
+    broker = PulsarStandalone(pulsar_lib, work / "pulsar")
+    log(f"starting Apache Pulsar standalone ({broker.http_url})")
+    broker.start()
+    return broker
+
+
 def run_side(work: Path, label: str, pulsar_lib: Path) -> None:
     """Run the scenario on one broker; its answers into WORK/stats-LABEL.json."""
-    if label == "magnetar":
-        broker = start_magnetar(work)
-    else:
-        from pulsar_reference import PulsarStandalone
-
-        subprocess.run(["rm", "-rf", str(work / "pulsar")], check=True)
-        broker = PulsarStandalone(pulsar_lib, work / "pulsar")
-        log(f"starting Apache Pulsar standalone ({broker.http_url})")
-        broker.start()
+    broker = start_broker(work, label, pulsar_lib)
     try:
         log(f"scenario on {label}")
         answers = run_scenario(broker.service_url, broker.http_url)
@@ -214,19 +221,30 @@ def run_side(work: Path, label: str, pulsar_lib: Path) -> None:
     (work / f"stats-{label}.json").write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
 
 
-def main(argv: list[str]) -> int:
-    """Run the scenario where asked, then print the comparison."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/magnetar-stats-compare"))
+def side_arguments(parser: argparse.ArgumentParser, work: str) -> None:
+    """The options of which side to run and where (``work``: the default directory); tools/metrics_compare.py's too."""
+    parser.add_argument("--work", type=Path, default=Path(work))
     parser.add_argument("--only", choices=("pulsar", "magnetar", "none"), help="run one side (or none), reuse the other's last run")
     parser.add_argument("--pulsar-lib", type=Path, default=Path("/tmp/magnetar-pulsar-reference/lib"))
-    parser.add_argument("--markdown", action="store_true", help="every row, as a Markdown table")
-    args = parser.parse_args(argv)
+
+
+def run_asked(args: argparse.Namespace, run: Callable[[Path, str, Path], None]) -> Path:
+    """Run the sides ``args`` asks for with ``run`` (work directory, side, Pulsar's lib dir); the work directory."""
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     for label in ("pulsar", "magnetar"):
         if args.only in (None, label):
-            run_side(work, label, args.pulsar_lib)
+            run(work, label, args.pulsar_lib)
+    return work
+
+
+def main(argv: list[str]) -> int:
+    """Run the scenario where asked, then print the comparison."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    side_arguments(parser, "/tmp/magnetar-stats-compare")
+    parser.add_argument("--markdown", action="store_true", help="every row, as a Markdown table")
+    args = parser.parse_args(argv)
+    work = run_asked(args, run_side)
     pulsar = json.loads((work / "stats-pulsar.json").read_text())
     magnetar = json.loads((work / "stats-magnetar.json").read_text())
     differing = 0

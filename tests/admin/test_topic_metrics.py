@@ -133,3 +133,16 @@ def test_the_whole_scrape_parses_with_each_family_once(http: Http, client: pulsa
 
 def test_label_values_are_escaped_as_the_text_format_wants() -> None:
     assert label_text({"topic": 'a"b\\c\nd', "x": "y"}) == 'topic="a\\"b\\\\c\\nd",x="y"'
+
+
+def test_a_non_persistent_topic_has_the_names_with_zeros(http: Http, client: pulsar.Client, name: str) -> None:
+    topic = f"non-persistent://public/default/{name}"
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"n" * 100)
+    text = http.get("/metrics").body.decode()
+    assert _of(text, "pulsar_in_messages_total", topic) == 1  # the topic is there, and counted its message
+    for histogram, suffixes in (("pulsar_entry_size", SIZES), ("pulsar_storage_write_latency", LATENCY),
+                                ("pulsar_storage_ledger_write_latency", LATENCY)):
+        for suffix in (*suffixes, "count", "sum"):
+            assert _of(text, f"{histogram}_{suffix}", topic) == 0, (histogram, suffix)
+    producer.close()

@@ -18,12 +18,19 @@ Printed and written to ``--out`` (default benchmarks/results/loop_isolation.json
 p99 / p99.9 / max in ms, the sends counted, the load average (1 min) at its start and end, and for
 the loaded phase how long the catch-up and the namespace script took.
 
-The two load processes run at a lower CPU priority (``--load-nice``, default 19: ``os.nice`` as they
-start), the broker and the probe's client at normal priority: on a machine with fewer cores than
-processes in the loaded phase, a probe send otherwise waits whenever its own client process is off
-the CPU, which measures the scheduler, not the broker. The broker still serves the catch-up and the
-admin calls at full speed when they run; their completion times (each process timed from its start
-to its exit, not floored at the probe's window) show whether they were starved.
+The two load processes run as the machine's background work (``--load-policy``, default ``idle``: Linux's
+``SCHED_IDLE`` as they start; ``nice``: ``os.nice(--load-nice)``, default 19, the policy of the first eight
+sessions), the broker and the probe's client at normal priority: on a machine with fewer cores than
+processes in the loaded phase, a probe send otherwise waits whenever its own client process, or a
+broker thread it needs, is off the CPU behind a load client, which measures the scheduler, not the
+broker. Niceness stopped meaning that with EEVDF (Linux 6.6 and later; this machine runs 6.18): a woken
+thread no longer preempts a running nice-19 task at once, it waits for the task's slice (``wake.py``
+in benchmarks/README.md "Ninth session": a nice-0 process woken every millisecond while two spinning
+processes hold both cores waits p99.9 1.6 ms and up to 57 ms behind nice-19 ones, 0.17 / 0.32 ms
+behind ``SCHED_IDLE`` ones), while a ``SCHED_IDLE`` task is preempted by any other at its wake-up. The
+broker still serves the catch-up and the admin calls at full speed when they run; their completion
+times (each process timed from its start to its exit, not floored at the probe's window) show whether
+they were starved.
 
 ``--probe``: the broker runs under benchmarks/loop_probe.py, and each phase's record adds what it saw
 (loop lag percentiles, the ten longest stalls and the loop's stacks during stalls): where the loaded
@@ -31,7 +38,7 @@ tail comes from; each round adds the broker's loop lag p99.9 loaded / alone, and
 probe saw from the broker's start to the alone phase (kept out of the alone phase's record).
 
 usage: python benchmarks/loop_isolation.py [--backlog 1000000] [--batch 10] [--seconds 20]
-       [--namespaces 200] [--rounds 1] [--load-nice 19] [--broker-src DIR] [--probe] [--out FILE]
+       [--namespaces 200] [--rounds 1] [--load-policy idle|nice] [--load-nice 19] [--broker-src DIR] [--probe] [--out FILE]
 """
 
 from __future__ import annotations
@@ -205,9 +212,19 @@ def stats(latencies: list[float]) -> dict[str, float]:
     }
 
 
-def child(role: str, nice: int, *args: str) -> subprocess.Popen:
-    """This script in another process, playing ``role`` at niceness ``nice`` (lower CPU priority)."""
-    return subprocess.Popen([sys.executable, __file__, "--role", role, "--load-nice", str(nice), *args])
+def child(role: str, load: dict, *args: str) -> subprocess.Popen:
+    """This script in another process, playing ``role`` as background work (``load``'s policy and nice)."""
+    return subprocess.Popen([sys.executable, __file__, "--role", role, "--load-policy", load["policy"],
+                             "--load-nice", str(load["nice"]), *args])
+
+
+def become_background(policy: str, nice: int) -> None:
+    """Lower this (load) process's CPU priority: ``SCHED_IDLE`` (preempted by any other task as it wakes)
+    or niceness ``nice``."""
+    if policy == "idle":
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    elif nice:
+        os.nice(nice)
 
 
 def timed(proc: subprocess.Popen, started: float, finished: dict[str, float], name: str) -> threading.Thread:
@@ -228,8 +245,8 @@ def phase(broker: BrokerProcess, seconds: float, rate: int, load: dict | None) -
     finished: dict[str, float] = {}
     if load is not None:
         started = time.perf_counter()
-        for name, proc in (("catchup", child("catchup", load["nice"], broker.service_url, str(load["backlog"]))),
-                           ("namespaces", child("churn", load["nice"], broker.http_url, str(load["namespaces"])))):
+        for name, proc in (("catchup", child("catchup", load, broker.service_url, str(load["backlog"]))),
+                           ("namespaces", child("churn", load, broker.http_url, str(load["namespaces"])))):
             children.append((name, proc, timed(proc, started, finished, name)))
     latencies, client_stamps = asyncio.run(probe(broker.service_url, seconds, rate))
     result = {"load_avg_start": round(load_before, 2), **stats(latencies)}
@@ -347,14 +364,16 @@ def main() -> None:
     parser.add_argument("--label", default="")
     parser.add_argument("--settle", type=float, default=3.0,
                         help="seconds between the broker's start (and a first admin request) and the alone phase")
+    parser.add_argument("--load-policy", choices=("idle", "nice"), default="idle",
+                        help="the catch-up and namespace processes' CPU priority: SCHED_IDLE, or --load-nice")
     parser.add_argument("--load-nice", type=int, default=19,
-                        help="niceness of the catch-up and namespace processes (0: normal priority)")
+                        help="with --load-policy nice: their niceness (0: normal priority)")
     parser.add_argument("--probe", action="store_true", help="run the broker under benchmarks/loop_probe.py")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "loop_isolation.json")
     parser.add_argument("--role", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
-    if args.role is not None and args.load_nice:
-        os.nice(args.load_nice)
+    if args.role is not None:
+        become_background(args.load_policy, args.load_nice)
     if args.role == "catchup":
         asyncio.run(catch_up(rest[0], int(rest[1])))
         return
@@ -385,7 +404,8 @@ def main() -> None:
                 alone = phase(broker, args.seconds, args.rate, None)
                 print(f"round {n + 1} alone:  {json.dumps(alone)}", flush=True)
                 loaded = phase(broker, args.seconds, args.rate,
-                               {"backlog": args.backlog, "namespaces": args.namespaces, "nice": args.load_nice})
+                               {"backlog": args.backlog, "namespaces": args.namespaces,
+                                "policy": args.load_policy, "nice": args.load_nice})
                 print(f"round {n + 1} loaded: {json.dumps(loaded)}", flush=True)
                 if n + 1 < args.rounds:  # the next round's catch-up starts from the backlog's start again
                     Admin(broker.http_url).request(
@@ -397,9 +417,10 @@ def main() -> None:
                 rounds[-1]["settle"] = settled
     result = {"label": args.label, "broker_src": str(args.broker_src), "backlog": args.backlog,
               "batch": args.batch, "seconds": args.seconds, "rate": args.rate, "namespaces": args.namespaces,
-              "load_nice": args.load_nice, "settle_seconds": args.settle,
-              "priorities": f"catch-up consumer and namespace script at nice {args.load_nice}; "
-                            "broker and probe client at normal priority",
+              "load_policy": args.load_policy, "load_nice": args.load_nice, "settle_seconds": args.settle,
+              "priorities": ("catch-up consumer and namespace script "
+                             + ("SCHED_IDLE" if args.load_policy == "idle" else f"at nice {args.load_nice}")
+                             + "; broker and probe client at normal priority"),
               "rounds": rounds}
     print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import threading
+import time
 from pathlib import Path
 
 from magnetar.broker.commit import GroupCommitter
@@ -341,6 +342,28 @@ def test_each_topic_of_a_round_is_observed_before_it_hears_of_the_round() -> Non
             if name == "a":  # (b may have come in the next round, pipelined behind a's)
                 assert elapsed >= 0.05  # a's round waited in its fdatasync
         assert a.durable == [1] and b.durable == [0]
+        committer.close()
+
+    asyncio.run(run())
+
+
+def test_a_rounds_outcome_counts_as_waiting_for_the_loop_until_the_loop_runs_it() -> None:
+    """The committer's ``urgency`` (which a dispatch run yields to) says an outcome waits from the
+    moment the commit thread hands it over until the loop starts it, and no longer."""
+    async def run() -> None:
+        committer = GroupCommitter(asyncio.get_running_loop(), fsync=True)
+        t = FakeTopic("t")
+        t.append()
+        committer.appended(t)
+        assert not committer.urgency.waiting()
+        for _ in range(5000):  # the loop held (as by a long callback) until the round is handed over
+            if committer.urgency.handed:
+                break
+            time.sleep(0.001)
+        assert committer.urgency.waiting() and t.durable == []
+        await asyncio.wait_for(committer.drain(), 5)
+        assert not committer.urgency.waiting() and committer.urgency.handed == committer.urgency.ran == 1
+        assert t.durable == [0]
         committer.close()
 
     asyncio.run(run())

@@ -51,6 +51,7 @@ from magnetar.broker.commit_rounds import (
     finish_round,
     report,
 )
+from magnetar.broker.loop_urgency import LoopUrgency
 
 __all__ = ["SYNC_CONCURRENCY", "CommittedTopic", "GroupCommitter"]
 
@@ -84,6 +85,8 @@ class GroupCommitter:
         #: (loop) rounds whose outcome the loop reported, set on each
         self._completed = 0
         self._progress: asyncio.Event = asyncio.Event()
+        #: the rounds' outcomes handed to the loop and not yet run: a dispatch run yields to them
+        self.urgency = LoopUrgency()
         self.rounds = 0
         self.sync_seconds_total = 0.0
         #: optional observer of each round's duration in seconds (its writes, fdatasyncs and ends)
@@ -134,6 +137,7 @@ class GroupCommitter:
                 results = finish_round(topics, begun, self._pool_for(topics), SYNC_CONCURRENCY - 1)
                 elapsed = written + time.perf_counter() - start
                 # reported inside the turn: the loop gets the rounds' outcomes in their order
+                self.urgency.handed += 1
                 self._loop.call_soon_threadsafe(self._round_done, topics, results, elapsed, oldest)
             except RuntimeError:  # the loop is closed: nobody waits for the outcome any more
                 return
@@ -149,6 +153,7 @@ class GroupCommitter:
     def _round_done(
         self, topics: list[CommittedTopic], results: list[int | BaseException], elapsed: float, oldest: float | None
     ) -> None:
+        self.urgency.ran += 1
         with self._completion_scope():
             self._complete_round(topics, results, elapsed, oldest)
 

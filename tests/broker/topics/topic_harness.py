@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.loop_urgency import LoopUrgency
 from magnetar.broker.policies.resolution import TopicPolicies
 from magnetar.broker.topics.persistent import PersistentTopic
 from magnetar.broker.topics.producer import Producer
@@ -27,6 +28,7 @@ class FakeCommitter:
 
     def __init__(self) -> None:
         self.appended_topics: list[PersistentTopic] = []
+        self.urgency = LoopUrgency()
 
     def appended(self, topic: PersistentTopic) -> None:
         self.appended_topics.append(topic)

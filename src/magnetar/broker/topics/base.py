@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from magnetar.broker.errors import BrokerError
+from magnetar.broker.loop_urgency import NEVER_URGENT, LoopUrgency
 from magnetar.broker.policies.rate_limits import TopicRateLimits
 from magnetar.broker.policies.resolution import TopicPolicies
 from magnetar.broker.topics.storage_stats import StorageLatencies, entry_size_bucket, new_entry_sizes
@@ -50,6 +51,9 @@ class Topic(ABC):
         self.ledger_id = ledger_id
         #: the broker settings (subscriptions and dispatchers read theirs from here)
         self.config = config
+        #: callbacks other threads handed the loop for this topic (its commit rounds' outcomes): a
+        #: dispatch run yields to them
+        self.loop_urgency: LoopUrgency = NEVER_URGENT
         self._producer_name_prefix = producer_name_prefix
         self.producers: dict[str, Producer] = {}
         self.subscriptions: dict[str, SubscriptionBase] = {}

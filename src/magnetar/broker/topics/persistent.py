@@ -163,6 +163,7 @@ class PersistentTopic(Topic):
         self.subscriptions: dict[str, Subscription] = {}  # type: ignore[assignment]
         ledger.cache.paused = True  # until a subscription reads: see cache_for_readers
         self._committer = committer
+        self.loop_urgency = committer.urgency
         self._cursors = cursors
         #: highest entry id covered by a completed sync
         self.durable_id = ledger.last_entry_id

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from magnetar.broker.config import BrokerConfig
+from magnetar.broker.loop_urgency import LoopUrgency
 from magnetar.broker.policies.resolution import TopicPolicies
 from magnetar.broker.subscriptions.consumer import Consumer
 from magnetar.broker.subscriptions.dispatchers.base import Dispatcher
@@ -35,6 +36,7 @@ class CountingTopic:
         self.terminated = False
         self.policies = TopicPolicies()
         self.subscriptions: dict[str, Subscription] = {}
+        self.loop_urgency = LoopUrgency()
         self.entries_read = 0
         self.entries: list[Entry] = []
         for i, n in enumerate(messages_per_entry):

@@ -112,6 +112,43 @@ def test_a_turn_stops_at_its_time(sub_type: SubType) -> None:
 
 
 @pytest.mark.usefixtures("manual_schedule", "ticking_clock")
+@pytest.mark.parametrize("sub_type", [SubType.Exclusive, SubType.Shared, SubType.Key_Shared])
+def test_a_turn_yields_early_to_a_commit_outcome_waiting_for_the_loop(
+    monkeypatch: pytest.MonkeyPatch, sub_type: SubType
+) -> None:
+    """While a commit round's outcome (receipts) handed to the loop has not run, a run ends once it has
+    held the loop URGENT_MIN_RUN_SECONDS, after the entry that crossed it; once the loop ran the outcome,
+    runs last their TURN_SECONDS again. Every entry goes out once, in order."""
+    monkeypatch.setattr(base, "URGENT_MIN_RUN_SECONDS", 0.5)
+    topic = CountingTopic([10] * 50)
+    topic.config.dispatch_batch_entries = 100
+    sub, (consumer,) = subscribe(topic, sub_type)
+    sub.flow(consumer, 50 * 10)
+    dispatcher = sub.dispatcher
+    assert dispatcher is not None
+    topic.loop_urgency.handed += 1  # a commit thread handed an outcome over
+    dispatcher._run()
+    dispatcher._run()
+    assert consumer.connection.sent == [0, 1, 2, 3]  # two runs of two entries (0.5 s each)
+    topic.loop_urgency.ran += 1  # the loop ran it
+    runs = loop_runs_until_idle(sub)
+    assert consumer.connection.sent == list(range(50))
+    assert [len(r) for r in runs if r] == [4 + 4] + [4] * 10 + [2]  # the first also counts the four above
+    assert dispatcher._urgency.waiting() is False and dispatcher._urgent_after == float("inf")
+
+
+@pytest.mark.usefixtures("manual_schedule")
+def test_a_run_made_by_hand_ignores_the_urgency() -> None:
+    """Runs called directly (not by the loop) are not bounded, by time or by an outcome waiting."""
+    topic = CountingTopic([1] * 30)
+    topic.config.dispatch_batch_entries = 100
+    sub, (consumer,) = subscribe(topic, SubType.Exclusive)
+    sub.flow(consumer, 30)
+    topic.loop_urgency.handed += 1
+    assert [len(r) for r in runs_until_idle(sub) if r] == [30]
+
+
+@pytest.mark.usefixtures("manual_schedule", "ticking_clock")
 def test_redeliveries_stop_at_the_time_too() -> None:
     topic = CountingTopic([1] * 30)
     sub, (first,) = subscribe(topic, SubType.Key_Shared)

@@ -15,6 +15,8 @@ publishes are served between its batches. A run also ends once it has held the l
 ``TURN_SECONDS`` (after the entry that crossed it): an entry costs 13-40 us of the loop's CPU
 (metadata, selection, framing), so a batch held it up to 2.7 ms (benchmarks/PROFILES.md §43), and a
 publish that arrives meanwhile waits for the whole run twice (its SEND read, its receipt written).
+It ends sooner when a commit round's outcome is waiting for the loop (the topic's ``loop_urgency``,
+broker/loop_urgency.py): those receipts go out behind the entry being sent, not behind the run.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
+from magnetar.broker.loop_urgency import NEVER_URGENT, URGENT_MIN_RUN_SECONDS, LoopUrgency
 from magnetar.protocol.framing import ProtocolError, parse_entry_metadata
 from magnetar.protocol.schema import MessageMetadata
 
@@ -63,6 +66,8 @@ class DispatchedTopic(Protocol):
     config: BrokerConfig
     #: highest entry id consumers may read
     last_readable_id: int
+    #: callbacks other threads handed the loop for the topic: a run yields to them
+    loop_urgency: LoopUrgency
 
 
 class DispatchedSubscription(Protocol):
@@ -146,6 +151,10 @@ class Dispatcher:
         self._scheduled = False
         #: (clock) when the current run must yield the loop (a run the loop makes, :meth:`_run`)
         self._turn_deadline = math.inf
+        #: (clock) from when the current run yields to a callback waiting for the loop, and the
+        #: topic's count of such callbacks it asks
+        self._urgent_after = math.inf
+        self._urgency = NEVER_URGENT
         #: messages per entry of recent dispatches (as Pulsar's avgMessagesPerEntry): sizes reads;
         #: None until the first entries went out
         self.avg_messages_per_entry: float | None = None
@@ -203,8 +212,10 @@ class Dispatcher:
         return config.dispatch_batch_entries, config.dispatch_max_read_bytes
 
     def turn_spent(self) -> bool:
-        """Whether the current run has held the loop for its ``TURN_SECONDS``."""
-        return self.clock() >= self._turn_deadline
+        """Whether the current run has held the loop for its ``TURN_SECONDS``, or long enough while a
+        callback another thread handed the loop (a commit round's receipts) waits for it."""
+        now = self.clock()
+        return now >= self._turn_deadline or (now >= self._urgent_after and self._urgency.waiting())
 
     def _sampled(self, entries: int, messages: int) -> None:
         """Record that ``entries`` entries of ``messages`` messages went out."""
@@ -222,13 +233,17 @@ class Dispatcher:
 
     def _run(self) -> None:
         self._scheduled = False
-        self._turn_deadline = self.clock() + TURN_SECONDS
+        started = self.clock()
+        self._turn_deadline = started + TURN_SECONDS
+        self._urgent_after = started + URGENT_MIN_RUN_SECONDS
+        self._urgency = self.subscription.topic.loop_urgency
         try:
             self._dispatch()
         except Exception:  # a dispatch bug must not kill the loop; log it loudly
             log.exception("dispatch failed on %s/%s", self.subscription.topic.name, self.subscription.name)
         finally:
-            self._turn_deadline = math.inf
+            self._turn_deadline = self._urgent_after = math.inf
+            self._urgency = NEVER_URGENT
 
     def _dispatch(self) -> None:
         try:

@@ -127,12 +127,21 @@ class LookupCommands(DeferredCommands):
         cmd = BaseCommand(type=CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE)
         resp = cmd.get_topics_of_namespace_response
         resp.request_id = req.request_id
-        # a namespace that does not exist has no topics (as Pulsar answers; clients retry errors)
-        if self.service.metadata.get_namespace(req.namespace) is not None:
-            resp.topics.extend(self.service.topics_of_namespace(req.namespace, TopicsMode(req.mode)))
         resp.filtered = False
         resp.changed = True
-        self.send_command(cmd)
+        # a namespace that does not exist has no topics (as Pulsar answers; clients retry errors)
+        if self.service.metadata.get_namespace(req.namespace) is None:
+            self.send_command(cmd)
+            return
+        # the stored names are read in a worker thread: answered once they are in
+        self.answer_later(command, self._send_topics(cmd, req.namespace, TopicsMode(req.mode)))
+
+    async def _send_topics(self, cmd: BaseCommand, namespace: str, mode: TopicsMode) -> None:
+        """GET_TOPICS_OF_NAMESPACE_RESPONSE with the namespace's topics (a closed session gets nothing)."""
+        topics = await self.service.topics_of_namespace(namespace, mode)
+        if not self.closed:
+            cmd.get_topics_of_namespace_response.topics.extend(topics)
+            self.send_command(cmd)
 
     def _on_get_schema(self, command: BaseCommand, frame: Frame) -> None:
         req = command.get_schema

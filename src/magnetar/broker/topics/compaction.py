@@ -41,8 +41,9 @@ import logging
 import shutil
 import struct
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +63,6 @@ from magnetar.storage.compacted import (
     MessageKey,
     compacted_root,
 )
-from magnetar.storage.metadata import deferring_sync
 
 if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
@@ -77,6 +77,10 @@ POINTER_PREFIX = "compacted/"
 STATUS_PREFIX = "compaction-status/"
 
 _U32 = struct.Struct(">I")
+
+#: runs a job on the metadata thread (the store's one writer), its commits' fsync left to the metadata
+#: sync; the service's :meth:`~magnetar.broker.service.BrokerService.metadata_job`
+MetadataJobs = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,6 +294,10 @@ class Compactor:
         self._topics = topics
         self._reads = reads
         self._metadata_store: MetadataStore | None = None
+        #: where the compactor's records are written (inline until :meth:`start` gives the metadata thread)
+        self._jobs: MetadataJobs | None = None
+        #: the last record asked for (:meth:`recorded`)
+        self._last_record: Awaitable[object] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-compaction")
         #: running compactions by topic name
         self.running: dict[str, asyncio.Task] = {}
@@ -304,10 +312,16 @@ class Compactor:
         return self._metadata_store
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, metadata: MetadataStore) -> None:
-        """Keep compaction state in ``metadata``; a compaction a previous broker left RUNNING (it
-        crashed) did not finish."""
+    def start(self, metadata: MetadataStore, jobs: MetadataJobs | None = None) -> None:
+        """Keep compaction state in ``metadata``, its records written by ``jobs`` (the metadata thread,
+        in submission order; inline without); a compaction a previous broker left RUNNING (it crashed)
+        did not finish: marked ERROR by the first of those jobs."""
         self._metadata_store = metadata
+        self._jobs = jobs
+        self._record(self._interrupted_by_restart)
+
+    def _interrupted_by_restart(self) -> None:
+        """(a metadata job) A status left RUNNING becomes ERROR."""
         for key, raw in self._metadata.list_kv(STATUS_PREFIX).items():
             try:
                 status = json.loads(raw)
@@ -369,26 +383,57 @@ class Compactor:
         if topic is not None and topic.compacted is not None:
             topic.compacted.close()
             topic.compacted = None
-        with deferring_sync():  # on the loop: the metadata thread runs the fsync
-            self._metadata.delete_kv(POINTER_PREFIX + name)
-            self._metadata.delete_kv(STATUS_PREFIX + name)
+        self._record(self._forget_records, name)
         self.stats.pop(name, None)
         if ledger_id is not None:
             root = compacted_root(self._data_dir, ledger_id)
             # after whatever the worker is doing for a cancelled compaction of this topic
             self._executor.submit(shutil.rmtree, root, True)
 
+    def _forget_records(self, name: str) -> None:
+        """(a metadata job) Drop a deleted topic's pointer and status."""
+        self._metadata.delete_kv(POINTER_PREFIX + name)
+        self._metadata.delete_kv(STATUS_PREFIX + name)
+
+    # -- records ---------------------------------------------------------------------------
+    def _record(self, job: Callable[..., object], *args: object) -> Awaitable[object] | None:
+        """``job(*args)`` as a job of the metadata thread, after every record asked for before (a
+        status RUNNING is written before its SUCCESS); nobody need await it (a failure is logged).
+        Inline, and None, before :meth:`start` gave the jobs."""
+        if self._jobs is None:
+            job(*args)
+            return None
+        done = asyncio.ensure_future(self._jobs(partial(job, *args)))
+        done.add_done_callback(_log_failed_record)
+        self._last_record = done
+        return done
+
+    async def recorded(self) -> None:
+        """Return once every record asked for so far is written (or failed, logged)."""
+        await _settled(self._last_record)
+
     # -- triggering ------------------------------------------------------------------------
-    def trigger(self, topic: Topic) -> asyncio.Task:
-        """Start compacting ``topic`` in the background (or return the compaction running)."""
+    async def trigger_recorded(self, topic: Topic) -> asyncio.Task:
+        """:meth:`trigger`, returning once the status RUNNING is committed (an admin request answers
+        after it); when that commit fails, its error is raised and nothing is started."""
         task = self.running.get(topic.name)
         if task is not None:
             return task
-        if not topic.persistent:
-            raise BrokerError(
-                ServerError.NotAllowedError, f"{topic.name} is non-persistent: it cannot be compacted"
-            )
-        self._set_status(topic.name, "RUNNING")
+        self._check_persistent(topic)
+        recorded = self._set_status(topic.name, "RUNNING")
+        if recorded is not None:
+            await recorded
+        return self.trigger(topic, recorded=True)
+
+    def trigger(self, topic: Topic, recorded: bool = False) -> asyncio.Task:
+        """Start compacting ``topic`` in the background (or return the compaction running); its status
+        RUNNING is recorded first unless ``recorded``."""
+        task = self.running.get(topic.name)
+        if task is not None:
+            return task
+        self._check_persistent(topic)
+        if not recorded:
+            self._set_status(topic.name, "RUNNING")
         task = asyncio.create_task(self._run(topic), name=f"compaction:{topic.name}")
         self.running[topic.name] = task
         task.add_done_callback(lambda t, name=topic.name: self._done(name, t))
@@ -400,11 +445,18 @@ class Compactor:
         if not task.cancelled():
             task.exception()  # retrieved: logged and recorded by _run already
 
-    def _set_status(self, name: str, status: str, error: str = "") -> None:
-        # on the loop: committed without its fsync, which the metadata thread runs (a compaction the
-        # lifecycle started, outside an admin request, fdatasynced the metadata log on the loop)
-        with deferring_sync():
-            self._metadata.put_kv(STATUS_PREFIX + name, json.dumps({"status": status, "lastError": error}).encode())
+    @staticmethod
+    def _check_persistent(topic: Topic) -> None:
+        if not topic.persistent:
+            raise BrokerError(
+                ServerError.NotAllowedError, f"{topic.name} is non-persistent: it cannot be compacted"
+            )
+
+    def _set_status(self, name: str, status: str, error: str = "") -> Awaitable[object] | None:
+        """Record a compaction's status (a metadata job: committed there, its fsync left to the
+        metadata sync; the loop neither commits nor waits)."""
+        value = json.dumps({"status": status, "lastError": error}).encode()
+        return self._record(self._metadata.put_kv, STATUS_PREFIX + name, value)
 
     async def _run(self, topic: Topic) -> None:
         started = time.time()
@@ -417,13 +469,14 @@ class Compactor:
         except Exception as exc:
             log.exception("compaction of %s failed", topic.name)
             if not topic.closed:
-                self._set_status(topic.name, "ERROR", f"{type(exc).__name__}: {exc}")
                 stats = self.stats.setdefault(topic.name, {})
                 stats["lastCompactionFailedTimestamp"] = int(time.time() * 1000)
+                await _settled(self._set_status(topic.name, "ERROR", f"{type(exc).__name__}: {exc}"))
             raise
         if topic.closed:
             return
-        self._set_status(topic.name, "SUCCESS")
+        # the compaction is done once its status is committed (a failed record is logged)
+        await _settled(self._set_status(topic.name, "SUCCESS"))
         stats = self.stats.setdefault(topic.name, {})
         stats["lastCompactionRemovedEventCount"] = removed
         stats["lastCompactionSucceedTimestamp"] = int(time.time() * 1000)
@@ -563,3 +616,14 @@ def _write_chunk(
     write_compacted(writer, chunk, latest)
     if hook is not None:
         hook(writer)
+
+
+def _log_failed_record(done: asyncio.Future[object]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("a compaction record could not be written: %s", done.exception())
+
+
+async def _settled(record: Awaitable[object] | None) -> None:
+    """Wait for a record's job (its failure is logged by :func:`_log_failed_record`)."""
+    if record is not None:
+        await asyncio.gather(record, return_exceptions=True)

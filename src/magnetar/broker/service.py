@@ -27,6 +27,7 @@ from magnetar.broker.cursor_persistence import CursorPersistence
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.metadata_sync import MetadataSync
 from magnetar.broker.replication.names import is_replicator
+from magnetar.broker.schemas.registry import SchemaRegistry
 from magnetar.broker.schemas.topics import TopicSchemas
 from magnetar.broker.security.authentication import AuthenticationService
 from magnetar.broker.security.authorization import AuthorizationService
@@ -144,7 +145,8 @@ class BrokerService(TopicDirectory):
         self.persistence = CursorPersistence(self.config, self.metadata, self.topics, self.maybe_trim)
         #: the fsync of admin calls' metadata writes, on the metadata thread (metadata_sync.py)
         self.metadata_sync = MetadataSync(self.metadata, self.persistence.run)
-        self.schemas = TopicSchemas(self.metadata, self.config)
+        # new versions committed by metadata jobs, the histories in memory changed on the loop after them
+        self.schemas = TopicSchemas(self.metadata, self.config, SchemaRegistry(self.metadata, jobs=self.metadata_job))
         loop = asyncio.get_running_loop()
         self.committer = GroupCommitter(loop, fsync=self.config.fsync == "always", completion_scope=flushed_at_exit)
         #: reads segment files for dispatch off the loop (storage/read_thread.py)

@@ -1,8 +1,12 @@
 """A scenario touching every path of a broker that could reach the disk, for the event-loop file probe
 (tests/loop_file_probe.py, tests/test_architecture.py): produce and consume (batched and not), a
 backlog catch-up out of the cache, redelivery, deduplication, segment roll-over and retention
-trimming, compaction and a read_compacted reader, a topic unloaded and reloaded, a schema upload,
-transactions committed and aborted, admin reads and writes, a topic deleted.
+trimming, compaction and a read_compacted reader, a topic unloaded and reloaded, transactions
+committed and aborted, admin reads and writes, a topic deleted; and every path that writes or reads the
+metadata store: schemas registered by a producer, a consumer and GET_OR_CREATE_SCHEMA (binary) and
+posted, deleted and force-deleted through the REST API, a dynamic configuration update and its removal,
+a topic terminated, lookups (LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE), a namespace's topic
+list (admin), the light HTTP server's cluster list, compaction's records, topics deleted.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ def run_scenario(service_url: str, http_url: str) -> dict[str, Any]:
 
     admin = Admin(http_url)
     seen: dict[str, Any] = {}
+    seen["clusters"] = admin.request("GET", "clusters")  # the first request: the light HTTP server answers
     admin.create_namespace(NS)
     admin.set_namespace_policy(NS, "deduplication", True)
     admin.set_namespace_policy(NS, "retention", {"retentionTimeInMinutes": 0, "retentionSizeInMB": 0})
@@ -58,9 +63,7 @@ def run_scenario(service_url: str, http_url: str) -> dict[str, Any]:
         consumer.close()
     finally:
         client.close()
-    schema = {"type": "STRING", "schema": "", "properties": {}}
-    admin.request("POST", f"/schemas/{NS}/with-schema/schema", schema)
-    seen["schema"] = admin.request("GET", f"/schemas/{NS}/with-schema/schema")["type"]
+    seen.update(_metadata_paths(service_url, admin, plain))
     seen["stats"] = admin.topic_stats(plain)["msgInCounter"]
     seen["internal"] = len(admin.request("GET", topic_path(plain) + "/internalStats")["ledgers"])
     seen["topics"] = sorted(admin.topics(NS))
@@ -132,3 +135,78 @@ def _transactions(client: Any, topic: str) -> dict[str, Any]:
     aborted.abort()
     producer.close()
     return {"txn": True}
+
+
+def _metadata_paths(service_url: str, admin: Admin, plain: str) -> dict[str, Any]:
+    """The paths that commit or read the metadata store: schemas (binary and REST), a dynamic setting,
+    a termination, lookups and topic lists (``plain``: a topic without a schema)."""
+    from magnetar.client import Client
+    from magnetar.client.schema import StringSchema
+
+    seen: dict[str, Any] = {}
+    topic = f"persistent://{NS}/schemas-{uuid.uuid4().hex[:6]}"
+    idle = f"persistent://{NS}/idle-{uuid.uuid4().hex[:6]}"
+    client = Client(service_url)
+    try:
+        producer = client.create_producer(topic, schema=StringSchema())  # PRODUCER: a new version
+        producer.send("typed")
+        producer.close()
+        client.subscribe(idle, "typed", schema=StringSchema()).close()  # SUBSCRIBE registers it (idle topic)
+    finally:
+        client.close()
+    seen["binary"] = _wire_commands(service_url, plain)
+    schema = {"type": "STRING", "schema": "", "properties": {}}
+    admin.request("POST", f"/schemas/{NS}/with-schema/schema", schema)
+    seen["schema"] = admin.request("GET", f"/schemas/{NS}/with-schema/schema")["type"]
+    seen["schema_deleted"] = admin.request("DELETE", f"/schemas/{NS}/with-schema/schema")["version"]
+    try:  # the history is forgotten; the route answers 404 for a forced delete (it has no version to give)
+        admin.request("DELETE", f"/schemas/{NS}/with-schema/schema?force=true")
+    except AdminError as exc:
+        seen["schema_forced"] = exc.status
+    admin.request("POST", "brokers/configuration/maxProducersPerTopic/100")
+    seen["dynamic"] = admin.request("GET", "brokers/configuration/values")
+    admin.request("DELETE", "brokers/configuration/maxProducersPerTopic")
+    seen["terminated"] = admin.request("POST", topic_path(topic) + "/terminate")["entryId"]
+    seen["namespace_topics"] = sorted(admin.request("GET", f"namespaces/{NS}/topics"))
+    admin.delete_topic(topic, force=True)
+    admin.delete_topic(idle, force=True)
+    return seen
+
+
+def _wire_commands(service_url: str, topic: str) -> dict[str, Any]:
+    """GET_OR_CREATE_SCHEMA (a topic without a schema: its first version), LOOKUP, PARTITIONED_METADATA
+    and GET_TOPICS_OF_NAMESPACE on a raw connection."""
+    from magnetar.protocol.enums import CommandType, SchemaType
+    from magnetar.protocol.schema import BaseCommand
+    from tests.broker.session.test_wire_errors import WireClient
+
+    wire = WireClient(int(service_url.rsplit(":", 1)[1]))
+    try:
+        wire.connect()
+        cmd = BaseCommand(type=CommandType.GET_OR_CREATE_SCHEMA)
+        cmd.get_or_create_schema.topic = topic
+        cmd.get_or_create_schema.request_id = wire.next_request_id()
+        cmd.get_or_create_schema.schema.name = "s"
+        cmd.get_or_create_schema.schema.type = SchemaType.STRING
+        cmd.get_or_create_schema.schema.schema_data = b""
+        wire.send(cmd)
+        version = wire.expect(CommandType.GET_OR_CREATE_SCHEMA_RESPONSE).command.get_or_create_schema_response
+        lookup = BaseCommand(type=CommandType.LOOKUP)
+        lookup.lookup_topic.topic = topic
+        lookup.lookup_topic.request_id = wire.next_request_id()
+        wire.send(lookup)
+        wire.expect(CommandType.LOOKUP_RESPONSE)
+        meta = BaseCommand(type=CommandType.PARTITIONED_METADATA)
+        meta.partition_metadata.topic = topic
+        meta.partition_metadata.request_id = wire.next_request_id()
+        wire.send(meta)
+        partitions = wire.expect(CommandType.PARTITIONED_METADATA_RESPONSE).command.partition_metadata_response
+        listing = BaseCommand(type=CommandType.GET_TOPICS_OF_NAMESPACE)
+        listing.get_topics_of_namespace.namespace = NS
+        listing.get_topics_of_namespace.request_id = wire.next_request_id()
+        wire.send(listing)
+        topics = wire.expect(CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE).command.get_topics_of_namespace_response
+        return {"version": version.schema_version, "partitions": partitions.partitions,
+                "listed": topic in topics.topics}
+    finally:
+        wire.close()

@@ -41,14 +41,19 @@ import logging
 import shutil
 import struct
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.topics import lifecycle
+from magnetar.broker.topics.compaction_records import (
+    POINTER_PREFIX,
+    CompactionRecords,
+    MetadataJobs,
+    settled,
+)
 from magnetar.protocol.batch import UnsupportedEntryError, open_entry
 from magnetar.protocol.compression import CompressionError, compress
 from magnetar.protocol.enums import ServerError
@@ -71,16 +76,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("magnetar.broker.topics.compaction")
 
-#: metadata key of a topic's compacted view: {"dir": n, "horizon": entry id}
-POINTER_PREFIX = "compacted/"
-#: metadata key of a topic's compaction status (read by the admin API)
-STATUS_PREFIX = "compaction-status/"
 
 _U32 = struct.Struct(">I")
-
-#: runs a job on the metadata thread (the store's one writer), its commits' fsync left to the metadata
-#: sync; the service's :meth:`~magnetar.broker.service.BrokerService.metadata_job`
-MetadataJobs = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,11 +290,8 @@ class Compactor:
         self._segment_max_bytes = config.segment_max_bytes
         self._topics = topics
         self._reads = reads
-        self._metadata_store: MetadataStore | None = None
-        #: where the compactor's records are written (inline until :meth:`start` gives the metadata thread)
-        self._jobs: MetadataJobs | None = None
-        #: the last record asked for (:meth:`recorded`)
-        self._last_record: Awaitable[object] | None = None
+        #: its status and pointer rows, written by metadata jobs (compaction_records.py)
+        self.records = CompactionRecords()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-compaction")
         #: running compactions by topic name
         self.running: dict[str, asyncio.Task] = {}
@@ -308,30 +302,19 @@ class Compactor:
 
     @property
     def _metadata(self) -> MetadataStore:
-        assert self._metadata_store is not None, "Compactor.start() was not called"
-        return self._metadata_store
+        assert self.records.metadata is not None, "Compactor.start() was not called"
+        return self.records.metadata
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, metadata: MetadataStore, jobs: MetadataJobs | None = None) -> None:
         """Keep compaction state in ``metadata``, its records written by ``jobs`` (the metadata thread,
         in submission order; inline without); a compaction a previous broker left RUNNING (it crashed)
         did not finish: marked ERROR by the first of those jobs."""
-        self._metadata_store = metadata
-        self._jobs = jobs
-        self._record(self._interrupted_by_restart)
+        self.records.start(metadata, jobs)
 
-    def _interrupted_by_restart(self) -> None:
-        """(a metadata job) A status left RUNNING becomes ERROR."""
-        for key, raw in self._metadata.list_kv(STATUS_PREFIX).items():
-            try:
-                status = json.loads(raw)
-            except ValueError:
-                continue
-            if status.get("status") == "RUNNING":
-                self._metadata.put_kv(
-                    key,
-                    json.dumps({"status": "ERROR", "lastError": "interrupted by a broker restart"}).encode(),
-                )
+    async def recorded(self) -> None:
+        """Return once every record asked for so far is written (or failed, logged)."""
+        await self.records.recorded()
 
     async def stop(self) -> None:
         """Cancel running compactions (their old views stay) and wait for the worker."""
@@ -383,34 +366,12 @@ class Compactor:
         if topic is not None and topic.compacted is not None:
             topic.compacted.close()
             topic.compacted = None
-        self._record(self._forget_records, name)
+        self.records.forget(name)
         self.stats.pop(name, None)
         if ledger_id is not None:
             root = compacted_root(self._data_dir, ledger_id)
             # after whatever the worker is doing for a cancelled compaction of this topic
             self._executor.submit(shutil.rmtree, root, True)
-
-    def _forget_records(self, name: str) -> None:
-        """(a metadata job) Drop a deleted topic's pointer and status."""
-        self._metadata.delete_kv(POINTER_PREFIX + name)
-        self._metadata.delete_kv(STATUS_PREFIX + name)
-
-    # -- records ---------------------------------------------------------------------------
-    def _record(self, job: Callable[..., object], *args: object) -> Awaitable[object] | None:
-        """``job(*args)`` as a job of the metadata thread, after every record asked for before (a
-        status RUNNING is written before its SUCCESS); nobody need await it (a failure is logged).
-        Inline, and None, before :meth:`start` gave the jobs."""
-        if self._jobs is None:
-            job(*args)
-            return None
-        done = asyncio.ensure_future(self._jobs(partial(job, *args)))
-        done.add_done_callback(_log_failed_record)
-        self._last_record = done
-        return done
-
-    async def recorded(self) -> None:
-        """Return once every record asked for so far is written (or failed, logged)."""
-        await _settled(self._last_record)
 
     # -- triggering ------------------------------------------------------------------------
     async def trigger_recorded(self, topic: Topic) -> asyncio.Task:
@@ -420,7 +381,7 @@ class Compactor:
         if task is not None:
             return task
         self._check_persistent(topic)
-        recorded = self._set_status(topic.name, "RUNNING")
+        recorded = self.records.status(topic.name, "RUNNING")
         if recorded is not None:
             await recorded
         return self.trigger(topic, recorded=True)
@@ -433,7 +394,7 @@ class Compactor:
             return task
         self._check_persistent(topic)
         if not recorded:
-            self._set_status(topic.name, "RUNNING")
+            self.records.status(topic.name, "RUNNING")
         task = asyncio.create_task(self._run(topic), name=f"compaction:{topic.name}")
         self.running[topic.name] = task
         task.add_done_callback(lambda t, name=topic.name: self._done(name, t))
@@ -452,31 +413,25 @@ class Compactor:
                 ServerError.NotAllowedError, f"{topic.name} is non-persistent: it cannot be compacted"
             )
 
-    def _set_status(self, name: str, status: str, error: str = "") -> Awaitable[object] | None:
-        """Record a compaction's status (a metadata job: committed there, its fsync left to the
-        metadata sync; the loop neither commits nor waits)."""
-        value = json.dumps({"status": status, "lastError": error}).encode()
-        return self._record(self._metadata.put_kv, STATUS_PREFIX + name, value)
-
     async def _run(self, topic: Topic) -> None:
         started = time.time()
         try:
             removed = await self.compact(topic)
         except asyncio.CancelledError:
             if not topic.closed:  # a deleted topic has no status left to record
-                self._set_status(topic.name, "ERROR", "interrupted by a broker shutdown")
+                self.records.status(topic.name, "ERROR", "interrupted by a broker shutdown")
             raise
         except Exception as exc:
             log.exception("compaction of %s failed", topic.name)
             if not topic.closed:
                 stats = self.stats.setdefault(topic.name, {})
                 stats["lastCompactionFailedTimestamp"] = int(time.time() * 1000)
-                await _settled(self._set_status(topic.name, "ERROR", f"{type(exc).__name__}: {exc}"))
+                await settled(self.records.status(topic.name, "ERROR", f"{type(exc).__name__}: {exc}"))
             raise
         if topic.closed:
             return
         # the compaction is done once its status is committed (a failed record is logged)
-        await _settled(self._set_status(topic.name, "SUCCESS"))
+        await settled(self.records.status(topic.name, "SUCCESS"))
         stats = self.stats.setdefault(topic.name, {})
         stats["lastCompactionRemovedEventCount"] = removed
         stats["lastCompactionSucceedTimestamp"] = int(time.time() * 1000)
@@ -617,13 +572,3 @@ def _write_chunk(
     if hook is not None:
         hook(writer)
 
-
-def _log_failed_record(done: asyncio.Future[object]) -> None:
-    if not done.cancelled() and done.exception() is not None:
-        log.error("a compaction record could not be written: %s", done.exception())
-
-
-async def _settled(record: Awaitable[object] | None) -> None:
-    """Wait for a record's job (its failure is logged by :func:`_log_failed_record`)."""
-    if record is not None:
-        await asyncio.gather(record, return_exceptions=True)

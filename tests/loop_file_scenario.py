@@ -176,36 +176,30 @@ def _metadata_paths(service_url: str, admin: Admin, plain: str) -> dict[str, Any
 def _wire_commands(service_url: str, topic: str) -> dict[str, Any]:
     """GET_OR_CREATE_SCHEMA (a topic without a schema: its first version), LOOKUP, PARTITIONED_METADATA
     and GET_TOPICS_OF_NAMESPACE on a raw connection."""
-    from magnetar.protocol.enums import CommandType, SchemaType
+    from magnetar.protocol.enums import COMMAND_FIELD, CommandType, SchemaType
     from magnetar.protocol.schema import BaseCommand
     from tests.broker.session.test_wire_errors import WireClient
 
     wire = WireClient(int(service_url.rsplit(":", 1)[1]))
+
+    def ask(kind: CommandType, answer: CommandType, **values: Any) -> Any:
+        """One request with ``values`` set, its answer (the command's part)."""
+        cmd = BaseCommand(type=kind)
+        request = getattr(cmd, COMMAND_FIELD[kind])
+        request.request_id = wire.next_request_id()
+        for name, value in values.items():
+            setattr(request, name, value)
+        if kind == CommandType.GET_OR_CREATE_SCHEMA:
+            request.schema.name, request.schema.type, request.schema.schema_data = "s", SchemaType.STRING, b""
+        wire.send(cmd)
+        return getattr(wire.expect(answer).command, COMMAND_FIELD[answer])
+
     try:
         wire.connect()
-        cmd = BaseCommand(type=CommandType.GET_OR_CREATE_SCHEMA)
-        cmd.get_or_create_schema.topic = topic
-        cmd.get_or_create_schema.request_id = wire.next_request_id()
-        cmd.get_or_create_schema.schema.name = "s"
-        cmd.get_or_create_schema.schema.type = SchemaType.STRING
-        cmd.get_or_create_schema.schema.schema_data = b""
-        wire.send(cmd)
-        version = wire.expect(CommandType.GET_OR_CREATE_SCHEMA_RESPONSE).command.get_or_create_schema_response
-        lookup = BaseCommand(type=CommandType.LOOKUP)
-        lookup.lookup_topic.topic = topic
-        lookup.lookup_topic.request_id = wire.next_request_id()
-        wire.send(lookup)
-        wire.expect(CommandType.LOOKUP_RESPONSE)
-        meta = BaseCommand(type=CommandType.PARTITIONED_METADATA)
-        meta.partition_metadata.topic = topic
-        meta.partition_metadata.request_id = wire.next_request_id()
-        wire.send(meta)
-        partitions = wire.expect(CommandType.PARTITIONED_METADATA_RESPONSE).command.partition_metadata_response
-        listing = BaseCommand(type=CommandType.GET_TOPICS_OF_NAMESPACE)
-        listing.get_topics_of_namespace.namespace = NS
-        listing.get_topics_of_namespace.request_id = wire.next_request_id()
-        wire.send(listing)
-        topics = wire.expect(CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE).command.get_topics_of_namespace_response
+        version = ask(CommandType.GET_OR_CREATE_SCHEMA, CommandType.GET_OR_CREATE_SCHEMA_RESPONSE, topic=topic)
+        ask(CommandType.LOOKUP, CommandType.LOOKUP_RESPONSE, topic=topic)
+        partitions = ask(CommandType.PARTITIONED_METADATA, CommandType.PARTITIONED_METADATA_RESPONSE, topic=topic)
+        topics = ask(CommandType.GET_TOPICS_OF_NAMESPACE, CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE, namespace=NS)
         return {"version": version.schema_version, "partitions": partitions.partitions,
                 "listed": topic in topics.topics}
     finally:

@@ -24,6 +24,24 @@ class HandCommitter:
         pass
 
 
+def open_log(tmp_path: Path, reads: ReadThread | None = None) -> tuple[FaultyFileLayer, ManagedLedger, TransactionLog]:
+    """A coordinator's log on a synced ledger whose file layer takes faults."""
+    files = FaultyFileLayer()
+    ledger = ManagedLedger.open(tmp_path / "log", 1, files=files, reads=reads)
+    ledger.sync()
+    return files, ledger, TransactionLog(0, ledger, HandCommitter())
+
+
+def failed_sync(ledger: ManagedLedger, files: FaultyFileLayer) -> LedgerFencedError:
+    """Run a sync of ``ledger`` whose fdatasync fails: the ledger is fenced; the failure's report."""
+    files.inject("datasync", errno.EIO, times=1)
+    pending = ledger.begin_sync()
+    pending.run()
+    with pytest.raises(LedgerFencedError) as failed:
+        ledger.end_sync(pending)
+    return failed.value
+
+
 def test_an_append_that_recovers_the_ledger_before_the_failure_is_reported_fails_only_what_was_cut(
     tmp_path: Path,
 ) -> None:
@@ -33,19 +51,12 @@ def test_an_append_that_recovers_the_ledger_before_the_failure_is_reported_fails
     storage_health.reset()
 
     async def run() -> None:
-        files = FaultyFileLayer()
-        ledger = ManagedLedger.open(tmp_path / "log", 1, files=files)
-        ledger.sync()
-        log = TransactionLog(0, ledger, HandCommitter())
+        files, ledger, log = open_log(tmp_path)
         cut = log.append({"txn": 1})
-        files.inject("datasync", errno.EIO, times=1)
-        pending = ledger.begin_sync()
-        pending.run()
-        with pytest.raises(LedgerFencedError) as failed:
-            ledger.end_sync(pending)
+        failed = failed_sync(ledger, files)
         kept = log.append({"txn": 2})  # recovers the ledger: record 1 is cut
         assert cut.done() and isinstance(cut.exception(), StorageError) and not kept.done()
-        report(log, failed.value)  # the failed round's report reaches the loop now
+        report(log, failed)  # the failed round's report reaches the loop now
         assert not kept.done()
         report(log, ledger.sync())
         assert kept.result() == 0
@@ -67,16 +78,9 @@ def test_a_fenced_log_is_recovered_on_the_read_thread_and_the_records_that_came_
     async def run() -> None:
         loop = asyncio.get_running_loop()
         reads = ReadThread(loop.call_soon_threadsafe)
-        files = FaultyFileLayer()
-        ledger = ManagedLedger.open(tmp_path / "log", 1, files=files, reads=reads)
-        ledger.sync()
-        log = TransactionLog(0, ledger, HandCommitter())
+        files, ledger, log = open_log(tmp_path, reads)
         cut = log.append({"txn": 1})
-        files.inject("datasync", errno.EIO, times=1)
-        pending = ledger.begin_sync()
-        pending.run()
-        with pytest.raises(LedgerFencedError):
-            ledger.end_sync(pending)
+        failed_sync(ledger, files)
         first = log.append({"txn": 2})
         log.append_lazily({"txn": 3})
         second = log.append({"txn": 4})
@@ -96,20 +100,14 @@ def test_a_fenced_log_is_recovered_on_the_read_thread_and_the_records_that_came_
 
 
 def test_when_the_recovery_fails_the_records_held_fail_with_its_error(tmp_path: Path) -> None:
-    """A recovery that fails (the ledger closed meanwhile) fails every record held for it, and appends nothing."""
+    """A recovery that fails (the cut cannot be written: the ledger stays fenced) fails every record held
+    for it, and appends nothing."""
     storage_health.reset()
 
     async def run() -> None:
-        files = FaultyFileLayer()
-        ledger = ManagedLedger.open(tmp_path / "log", 1, files=files)
-        ledger.sync()
-        log = TransactionLog(0, ledger, HandCommitter())
-        files.inject("datasync", errno.EIO, times=1)
+        files, ledger, log = open_log(tmp_path)
         log.append({"txn": 1})
-        pending = ledger.begin_sync()
-        pending.run()
-        with pytest.raises(LedgerFencedError):
-            ledger.end_sync(pending)
+        failed_sync(ledger, files)
         files.inject("truncate", errno.EIO, times=5)  # the cut fails: the ledger stays fenced
         held = log.append({"txn": 2})
         assert isinstance(held.exception(), StorageError) and ledger.fenced

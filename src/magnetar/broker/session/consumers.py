@@ -79,11 +79,10 @@ class ConsumerCommands(DeferredCommands):
         if topic is not None:
             registering = self._open_consumer(subscribing, topic)
             if registering is not None:
-                request = self.pending_consumers[req.consumer_id] = PendingRequest()
+                request = self._hold(req.consumer_id)
                 self.answer_later(command, self._open_consumer_when_registered(subscribing, registering, request))
             return
-        request = self.pending_consumers[req.consumer_id] = PendingRequest()
-        self.answer_later(command, self._open_consumer_after_load(subscribing, request))
+        self.answer_later(command, self._open_consumer_after_load(subscribing, self._hold(req.consumer_id)))
 
     async def _open_consumer_after_load(self, subscribing: _Subscribing, request: PendingRequest) -> None:
         """SUBSCRIBE to a topic not loaded: load it off the loop, then open the consumer."""
@@ -95,8 +94,7 @@ class ConsumerCommands(DeferredCommands):
         if wanted:
             registering = self._open_consumer(subscribing, topic)
             if registering is not None:
-                request = self.pending_consumers[req.consumer_id] = PendingRequest()
-                await self._open_consumer_when_registered(subscribing, registering, request)
+                await self._open_consumer_when_registered(subscribing, registering, self._hold(req.consumer_id))
 
     async def _open_consumer_when_registered(
         self, subscribing: _Subscribing, registering: Awaitable[None], request: PendingRequest
@@ -115,9 +113,10 @@ class ConsumerCommands(DeferredCommands):
             raise BrokerError(ServerError.ServiceNotReady, f"{subscribing.name} was unloaded meanwhile: retry")
         again = self._open_consumer(subscribing, topic)
         if again is not None:  # another write of the schema came in between: wait for it too
-            await self._open_consumer_when_registered(subscribing, again, self._pending_again(req.consumer_id))
+            await self._open_consumer_when_registered(subscribing, again, self._hold(req.consumer_id))
 
-    def _pending_again(self, consumer_id: int) -> PendingRequest:
+    def _hold(self, consumer_id: int) -> PendingRequest:
+        """Hold a SUBSCRIBE's consumer id as pending (a CLOSE_CONSUMER meanwhile cancels it), at once."""
         request = self.pending_consumers[consumer_id] = PendingRequest()
         return request
 

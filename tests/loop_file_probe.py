@@ -5,13 +5,18 @@ Two sources: the interpreter's audit events (``open``, ``os.listdir``, ``os.scan
 ``os.rename``, ``os.mkdir``, ``os.rmdir``, ``os.truncate``, ``shutil.rmtree``... which cover
 ``open()``, ``os.open`` and pathlib) and wrappers of the ``os`` functions that raise no audit event
 (reads, writes, syncs, seeks, stats) for as long as the probe is installed. A read or write counts
-only on a regular file (not on a socket or a pipe). SQLite's own file I/O (C code) is not seen here:
-strace shows it (docs/PROFILES.md and the FEATURES row say what it found).
+only on a regular file (not on a socket or a pipe). SQLite's own file I/O (C code) is not seen here
+(strace shows it: docs/PROFILES.md and the FEATURES row say what it found); the statements that cause
+it are: every SQL statement run on the probed thread is recorded too (``sqlite`` and its text), through
+``sqlite3.Connection.set_trace_callback``, which SQLite calls on the thread executing the statement, on
+every connection opened while the probe is installed (``sqlite3.connect`` is wrapped; the audit event
+``sqlite3.connect/handle`` comes before the connection can take a callback) and on the ones it is given (:meth:`LoopFileProbe.trace_sqlite`: a metadata store's, opened before).
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 import sys
 import threading
@@ -49,6 +54,19 @@ class LoopFileProbe:
         self.findings: list[tuple[str, str, list[str]]] = []
         self._originals: dict[str, Callable[..., Any]] = {}
         self._fstat = os.fstat
+        #: the SQLite connections whose statements are traced (untraced when the probe is removed)
+        self._traced: list[sqlite3.Connection] = []
+
+    def trace_sqlite(self, connections: list[sqlite3.Connection]) -> None:
+        """Record every statement these connections run on the probed thread (``sqlite``, its SQL)."""
+        for conn in connections:
+            if conn not in self._traced:
+                self._traced.append(conn)
+                conn.set_trace_callback(self._statement)
+
+    def _statement(self, sql: str) -> None:
+        if threading.get_ident() == self.ident:
+            self.saw("sqlite", (sql,))
 
     def saw(self, what: str, args: tuple[Any, ...]) -> None:
         """Record ``what`` if it runs on the probed thread (the stack's frames, without reading sources)."""
@@ -96,13 +114,26 @@ class LoopFileProbe:
             self._originals[name] = original
             wrap = self._wrap_fd if name in FD_FUNCTIONS else self._wrap_path
             setattr(os, name, wrap(name, original))
+        connect = self._originals["sqlite3.connect"] = sqlite3.connect
+
+        def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            conn = connect(*args, **kwargs)
+            self.trace_sqlite([conn])
+            return conn
+
+        sqlite3.connect = traced_connect  # type: ignore[assignment]
         _active.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         _active.remove(self)
+        for conn in self._traced:
+            try:
+                conn.set_trace_callback(None)
+            except sqlite3.ProgrammingError:  # closed meanwhile
+                pass
         for name, original in self._originals.items():
-            setattr(os, name, original)
+            setattr(sqlite3 if name.startswith("sqlite3.") else os, name.removeprefix("sqlite3."), original)
 
     def report(self) -> str:
         """The findings, one block each: the operation, its argument, the stack within magnetar."""

@@ -1,8 +1,12 @@
 """A scenario touching every path of a broker that could reach the disk, for the event-loop file probe
 (tests/loop_file_probe.py, tests/test_architecture.py): produce and consume (batched and not), a
 backlog catch-up out of the cache, redelivery, deduplication, segment roll-over and retention
-trimming, compaction and a read_compacted reader, a topic unloaded and reloaded, a schema upload,
-transactions committed and aborted, admin reads and writes, a topic deleted.
+trimming, compaction and a read_compacted reader, a topic unloaded and reloaded, transactions
+committed and aborted, admin reads and writes, a topic deleted; and every path that writes or reads the
+metadata store: schemas registered by a producer, a consumer and GET_OR_CREATE_SCHEMA (binary) and
+posted, deleted and force-deleted through the REST API, a dynamic configuration update and its removal,
+a topic terminated, lookups (LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE), a namespace's topic
+list (admin), the light HTTP server's cluster list, compaction's records, topics deleted.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ def run_scenario(service_url: str, http_url: str) -> dict[str, Any]:
 
     admin = Admin(http_url)
     seen: dict[str, Any] = {}
+    seen["clusters"] = admin.request("GET", "clusters")  # the first request: the light HTTP server answers
     admin.create_namespace(NS)
     admin.set_namespace_policy(NS, "deduplication", True)
     admin.set_namespace_policy(NS, "retention", {"retentionTimeInMinutes": 0, "retentionSizeInMB": 0})
@@ -58,9 +63,7 @@ def run_scenario(service_url: str, http_url: str) -> dict[str, Any]:
         consumer.close()
     finally:
         client.close()
-    schema = {"type": "STRING", "schema": "", "properties": {}}
-    admin.request("POST", f"/schemas/{NS}/with-schema/schema", schema)
-    seen["schema"] = admin.request("GET", f"/schemas/{NS}/with-schema/schema")["type"]
+    seen.update(_metadata_paths(service_url, admin, plain))
     seen["stats"] = admin.topic_stats(plain)["msgInCounter"]
     seen["internal"] = len(admin.request("GET", topic_path(plain) + "/internalStats")["ledgers"])
     seen["topics"] = sorted(admin.topics(NS))
@@ -132,3 +135,72 @@ def _transactions(client: Any, topic: str) -> dict[str, Any]:
     aborted.abort()
     producer.close()
     return {"txn": True}
+
+
+def _metadata_paths(service_url: str, admin: Admin, plain: str) -> dict[str, Any]:
+    """The paths that commit or read the metadata store: schemas (binary and REST), a dynamic setting,
+    a termination, lookups and topic lists (``plain``: a topic without a schema)."""
+    from magnetar.client import Client
+    from magnetar.client.schema import StringSchema
+
+    seen: dict[str, Any] = {}
+    topic = f"persistent://{NS}/schemas-{uuid.uuid4().hex[:6]}"
+    idle = f"persistent://{NS}/idle-{uuid.uuid4().hex[:6]}"
+    client = Client(service_url)
+    try:
+        producer = client.create_producer(topic, schema=StringSchema())  # PRODUCER: a new version
+        producer.send("typed")
+        producer.close()
+        client.subscribe(idle, "typed", schema=StringSchema()).close()  # SUBSCRIBE registers it (idle topic)
+    finally:
+        client.close()
+    seen["binary"] = _wire_commands(service_url, plain)
+    schema = {"type": "STRING", "schema": "", "properties": {}}
+    admin.request("POST", f"/schemas/{NS}/with-schema/schema", schema)
+    seen["schema"] = admin.request("GET", f"/schemas/{NS}/with-schema/schema")["type"]
+    seen["schema_deleted"] = admin.request("DELETE", f"/schemas/{NS}/with-schema/schema")["version"]
+    try:  # the history is forgotten; the route answers 404 for a forced delete (it has no version to give)
+        admin.request("DELETE", f"/schemas/{NS}/with-schema/schema?force=true")
+    except AdminError as exc:
+        seen["schema_forced"] = exc.status
+    admin.request("POST", "brokers/configuration/maxProducersPerTopic/100")
+    seen["dynamic"] = admin.request("GET", "brokers/configuration/values")
+    admin.request("DELETE", "brokers/configuration/maxProducersPerTopic")
+    seen["terminated"] = admin.request("POST", topic_path(topic) + "/terminate")["entryId"]
+    seen["namespace_topics"] = sorted(admin.request("GET", f"namespaces/{NS}/topics"))
+    admin.delete_topic(topic, force=True)
+    admin.delete_topic(idle, force=True)
+    return seen
+
+
+def _wire_commands(service_url: str, topic: str) -> dict[str, Any]:
+    """GET_OR_CREATE_SCHEMA (a topic without a schema: its first version), LOOKUP, PARTITIONED_METADATA
+    and GET_TOPICS_OF_NAMESPACE on a raw connection."""
+    from magnetar.protocol.enums import COMMAND_FIELD, CommandType, SchemaType
+    from magnetar.protocol.schema import BaseCommand
+    from tests.broker.session.test_wire_errors import WireClient
+
+    wire = WireClient(int(service_url.rsplit(":", 1)[1]))
+
+    def ask(kind: CommandType, answer: CommandType, **values: Any) -> Any:
+        """One request with ``values`` set, its answer (the command's part)."""
+        cmd = BaseCommand(type=kind)
+        request = getattr(cmd, COMMAND_FIELD[kind])
+        request.request_id = wire.next_request_id()
+        for name, value in values.items():
+            setattr(request, name, value)
+        if kind == CommandType.GET_OR_CREATE_SCHEMA:
+            request.schema.name, request.schema.type, request.schema.schema_data = "s", SchemaType.STRING, b""
+        wire.send(cmd)
+        return getattr(wire.expect(answer).command, COMMAND_FIELD[answer])
+
+    try:
+        wire.connect()
+        version = ask(CommandType.GET_OR_CREATE_SCHEMA, CommandType.GET_OR_CREATE_SCHEMA_RESPONSE, topic=topic)
+        ask(CommandType.LOOKUP, CommandType.LOOKUP_RESPONSE, topic=topic)
+        partitions = ask(CommandType.PARTITIONED_METADATA, CommandType.PARTITIONED_METADATA_RESPONSE, topic=topic)
+        topics = ask(CommandType.GET_TOPICS_OF_NAMESPACE, CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE, namespace=NS)
+        return {"version": version.schema_version, "partitions": partitions.partitions,
+                "listed": topic in topics.topics}
+    finally:
+        wire.close()

@@ -355,7 +355,8 @@ def test_the_event_loop_neither_reads_segments_nor_fsyncs_metadata(tmp_path: Pat
 
 
 #: file operations the event loop still makes in the scenario of the test below, each with why it stays
-#: (measured with tests/loop_file_probe.py and strace, docs/FEATURES.md row "No disk I/O on the event loop")
+#: (measured with tests/loop_file_probe.py and strace, docs/FEATURES.md row "No disk I/O on the event loop");
+#: no SQLite statement is allowed: none is run on the loop in the scenario (measured 2026-11-29)
 LOOP_FILE_ALLOWED: dict[str, str] = {
     # a roll-over opens (O_CREAT) and seeks the new segment within the append that needs it: a failed
     # creation refuses that one append (tests/storage/test_faults.py, tests/broker/topics/test_no_space.py);
@@ -376,9 +377,13 @@ def test_the_event_loop_opens_reads_and_writes_no_file(tmp_path: Path) -> None:
     the broker's loop thread (open, read, write, sync, seek, stat, listdir, mkdir, unlink...; not sockets)
     while a scenario runs produce / consume (batched and not), a catch-up out of the files, redelivery,
     deduplication, segment roll-over and retention trimming, compaction and a read_compacted reader, a
-    topic unloaded and reloaded (its compacted view opened again), a schema upload, transactions
-    committed and aborted, admin reads and writes, topics and a namespace deleted. Only the operations
-    of LOOP_FILE_ALLOWED may appear, and the probe must have seen the roll-overs (it works)."""
+    topic unloaded and reloaded (its compacted view opened again), transactions committed and aborted,
+    admin reads and writes, topics and a namespace deleted; and every SQLite statement run on the loop
+    thread while the scenario also registers schemas (a producer's, a consumer's, GET_OR_CREATE_SCHEMA,
+    the REST API's post / delete / forced delete), updates and removes a dynamic setting, terminates a
+    topic, looks topics up and lists a namespace's topics (binary and admin) and the light HTTP server's
+    clusters. Only the file operations of LOOP_FILE_ALLOWED and no SQLite statement may appear, and the
+    probe must have seen the roll-overs and a statement run on the loop on purpose (it works)."""
     from magnetar.testing import BrokerThread
     from magnetar.testing.ports import free_port
     from tests.loop_file_probe import LoopFileProbe
@@ -386,9 +391,17 @@ def test_the_event_loop_opens_reads_and_writes_no_file(tmp_path: Path) -> None:
 
     config = probe_config(tmp_path / "data", free_port(), free_port())
     with BrokerThread(config) as broker, LoopFileProbe(broker._thread.ident) as probe:  # type: ignore[arg-type]
+        store = broker.server.service.metadata
+        probe.trace_sqlite([store._conn, *store._readers])  # opened before the probe: the others it sees open
         seen = run_scenario(broker.service_url, f"http://127.0.0.1:{config.http_port}")
+        broker.call(store.list_tenants)  # a read on the loop: the probe must see its statement (it works)
+        assert probe.findings and probe.findings[-1][:2] == ("sqlite", repr("SELECT name FROM tenants ORDER BY name"))
+        del probe.findings[-1]
     assert seen["consumed"] == 300 and seen["redelivered"] and not seen["dup_stored"]
     assert seen["compacted"] == [b"v55", b"v56", b"v57", b"v58", b"v59"] and seen["schema"] == "STRING"
+    assert seen["binary"] == {"version": b"\x00" * 8, "partitions": 0, "listed": True}
+    assert (seen["schema_deleted"], seen["dynamic"], seen["terminated"]) == (1, {"maxProducersPerTopic": "100"}, 0)
+    assert seen["clusters"] == ["standalone"] and len(seen["namespace_topics"]) == 4
 
     def allowed_by(stack: list[str]) -> str | None:
         frames = {" ".join((place.split(":", 1)[0].split("/site-packages/")[-1].split("/src/")[-1], name))

@@ -7,6 +7,7 @@ import asyncio
 import re
 import socket
 import ssl
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -277,3 +278,25 @@ def test_which_requests_are_light(head: bytes, expected: tuple[str, bool] | None
 def test_http_date_is_rfc_7231_in_gmt() -> None:
     assert http_date(0) == b"Thu, 01 Jan 1970 00:00:00 GMT"
     assert http_date(1_800_000_000) == b"Fri, 15 Jan 2027 08:00:00 GMT"
+
+
+def test_the_light_cluster_list_is_read_off_the_loop(config: BrokerConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The light server's cluster list is a SQLite read: it runs in a worker thread, the loop awaits it."""
+    from magnetar.storage.metadata import MetadataStore
+
+    threads: list[int] = []
+    original = MetadataStore.list_clusters
+
+    def recording(store: MetadataStore) -> list[str]:
+        threads.append(threading.get_ident())
+        return original(store)
+
+    monkeypatch.setattr(MetadataStore, "list_clusters", recording)
+
+    async def body(server: StandaloneServer) -> tuple[bytes, int, bool]:
+        answer = await blocking(one_shot, config.http_port, GET.format(path="/admin/v2/clusters"))
+        return answer, threading.get_ident(), server.http is not None
+
+    answer, loop_thread, built = run_broker(config, body)
+    assert not built and answer.endswith(b'\r\n\r\n["standalone"]')
+    assert len(threads) == 1 and loop_thread not in threads

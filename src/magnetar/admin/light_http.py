@@ -96,7 +96,7 @@ class LightEndpoints:
             return 200, TEXT, b"ok" if running else b"stopping"
         if path == CLUSTERS_PATH:
             admin = await self._admin()
-            names = admin.clusters.list_clusters()
+            names = await asyncio.to_thread(admin.clusters.list_clusters)  # a SQLite read: not on the loop
             return 200, JSON, json.dumps(names, ensure_ascii=False, separators=(",", ":")).encode()
         if path == METRICS_PATH:
             return await self._scrape()

@@ -72,13 +72,13 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     @r.post("/configuration/{name}/{value}", status_code=204, dependencies=super_user,
             summary="Override a dynamic setting (stored, applied at once and after restarts)")
     async def set_dynamic(name: str, value: str) -> Response:
-        dynamic.update(name, value)
+        await dynamic.update(name, value)
         return Response(status_code=204)
 
     @r.delete("/configuration/{name}", status_code=204, dependencies=super_user,
               summary="Remove a dynamic setting's override (back to the configuration file's value)")
     async def delete_dynamic(name: str) -> Response:
-        dynamic.delete(name)
+        await dynamic.delete(name)
         return Response(status_code=204)
 
     @r.get("/internal-configuration", dependencies=super_user, summary="Where the broker keeps its metadata")

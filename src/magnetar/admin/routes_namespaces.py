@@ -49,7 +49,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     @r.get(
         "/{tenant}/{namespace}/topics", dependencies=[access.namespace(NamespaceOperation.GET_TOPICS)], summary="List the topics of a namespace")
     async def namespace_topics(tenant: str, namespace: str, mode: str = "PERSISTENT") -> list[str]:
-        return namespaces.namespace_topics(name(tenant, namespace), mode)
+        return await namespaces.namespace_topics(name(tenant, namespace), mode)
 
     _add_namespace_operations(r, admin, access)
     _add_property_routes(r, admin, access)
@@ -67,8 +67,8 @@ def _add_namespace_operations(r: APIRouter, admin: BrokerAdmin, access: AccessGu
     name = admin.ctx.namespace_name
     topics, subscriptions = admin.topics, admin.subscriptions
 
-    def topics_of(ns: str) -> list:
-        return [admin.ctx.parse_topic(t) for t in admin.namespaces.namespace_topics(ns, "ALL")]
+    async def topics_of(ns: str) -> list:
+        return [admin.ctx.parse_topic(t) for t in await admin.namespaces.namespace_topics(ns, "ALL")]
 
     @r.get("/{tenant}/{namespace}/bundles", dependencies=[access.namespace(NamespaceOperation.GET_BUNDLE)],
            summary="The namespace's bundles (one: the full hash range)")
@@ -79,7 +79,7 @@ def _add_namespace_operations(r: APIRouter, admin: BrokerAdmin, access: AccessGu
     async def unload_namespace(tenant: str, namespace: str, bundle: str = FULL_BUNDLE) -> Response:
         if bundle != FULL_BUNDLE:
             raise HttpError(404, f"Bundle {bundle} not found: the namespace has one bundle, {FULL_BUNDLE}")
-        for tn in topics_of(name(tenant, namespace)):
+        for tn in await topics_of(name(tenant, namespace)):
             topics.unload(tn)
         return Response(status_code=204)
 
@@ -88,7 +88,7 @@ def _add_namespace_operations(r: APIRouter, admin: BrokerAdmin, access: AccessGu
                         summary="Unload the namespace's topics (their clients reconnect)")
 
     async def clear_backlog(tenant: str, namespace: str, sub: str | None = None) -> Response:
-        for tn in topics_of(name(tenant, namespace)):
+        for tn in await topics_of(name(tenant, namespace)):
             if tn.persistent:
                 names = [sub] if sub is not None else await subscriptions.list_subscriptions(tn)
                 for each in names:
@@ -105,7 +105,7 @@ def _add_namespace_operations(r: APIRouter, admin: BrokerAdmin, access: AccessGu
             dependencies=[access.namespace(NamespaceOperation.UNSUBSCRIBE)],
             summary="Delete a subscription from every topic of the namespace")
     async def unsubscribe(tenant: str, namespace: str, sub: str) -> Response:
-        for tn in topics_of(name(tenant, namespace)):
+        for tn in await topics_of(name(tenant, namespace)):
             if sub in await subscriptions.list_subscriptions(tn):
                 await subscriptions.delete_subscription(tn, sub)
         return Response(status_code=204)

@@ -11,6 +11,7 @@ from magnetar.admin.errors import HttpError
 from magnetar.broker.resources.admin import BrokerAdmin
 from magnetar.broker.schemas import SchemaData, StoredSchema
 from magnetar.broker.schemas.compatibility import IncompatibleSchemaError
+from magnetar.broker.schemas.registry import resolved
 from magnetar.broker.security import TopicOperation
 
 _BASE = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
@@ -87,7 +88,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     async def post(tenant: str, namespace: str, topic: str, body: Any = _PAYLOAD) -> dict:
         tn = _tn(tenant, namespace, topic)
         try:
-            version = registry.post(tn, _schema_from_body(body))
+            version = await resolved(registry.post(tn, _schema_from_body(body)))  # committed by a metadata job
         except IncompatibleSchemaError as exc:
             raise HttpError(409, str(exc)) from None
         return {"version": {"version": version}}
@@ -95,7 +96,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     @r.delete(_BASE + "/schema", dependencies=[access.topic(TopicOperation.DELETE_METADATA)],
               summary="Delete a topic's schema (a new one starts a fresh history)")
     async def delete(tenant: str, namespace: str, topic: str, force: bool = False) -> dict:
-        version = registry.delete(_tn(tenant, namespace, topic), force=force)
+        version = await resolved(registry.delete(_tn(tenant, namespace, topic), force=force))
         if version is None:
             raise HttpError(404, "Schema not found")
         return {"version": version}  # Pulsar's DeleteSchemaResponse: the version as a number

@@ -88,7 +88,7 @@ def _add_topic_routes(r: APIRouter, admin: BrokerAdmin, domain: str, name: Topic
 
     @r.get("/{tenant}/{namespace}", dependencies=need.namespace(NamespaceOperation.GET_TOPICS), summary="List the topics of a namespace (partitions individually)")
     async def list_topics(tenant: str, namespace: str) -> list[str]:
-        return topics.list_topics(domain, ns_name(tenant, namespace))
+        return await topics.list_topics(domain, ns_name(tenant, namespace))
 
     @r.get("/{tenant}/{namespace}/partitioned", dependencies=need.namespace(NamespaceOperation.GET_TOPICS),
            summary="List the partitioned topics of a namespace")

@@ -4,7 +4,9 @@
 The overrides are kept in the metadata store under :data:`KEY` (Pulsar keeps them in ZooKeeper under
 ``/admin/configuration``) and applied at start-up, over what the configuration file says. A key is
 dynamic here when magnetar reads its setting where it is used (or re-resolves the topics' policies
-from it), so a change takes effect at once; the others are refused with Pulsar's 412.
+from it), so a change takes effect at once; the others are refused with Pulsar's 412. A change is
+checked on the loop, stored by a job of the metadata thread and applied on the loop once stored
+(a failed commit changes nothing); changes are made one at a time, in the order they came.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.errors import PreconditionFailedError
@@ -58,6 +61,8 @@ class DynamicConfiguration:
         #: the value each dynamic setting had before any override (what a delete goes back to)
         self._initial: dict[str, Any] = {k: getattr(service.config, PULSAR_BROKER_KEYS[k][0]) for k in DYNAMIC_KEYS}
         self.overrides: dict[str, str] = {}
+        #: one change at a time: each stores the overrides as the one before left them
+        self._changing = asyncio.Lock()
 
     @staticmethod
     def names() -> list[str]:
@@ -76,36 +81,46 @@ class DynamicConfiguration:
         if self.overrides:
             self.service.policies_changed(None)
 
-    def update(self, key: str, value: str) -> None:
-        """Set and store one override; PreconditionFailedError for a key that is not dynamic or a bad value."""
+    async def update(self, key: str, value: str) -> None:
+        """Set and store one override; PreconditionFailedError for a key that is not dynamic or a bad
+        value (nothing stored then). Applied once stored."""
         if key not in DYNAMIC_KEYS:
             raise PreconditionFailedError("Can't update non-dynamic configuration")
-        self._apply(key, value)
-        self.overrides[key] = value
-        self._store()
+        converted = self._convert(key, value)
+        async with self._changing:
+            await self._store({**self.overrides, key: value})
+            setattr(self.service.config, PULSAR_BROKER_KEYS[key][0], converted)
+            self.overrides[key] = value
         self.service.policies_changed(None)
 
-    def delete(self, key: str) -> None:
-        """Forget one override: the setting goes back to what the broker started with."""
+    async def delete(self, key: str) -> None:
+        """Forget one override: the setting goes back to what the broker started with (once stored)."""
         if key not in DYNAMIC_KEYS:
             raise PreconditionFailedError("Can't delete non-dynamic configuration")
-        if self.overrides.pop(key, None) is not None:
+        async with self._changing:
+            if key not in self.overrides:
+                return
+            await self._store({k: v for k, v in self.overrides.items() if k != key})
+            del self.overrides[key]
             setattr(self.service.config, PULSAR_BROKER_KEYS[key][0], self._initial[key])
-            self._store()
-            self.service.policies_changed(None)
+        self.service.policies_changed(None)
 
     def _apply(self, key: str, value: str) -> None:
-        field, convert = PULSAR_BROKER_KEYS[key]
+        setattr(self.service.config, PULSAR_BROKER_KEYS[key][0], self._convert(key, value))
+
+    @staticmethod
+    def _convert(key: str, value: str) -> Any:  # noqa: ANN401 - the setting's own type
         try:
-            converted = convert(key, value)
+            return PULSAR_BROKER_KEYS[key][1](key, value)
         except PulsarConfError:
             raise PreconditionFailedError(" Invalid dynamic-config value") from None
-        setattr(self.service.config, field, converted)
 
-    def _store(self) -> None:
+    async def _store(self, overrides: dict[str, str]) -> None:
+        """Store ``overrides`` (a job of the metadata thread; what its commit raises propagates)."""
         metadata = self.service.metadata
         assert metadata is not None
-        metadata.put_kv(KEY, json.dumps(dict(sorted(self.overrides.items()))).encode())
+        raw = json.dumps(dict(sorted(overrides.items()))).encode()
+        await self.service.metadata_job(partial(metadata.put_kv, KEY, raw))
 
 
 _CONFIGS: weakref.WeakKeyDictionary[BrokerService, DynamicConfiguration] = weakref.WeakKeyDictionary()

@@ -11,13 +11,14 @@ lifecycle) load with the first topic: a broker answers its first CONNECT without
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from magnetar import __version__
 from magnetar.broker.commit import GroupCommitter
@@ -26,6 +27,7 @@ from magnetar.broker.cursor_persistence import CursorPersistence
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.metadata_sync import MetadataSync
 from magnetar.broker.replication.names import is_replicator
+from magnetar.broker.schemas.registry import SchemaRegistry
 from magnetar.broker.schemas.topics import TopicSchemas
 from magnetar.broker.security.authentication import AuthenticationService
 from magnetar.broker.security.authorization import AuthorizationService
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("magnetar.broker")
 
 SERVER_VERSION = f"magnetar-{__version__}"
+T = TypeVar("T")
 #: the metadata keys of compaction statuses (``magnetar.broker.topics.compaction.STATUS_PREFIX``)
 _COMPACTION_STATUS_PREFIX = "compaction-status/"
 
@@ -125,7 +128,7 @@ class BrokerService(TopicDirectory):
             self.transactions = TransactionService(self)
             await self.transactions.start()
         if self.metadata.list_kv(_COMPACTION_STATUS_PREFIX):
-            _ = self.compactor  # a compaction a crashed broker left RUNNING is marked ERROR now
+            await self.compactor.recorded()  # a compaction a crashed broker left RUNNING is marked ERROR now
 
     def _open_storage(self) -> None:
         """Check the (locked) data directory's format (DataFormatError: newer than this broker), open its
@@ -142,7 +145,8 @@ class BrokerService(TopicDirectory):
         self.persistence = CursorPersistence(self.config, self.metadata, self.topics, self.maybe_trim)
         #: the fsync of admin calls' metadata writes, on the metadata thread (metadata_sync.py)
         self.metadata_sync = MetadataSync(self.metadata, self.persistence.run)
-        self.schemas = TopicSchemas(self.metadata, self.config)
+        # new versions committed by metadata jobs, the histories in memory changed on the loop after them
+        self.schemas = TopicSchemas(self.metadata, self.config, SchemaRegistry(self.metadata, jobs=self.metadata_job))
         loop = asyncio.get_running_loop()
         self.committer = GroupCommitter(loop, fsync=self.config.fsync == "always", completion_scope=flushed_at_exit)
         #: reads segment files for dispatch off the loop (storage/read_thread.py)
@@ -234,8 +238,21 @@ class BrokerService(TopicDirectory):
 
             self._compactor = Compactor(self.config, self.topics, getattr(self, "read_thread", None))
             if self.running and self.metadata is not None:
-                self._compactor.start(self.metadata)
+                self._compactor.start(self.metadata, self.metadata_job)
         return self._compactor
+
+    async def metadata_job(self, job: Callable[[], T]) -> T:
+        """``job()`` on the metadata thread, the store's one writer, after the jobs queued there, its
+        result (or what it raised) back on the loop; its commits leave their fsync to
+        :attr:`metadata_sync` (whoever answers after it waits for :meth:`MetadataSync.durable
+        <magnetar.broker.metadata_sync.MetadataSync.durable>`: the HTTP layer does). Submitted at the
+        call. Inline before the service started."""
+        persistence = getattr(self, "persistence", None)
+        if persistence is None or getattr(self, "metadata_sync", None) is None:
+            return job()
+        with deferring_sync():
+            context = contextvars.copy_context()
+        return await persistence.run(partial(context.run, job))
 
     def reap(self, job: Callable[[], None]) -> None:
         """The ledgers' reaper: run a file clean-up job in the reaper thread, off the loop."""
@@ -312,7 +329,8 @@ class BrokerService(TopicDirectory):
         if not isinstance(topic, PersistentTopic):
             raise BrokerError(ServerError.NotAllowedError, f"{topic_name} is non-persistent: it cannot be terminated")
         assert self.metadata is not None
-        self.metadata.put_kv(terminated_key(topic.name), b"1")
+        # the marker first (a metadata job): a failed commit raises and leaves the topic as it was
+        await self.metadata_job(partial(self.metadata.put_kv, terminated_key(topic.name), b"1"))
         ended: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
         # once the publishes accepted before it completed (or failed)
         topic.terminate(lambda ledger_id, entry_id: ended.done() or ended.set_result((ledger_id, entry_id)))
@@ -428,7 +446,7 @@ class BrokerService(TopicDirectory):
         """
         if not topic_name.persistent:
             raise BrokerError(ServerError.NotAllowedError, f"{topic_name} is non-persistent: it cannot be compacted")
-        return self.compactor.trigger(await self.load_topic(topic_name, create=False))
+        return await self.compactor.trigger_recorded(await self.load_topic(topic_name, create=False))
 
     async def compact(self, topic_name: TopicName) -> None:
         """Compact a topic now and wait until it is done (raises what made it fail)."""
@@ -508,6 +526,8 @@ class BrokerService(TopicDirectory):
         if self._replication is not None:
             await self._replication.topic_closing(name)
         async with self.persistence.lock:
+            # the row first, a metadata job: a failed commit raises and changes nothing in memory
+            ledger_id, existed = await self.metadata_job(partial(self._delete_topic_row, name))
             topic = self.topics.pop(name, None)
             if topic is not None:
                 for producer in list(topic.producers.values()):
@@ -516,8 +536,6 @@ class BrokerService(TopicDirectory):
                     for consumer in list(sub.consumers):
                         consumer.close_by_broker()
             self.persistence.cursors.forget_topic(name)
-            ledger_id = self.metadata.get_topic(name)
-            existed = self.metadata.delete_topic(name)
             # non-persistent topics store nothing
             stored = cast("PersistentTopic", topic) if topic is not None and topic.persistent else None
             if topic is not None:
@@ -530,3 +548,8 @@ class BrokerService(TopicDirectory):
             if ledger_id is not None or stored is not None:
                 self.compactor.forget(name, ledger_id if ledger_id is not None else stored.ledger_id, topic)
         return existed or topic is not None
+
+    def _delete_topic_row(self, name: str) -> tuple[int | None, bool]:
+        """(a metadata job) Delete a topic's row and cursors: (its ledger id, whether it existed)."""
+        assert self.metadata is not None
+        return self.metadata.get_topic(name), self.metadata.delete_topic(name)

@@ -9,6 +9,7 @@ the base of :class:`~magnetar.broker.service.BrokerService`, which loads and run
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from magnetar.broker.config import BrokerConfig
@@ -123,14 +124,12 @@ class TopicDirectory:
             return allowed, int(override.get("defaultNumPartitions") or 0) if partitioned else 0
         return self.config.allow_auto_topic_creation, self.config.default_num_partitions
 
-    def topics_of_namespace(self, namespace: str, mode: TopicsMode = TopicsMode.PERSISTENT) -> list[str]:
-        """Topics of a namespace, partitions listed individually, as Pulsar lists them."""
+    async def topics_of_namespace(self, namespace: str, mode: TopicsMode = TopicsMode.PERSISTENT) -> list[str]:
+        """Topics of a namespace, partitions listed individually, as Pulsar lists them. The stored
+        names are read in a worker thread (the loop waits for no SQLite read), the loaded ones added
+        on the loop once they are in."""
         assert self.metadata is not None
-        names = set(self.metadata.list_topics(namespace))
-        for parent in self.metadata.list_partitioned_topics(namespace):
-            n = self.metadata.get_partitioned_topic(parent) or 0
-            base = TopicName.parse(parent)
-            names.update(str(base.partition(i)) for i in range(n))
+        names = await asyncio.to_thread(self._stored_topics, self.metadata, namespace)
         names.update(t for t in self.topics if TopicName.parse(t).namespace == namespace)
         out = []
         for name in sorted(names):
@@ -138,6 +137,16 @@ class TopicDirectory:
             if mode == TopicsMode.ALL or (mode == TopicsMode.PERSISTENT) == persistent:
                 out.append(name)
         return out
+
+    @staticmethod
+    def _stored_topics(metadata: MetadataStore, namespace: str) -> set[str]:
+        """(a worker thread) The stored topics of a namespace, each partitioned one's partitions by name."""
+        names = set(metadata.list_topics(namespace))
+        for parent in metadata.list_partitioned_topics(namespace):
+            n = metadata.get_partitioned_topic(parent) or 0
+            base = TopicName.parse(parent)
+            names.update(str(base.partition(i)) for i in range(n))
+        return names
 
     def check_not_partitioned(self, topic_name: TopicName) -> None:
         """BrokerError NotAllowedError when ``topic_name`` is a partitioned topic (only its partitions load)."""

@@ -1,11 +1,12 @@
 """Binary-protocol commands that write the metadata store (PARTITIONED_METADATA auto-creating a
-partitioned topic: written by the metadata thread; GET_OR_CREATE_SCHEMA registering a new version:
-on the event loop) commit without an fsync and are answered once the metadata thread's sync made
-the write durable (issue 22), as the admin API's writes are; a command that writes nothing is
-answered at once."""
+partitioned topic, PRODUCER / SUBSCRIBE / GET_OR_CREATE_SCHEMA registering a new schema version: each
+written by the metadata thread) commit without an fsync and are answered once the metadata thread's
+sync made the write durable (issue 22), as the admin API's writes are; a command that writes nothing
+is answered at once; a failed commit is refused and kept nowhere."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from magnetar.broker.config import BrokerConfig
 from magnetar.broker.schemas import SchemaData
 from magnetar.protocol.enums import CommandType, PartitionedMetadataResult, ServerError
 from magnetar.protocol.schema import BaseCommand
+from magnetar.protocol.topic_name import TopicName
 from magnetar.storage.metadata import MetadataStore
 from magnetar.testing import Admin, BrokerThread, free_port
 
@@ -174,5 +176,72 @@ def test_an_auto_creation_past_the_topic_limit_is_refused_in_the_response(broker
             request_id, PartitionedMetadataResult.Failed, ServerError.NotAllowedError,
             "Exceed maximum number of topics in namespace.")
         assert metadata.get_partitioned_topic(topic) is None
+    finally:
+        client.close()
+
+
+def test_a_consumer_registering_a_schema_is_answered_once_durable(broker: BrokerThread,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SUBSCRIBE with a schema on an idle topic without one registers it: committed by the metadata
+    thread, the consumer subscribed and answered once the version is durable."""
+    client = _client(broker)
+    schemas = broker.server.service.schemas  # type: ignore[union-attr]
+    try:
+        topic = f"persistent://public/default/typed-{uuid.uuid4().hex}"
+        _producer(client, topic, 1, None)
+        client.expect(CommandType.PRODUCER_SUCCESS)  # loaded; no message: the topic stays idle once closed
+        close = BaseCommand(type=CommandType.CLOSE_PRODUCER)
+        close.close_producer.producer_id = 1
+        close.close_producer.request_id = client.next_request_id()
+        client.send(close)
+        client.expect(CommandType.SUCCESS)
+        held = HeldSync(monkeypatch)
+        cmd = BaseCommand(type=CommandType.SUBSCRIBE)
+        cmd.subscribe.topic = topic
+        cmd.subscribe.subscription = "typed"
+        cmd.subscribe.consumer_id = 1
+        cmd.subscribe.request_id = client.next_request_id()
+        fill_schema(cmd.subscribe.schema, SchemaData("AVRO", V0))
+        client.send(cmd)
+        assert held.entered.wait(10)
+        with pytest.raises(TimeoutError):
+            client.recv(0.5)
+        assert "typed" not in broker.server.service.topics[topic].subscriptions  # type: ignore[union-attr]
+        held.release.set()
+        ok = client.expect(CommandType.SUCCESS).command.success
+        assert ok.request_id == cmd.subscribe.request_id
+        assert schemas.latest(TopicName.parse(topic)).version == 0
+    finally:
+        held.release.set()
+        client.close()
+
+
+def test_a_new_schema_whose_commit_fails_is_refused_and_not_kept(broker: BrokerThread,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metadata thread's commit of a PRODUCER's new version fails (a full disk): PersistenceError, no
+    version in memory nor stored; the next PRODUCER registers it as version 0."""
+    original = MetadataStore.put_kv
+    failing = {"on": True}
+
+    def full_disk(store: MetadataStore, key: str, value: bytes) -> None:
+        if failing["on"] and key.startswith("schemas/"):
+            raise sqlite3.OperationalError("database or disk is full")
+        original(store, key, value)
+
+    monkeypatch.setattr(MetadataStore, "put_kv", full_disk)
+    client = _client(broker)
+    schemas = broker.server.service.schemas  # type: ignore[union-attr]
+    try:
+        topic = f"persistent://public/default/full-{uuid.uuid4().hex}-partition-0"
+        _producer(client, topic, 1, None)
+        client.expect(CommandType.PRODUCER_SUCCESS)
+        cmd = _producer(client, topic, 2, SchemaData("AVRO", V0))
+        error = client.expect(CommandType.ERROR).command.error
+        assert (error.request_id, error.error) == (cmd.producer.request_id, ServerError.PersistenceError)
+        assert schemas.latest(TopicName.parse(topic)) is None
+        failing["on"] = False
+        cmd = _producer(client, topic, 3, SchemaData("AVRO", V0))
+        ok = client.expect(CommandType.PRODUCER_SUCCESS).command.producer_success
+        assert (ok.request_id, ok.schema_version) == (cmd.producer.request_id, b"\x00" * 8)
     finally:
         client.close()

@@ -13,7 +13,8 @@ from magnetar.broker.errors import BrokerError
 from magnetar.broker.service import BrokerService
 from magnetar.broker.subscriptions.consumer import Consumer
 from magnetar.broker.topics import lifecycle
-from magnetar.broker.topics.compaction import POINTER_PREFIX, STATUS_PREFIX, LatestByKey, compact_entry
+from magnetar.broker.topics.compaction import LatestByKey, compact_entry
+from magnetar.broker.topics.compaction_records import POINTER_PREFIX, STATUS_PREFIX
 from magnetar.broker.topics.persistent import PersistentTopic as Topic
 from magnetar.protocol.batch import BatchMessage, build_entry, open_entry
 from magnetar.protocol.enums import CompressionType, InitialPosition, ServerError, SubType

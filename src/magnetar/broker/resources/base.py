@@ -170,6 +170,18 @@ class ResourceContext:
         name = str(tn)
         return name in self.service.topics or (tn.persistent and self.metadata.get_topic(name) is not None)
 
+    async def topic_exists_read(self, tn: TopicName) -> bool:
+        """:meth:`topic_exists`, the row of a topic not loaded read in a worker thread (:meth:`read`)."""
+        if str(tn) in self.service.topics:
+            return True
+        return tn.persistent and await self.read(self.metadata.get_topic, str(tn)) is not None
+
+    async def existing_read(self, tn: TopicName) -> None:
+        """:meth:`existing`, the row of a topic not loaded read in a worker thread."""
+        self.check_namespace(tn.namespace)
+        if self.partitions_of(tn) == 0 and not await self.topic_exists_read(tn):
+            raise NotFoundError(f"Topic {tn} not found")
+
     def partitions_of(self, tn: TopicName) -> int:
         """The partitions of a partitioned topic; 0 when ``tn`` is not one."""
         return self.metadata.get_partitioned_topic(str(tn)) or 0

@@ -72,11 +72,12 @@ class NamespaceResources:
         except MetadataNotFoundError:
             raise NotFoundError("Namespace does not exist") from None
 
-    def namespace_topics(self, ns: str, mode: str = "PERSISTENT") -> list[str]:
-        """The topics of a namespace (partitions individually) of one kind, or of ALL kinds."""
+    async def namespace_topics(self, ns: str, mode: str = "PERSISTENT") -> list[str]:
+        """The topics of a namespace (partitions individually) of one kind, or of ALL kinds (the stored
+        ones read in a worker thread)."""
         self.ctx.check_namespace(ns)
         try:
             topics_mode = TopicsMode[mode.upper()]
         except KeyError:
             raise PreconditionFailedError(f"Invalid mode {mode!r}: expected PERSISTENT, NON_PERSISTENT or ALL") from None
-        return self.ctx.service.topics_of_namespace(ns, topics_mode)
+        return await self.ctx.service.topics_of_namespace(ns, topics_mode)

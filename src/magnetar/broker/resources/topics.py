@@ -49,11 +49,12 @@ class TopicResources:
         self.policies = policies
 
     # -- listing, creation, deletion -------------------------------------------------------
-    def list_topics(self, domain: str, ns: str) -> list[str]:
-        """The topics of one domain in a namespace (partitions individually)."""
+    async def list_topics(self, domain: str, ns: str) -> list[str]:
+        """The topics of one domain in a namespace (partitions individually; the stored ones read in a
+        worker thread)."""
         self.ctx.check_namespace(ns)
         mode = TopicsMode.PERSISTENT if domain == "persistent" else TopicsMode.NON_PERSISTENT
-        return self.ctx.service.topics_of_namespace(ns, mode)
+        return await self.ctx.service.topics_of_namespace(ns, mode)
 
     def list_partitioned_topics(self, domain: str, ns: str) -> list[str]:
         """The partitioned topics of one domain in a namespace."""
@@ -89,7 +90,7 @@ class TopicResources:
             raise ConflictError(
                 f"{tn} is a partitioned topic. Instead of calling delete please call delete-partitioned-topic."
             )
-        if not ctx.topic_exists(tn):
+        if not await ctx.topic_exists_read(tn):
             raise NotFoundError(f"Topic {tn} not found")
         topic = ctx.service.topics.get(str(tn))
         if topic is not None and not force and is_busy(topic):
@@ -228,7 +229,7 @@ class TopicResources:
         """Terminate a topic: no more messages are accepted. Returns the last message id."""
         ctx = self.ctx
         ctx.persistent_only(tn, "Termination")
-        ctx.existing(tn)
+        await ctx.existing_read(tn)
         if ctx.partitions_of(tn):
             raise NotAllowedError("Termination of a partitioned topic is not allowed: terminate its partitions")
         ledger_id, entry_id = await ctx.service.terminate_topic(tn)
@@ -259,9 +260,9 @@ class TopicResources:
         """Start compacting a topic in the background; its progress shows in compaction_status."""
         ctx = self.ctx
         ctx.persistent_only(tn, "Compaction")
-        ctx.existing(tn)
+        await ctx.existing_read(tn)
         # a partitioned topic: each existing partition is compacted (and reports its own status)
-        targets = [p for p in ctx.partitions(tn) if ctx.topic_exists(p)] if ctx.partitions_of(tn) else [tn]
+        targets = [p for p in ctx.partitions(tn) if await ctx.topic_exists_read(p)] if ctx.partitions_of(tn) else [tn]
         if any(str(t) in ctx.service.compactor.running for t in targets):
             raise ConflictError("Compaction already in progress")
         await ctx.write(ctx.metadata.put_kv, COMPACTION_PREFIX + str(tn), json.dumps({"requestedAt": time.time()}).encode())

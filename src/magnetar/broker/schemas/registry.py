@@ -13,18 +13,26 @@ marker are no longer served or checked against. A forced delete removes the whol
 Every method runs on the broker's event loop. The registry reads every history once, when it is
 made, and keeps them in memory in step with its own writes (it is the only writer of these rows):
 a PRODUCER on a new topic then reads no database on the loop (benchmarks/PROFILES.md section 30).
+A write (a new version, a delete marker, a forced delete) is checked on the loop and committed by a
+job of the metadata thread (``jobs``, the store's one writer); the history in memory changes on the
+loop once the job is done, and not at all when its commit failed. A write's methods then return an
+awaitable of their result (:data:`Pending`); an answer found in memory (an existing version) is
+returned at once. While a write of one schema id is under way, the next one of that id waits for it
+and is then checked against the history it left: two registrations of one schema give one version.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from magnetar.broker.schemas.compatibility import (
     IncompatibleSchemaError,
@@ -57,6 +65,13 @@ __all__ = [
 log = logging.getLogger("magnetar.broker.schemas")
 
 SCHEMA_KEY_PREFIX = "schemas/"
+
+T = TypeVar("T")
+#: runs a job on the metadata thread and gives its result back on the loop (the service's
+#: :meth:`~magnetar.broker.service.BrokerService.metadata_job`)
+MetadataJobs = Callable[[Callable[[], Any]], Awaitable[Any]]
+#: a write's result: at once when nothing had to be written (or without metadata jobs), else once committed
+Pending = T | Awaitable[T]
 
 #: schema types that carry no schema (a producer or consumer of raw bytes)
 NO_SCHEMA_TYPES = frozenset({"NONE", "BYTES", "AUTO_CONSUME", "AUTO_PUBLISH", "AUTO"})
@@ -194,9 +209,14 @@ def _key(schema_id: str, version: int) -> str:
 class SchemaRegistry:
     """Schema histories by schema id, persisted in a :class:`MetadataStore`."""
 
-    def __init__(self, metadata: MetadataStore, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, metadata: MetadataStore, clock: Callable[[], float] = time.time,
+                 jobs: MetadataJobs | None = None) -> None:
+        """Histories kept in ``metadata``, written by ``jobs`` (the metadata thread; inline without)."""
         self.metadata = metadata
         self.clock = clock
+        self.jobs = jobs
+        #: schema id -> its write under way (a new version or a delete), done once the history changed
+        self._writing: dict[str, asyncio.Future[Any]] = {}
         #: schema id -> its history, oldest first (only ids with stored versions)
         self._cache: dict[str, list[StoredSchema]] = {}
         for key, raw in metadata.list_kv(SCHEMA_KEY_PREFIX).items():
@@ -284,10 +304,12 @@ class SchemaRegistry:
         validate_schema(schema)
         check_consumer_compatible(_labeled(active), schema, strategy)
 
-    # -- writing -------------------------------------------------------------------------
-    def put_if_absent(self, schema_id: str, schema: SchemaData, strategy: Strategy, user: str = "") -> int:
+    # -- writing ---------------------------------------------------------------------------
+    def put_if_absent(self, schema_id: str, schema: SchemaData, strategy: Strategy, user: str = "") -> Pending[int]:
         """The version of ``schema``: an existing one with the same definition, else a new
         version after the compatibility check (IncompatibleSchemaError when it fails)."""
+        if schema_id in self._writing:
+            return self._after_write(schema_id, partial(self.put_if_absent, schema_id, schema, strategy, user))
         validate_schema(schema)
         existing = self.find_version(schema_id, schema)
         if existing is not None:
@@ -298,47 +320,100 @@ class SchemaRegistry:
 
     def add_schema(
         self, schema_id: str, schema: SchemaData, strategy: Strategy, allow_auto_update: bool = True, user: str = ""
-    ) -> int:
+    ) -> Pending[int]:
         """What a producer's schema gets: :meth:`put_if_absent` when automatic updates are
         allowed, else only an existing version (IncompatibleSchemaError otherwise)."""
         if allow_auto_update:
             return self.put_if_absent(schema_id, schema, strategy, user)
+        if schema_id in self._writing:
+            return self._after_write(schema_id, partial(self.add_schema, schema_id, schema, strategy, False, user))
         existing = self.find_version(schema_id, schema)
         if existing is None:
             raise IncompatibleSchemaError("Schema not found and schema auto updating is disabled.")
         return existing
 
-    def delete(self, schema_id: str, user: str = "") -> int | None:
+    def delete(self, schema_id: str, user: str = "") -> Pending[int | None]:
         """Soft delete: append a delete marker and return its version (None when there was no
         current schema, and nothing is written)."""
+        if schema_id in self._writing:
+            return self._after_write(schema_id, partial(self.delete, schema_id, user))
         if self.latest(schema_id) is None:
             return None
         return self._append(schema_id, "NONE", b"", {}, True, user)
 
-    def delete_all(self, schema_id: str) -> bool:
+    def delete_all(self, schema_id: str) -> Pending[bool]:
         """Forced delete: forget the whole history; versions start at 0 again afterwards.
         Returns False when there was nothing stored."""
+        if schema_id in self._writing:
+            return self._after_write(schema_id, partial(self.delete_all, schema_id))
         history = self.history(schema_id)
-        for stored in history:
-            self.metadata.delete_kv(_key(schema_id, stored.version))
-        self._cache.pop(schema_id, None)
-        return bool(history)
+        if not history:
+            return False
+        keys = [_key(schema_id, stored.version) for stored in history]
+        return self._write(schema_id, partial(_delete_keys, self.metadata, keys),
+                           partial(self._cache.pop, schema_id, None), True)
 
     def _append(
         self, schema_id: str, type_: str, data: bytes, properties: dict[str, str], deleted: bool, user: str
-    ) -> int:
+    ) -> Pending[int]:
         history = self.history(schema_id)
         version = history[-1].version + 1 if history else 0
         stored = StoredSchema(
             schema_id, version, type_, bytes(data), properties, int(self.clock() * 1000), deleted, user
         )
-        self.metadata.put_kv(_key(schema_id, version), stored.to_json())
-        self._cache[schema_id] = [*history, stored]
-        if deleted:
-            log.info("schema of %s deleted (version %d)", schema_id, version)
-        else:
-            log.info("schema of %s: new version %d (%s)", schema_id, version, type_)
-        return version
+
+        def appended() -> None:
+            self._cache[schema_id] = [*self.history(schema_id), stored]
+            if deleted:
+                log.info("schema of %s deleted (version %d)", schema_id, version)
+            else:
+                log.info("schema of %s: new version %d (%s)", schema_id, version, type_)
+
+        return self._write(schema_id, partial(self.metadata.put_kv, _key(schema_id, version), stored.to_json()),
+                           appended, version)
+
+    def _write(self, schema_id: str, job: Callable[[], object], then: Callable[[], object], result: T) -> Pending[T]:
+        """Commit ``job`` (a metadata job when the registry has them), then ``then()`` on the loop (the
+        history in memory) and ``result``; what the commit raised propagates and ``then`` is not run."""
+        if self.jobs is None:
+            job()
+            then()
+            return result
+        written = asyncio.ensure_future(self.jobs(job))
+        self._writing[schema_id] = written
+
+        def done(_: object) -> None:
+            if self._writing.get(schema_id) is written:
+                del self._writing[schema_id]
+            if not written.cancelled() and written.exception() is None:
+                then()
+
+        written.add_done_callback(done)
+        return _result_of(written, result)
+
+    async def _after_write(self, schema_id: str, again: Callable[[], Pending[T]]) -> T:
+        """``again()`` (and its write) once the write of ``schema_id`` under way is done, whatever its outcome."""
+        while (writing := self._writing.get(schema_id)) is not None:
+            await asyncio.wait([writing])
+        result = again()
+        return await result if isinstance(result, Awaitable) else result  # type: ignore[return-value]
+
+
+async def resolved(value: Pending[T]) -> T:
+    """A write's result (:data:`Pending`), awaited when it is under way."""
+    return await value if isinstance(value, Awaitable) else value  # type: ignore[return-value]
+
+
+async def _result_of(written: Awaitable[object], result: T) -> T:
+    await written
+    # the history changes in the future's done callback, which runs before this coroutine resumes
+    return result
+
+
+def _delete_keys(metadata: MetadataStore, keys: list[str]) -> None:
+    """(a metadata job) Delete every key of a history."""
+    for key in keys:
+        metadata.delete_kv(key)
 
 
 def _labeled(versions: list[StoredSchema]) -> list[tuple[str, SchemaData]]:

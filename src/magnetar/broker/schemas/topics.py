@@ -20,9 +20,9 @@ The rules follow Pulsar's broker:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.schemas.compatibility import (
@@ -33,6 +33,7 @@ from magnetar.broker.schemas.compatibility import (
 )
 from magnetar.broker.schemas.registry import (
     NO_SCHEMA_TYPES,
+    Pending,
     SchemaNotFoundError,
     SchemaRegistry,
     StoredSchema,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from magnetar.storage import MetadataStore
 
 TOPIC_POLICIES_PREFIX = "topic-policies/"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -156,8 +158,9 @@ class TopicSchemas:
         return SchemaPolicy(self.strategy(topic_name), self.allow_auto_update(topic_name), self.validation_enforced(topic_name))
 
     # -- clients -------------------------------------------------------------------------
-    def producer_schema(self, topic_name: TopicName, schema: SchemaData | None) -> int | None:
-        """The schema version a producer publishes with (None: no schema).
+    def producer_schema(self, topic_name: TopicName, schema: SchemaData | None) -> Pending[int | None]:
+        """The schema version a producer publishes with (None: no schema); an awaitable of it while
+        a new version is written (:data:`~magnetar.broker.schemas.registry.Pending`).
 
         BrokerError IncompatibleSchema when the schema is refused, or when a producer without
         one comes to a topic with a schema while validation is enforced.
@@ -176,16 +179,17 @@ class TopicSchemas:
             )
         except IncompatibleSchemaError as exc:
             raise BrokerError(ServerError.IncompatibleSchema, f"{topic_name}: {exc}") from None
-        return version
+        return _refused_as_broker_error(version, topic_name)
 
-    def consumer_schema(self, topic_name: TopicName, schema: SchemaData | None, topic_active: bool) -> None:
-        """Check (or register) the schema of a subscribing consumer.
+    def consumer_schema(self, topic_name: TopicName, schema: SchemaData | None, topic_active: bool) -> Pending[None]:
+        """Check (or register) the schema of a subscribing consumer (an awaitable while its
+        registration is written).
 
         ``topic_active``: the topic has producers, consumers or stored messages. BrokerError
         IncompatibleSchema when refused.
         """
         if schema is None:
-            return
+            return None
         schema_id = schema_id_of(topic_name)
         strategy = self.strategy(topic_name)
         try:
@@ -194,14 +198,16 @@ class TopicSchemas:
                     self.registry.check_consumer(schema_id, schema, strategy)
                 except SchemaNotFoundError:
                     if strategy == Strategy.ALWAYS_COMPATIBLE:
-                        return
+                        return None
                     raise IncompatibleSchemaError(
                         f"Failed to add schema to an active topic with empty(BYTES) schema: new schema type {schema.type}"
                     ) from None
             else:
-                self.registry.add_schema(schema_id, schema, strategy, self.allow_auto_update(topic_name))
+                added = self.registry.add_schema(schema_id, schema, strategy, self.allow_auto_update(topic_name))
+                return _refused_as_broker_error(_none_after(added), topic_name) if isinstance(added, Awaitable) else None
         except IncompatibleSchemaError as exc:
             raise BrokerError(ServerError.IncompatibleSchema, f"{topic_name}: {exc}") from None
+        return None
 
     def get_for_client(self, topic_name: TopicName, version: int | None) -> StoredSchema:
         """GET_SCHEMA: the latest schema, or one version; BrokerError TopicNotFound when none."""
@@ -223,7 +229,7 @@ class TopicSchemas:
         """GET .../schemas: the versions since the last delete, oldest first."""
         return self.registry.active(schema_id_of(topic_name))
 
-    def post(self, topic_name: TopicName, schema: SchemaData, user: str = "") -> int:
+    def post(self, topic_name: TopicName, schema: SchemaData, user: str = "") -> Pending[int]:
         """POST .../schema: register (or find) a schema under the topic's strategy.
 
         IncompatibleSchemaError (HTTP 409 in Pulsar) when refused. Automatic-update settings do
@@ -231,13 +237,13 @@ class TopicSchemas:
         """
         return self.registry.put_if_absent(schema_id_of(topic_name), schema, self.strategy(topic_name), user)
 
-    def delete(self, topic_name: TopicName, force: bool = False, user: str = "") -> int | None:
+    def delete(self, topic_name: TopicName, force: bool = False, user: str = "") -> Pending[int | None]:
         """DELETE .../schema: soft delete (returns the delete marker's version, None when there
         was no schema), or with ``force`` forget the whole history (returns None)."""
         schema_id = schema_id_of(topic_name)
         if force:
-            self.registry.delete_all(schema_id)
-            return None
+            deleted = self.registry.delete_all(schema_id)
+            return _none_after(deleted) if isinstance(deleted, Awaitable) else None
         return self.registry.delete(schema_id, user)
 
     def test_compatibility(self, topic_name: TopicName, schema: SchemaData) -> tuple[bool, Strategy, str]:
@@ -249,6 +255,25 @@ class TopicSchemas:
     def version_of(self, topic_name: TopicName, schema: SchemaData) -> int | None:
         """PUT .../version: the version holding this definition, or None."""
         return self.registry.find_version(schema_id_of(topic_name), schema)
+
+
+def _refused_as_broker_error(value: Pending[T], topic_name: TopicName) -> Pending[T]:
+    """``value``; when it is a write under way, its IncompatibleSchemaError (a check made again once
+    another write of the id was done) raised as BrokerError IncompatibleSchema."""
+    if not isinstance(value, Awaitable):
+        return value
+
+    async def converted() -> T:
+        try:
+            return await value  # type: ignore[no-any-return]
+        except IncompatibleSchemaError as exc:
+            raise BrokerError(ServerError.IncompatibleSchema, f"{topic_name}: {exc}") from None
+
+    return converted()
+
+
+async def _none_after(pending: Awaitable[object]) -> None:
+    await pending
 
 
 def topic_is_active(topic: Any) -> bool:  # noqa: ANN401 - a persistent or non-persistent Topic

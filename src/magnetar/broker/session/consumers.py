@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from magnetar.broker.errors import BrokerError
@@ -76,10 +77,12 @@ class ConsumerCommands(DeferredCommands):
         subscribing = _Subscribing(req, name, sub_type, consumer_name, key_shared_meta)
         topic = self.service.topics.get(str(name))
         if topic is not None:
-            self._open_consumer(subscribing, topic)
+            registering = self._open_consumer(subscribing, topic)
+            if registering is not None:
+                request = self._hold(req.consumer_id)
+                self.answer_later(command, self._open_consumer_when_registered(subscribing, registering, request))
             return
-        request = self.pending_consumers[req.consumer_id] = PendingRequest()
-        self.answer_later(command, self._open_consumer_after_load(subscribing, request))
+        self.answer_later(command, self._open_consumer_after_load(subscribing, self._hold(req.consumer_id)))
 
     async def _open_consumer_after_load(self, subscribing: _Subscribing, request: PendingRequest) -> None:
         """SUBSCRIBE to a topic not loaded: load it off the loop, then open the consumer."""
@@ -89,10 +92,38 @@ class ConsumerCommands(DeferredCommands):
         finally:
             wanted = self.pending_done(self.pending_consumers, req.consumer_id, request)
         if wanted:
-            self._open_consumer(subscribing, topic)
+            registering = self._open_consumer(subscribing, topic)
+            if registering is not None:
+                await self._open_consumer_when_registered(subscribing, registering, self._hold(req.consumer_id))
 
-    def _open_consumer(self, subscribing: _Subscribing, topic: Topic) -> None:
-        """Subscribe the consumer a SUBSCRIBE asks for on its loaded topic and answer."""
+    async def _open_consumer_when_registered(
+        self, subscribing: _Subscribing, registering: Awaitable[None], request: PendingRequest
+    ) -> None:
+        """The consumer's schema is a new version being written: once it is durable, open the consumer
+        as if the schema had been there (its checks made again on the topic then loaded)."""
+        req = subscribing.req
+        try:
+            await self.durably_written(registering)
+        finally:
+            wanted = self.pending_done(self.pending_consumers, req.consumer_id, request)
+        if not wanted:
+            return
+        topic = self.service.topics.get(str(subscribing.name))
+        if topic is None or topic.closed:
+            raise BrokerError(ServerError.ServiceNotReady, f"{subscribing.name} was unloaded meanwhile: retry")
+        again = self._open_consumer(subscribing, topic)
+        if again is not None:  # another write of the schema came in between: wait for it too
+            await self._open_consumer_when_registered(subscribing, again, self._hold(req.consumer_id))
+
+    def _hold(self, consumer_id: int) -> PendingRequest:
+        """Hold a SUBSCRIBE's consumer id as pending (a CLOSE_CONSUMER meanwhile cancels it), at once."""
+        request = self.pending_consumers[consumer_id] = PendingRequest()
+        return request
+
+    def _open_consumer(self, subscribing: _Subscribing, topic: Topic) -> Awaitable[None] | None:
+        """Subscribe the consumer a SUBSCRIBE asks for on its loaded topic and answer; when its schema
+        is a new version (an idle topic without one), the write under way is returned instead and
+        nothing else is done (:meth:`_open_consumer_when_registered` goes on once it is durable)."""
         req, name, sub_type = subscribing.req, subscribing.name, subscribing.sub_type
         topic.check_subscribe(req.subscription, sub_type.name, req.durable)
         existing_sub = topic.subscriptions.get(req.subscription)
@@ -101,7 +132,10 @@ class ConsumerCommands(DeferredCommands):
         if topic.persistent:  # the subscribe rate policy, as Pulsar's PersistentTopic.subscribe
             topic.rate_limits.check_subscribe(self.peer_host, req.consumer_name, req.consumer_id)
         if req.HasField("schema"):
-            self.service.schemas.consumer_schema(name, declared_schema_from_wire(req.schema), topic_is_active(topic))
+            registering = self.service.schemas.consumer_schema(
+                name, declared_schema_from_wire(req.schema), topic_is_active(topic))
+            if registering is not None:
+                return registering
         start = None
         if req.HasField("start_message_id") and not req.durable:
             start = (req.start_message_id.ledger_id, req.start_message_id.entry_id)
@@ -130,6 +164,7 @@ class ConsumerCommands(DeferredCommands):
         if req.replicate_subscription_state and req.durable and topic.persistent:
             self.service.replication.subscription_replicated(topic, sub.name)
         self.send_success(req.request_id)
+        return None
 
     def _keep_properties(self, topic: str, subscription: str, properties: dict[str, str]) -> None:
         """The SUBSCRIBE that created a durable subscription gave it properties: stored off the loop."""

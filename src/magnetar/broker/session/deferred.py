@@ -1,8 +1,8 @@
 """Commands answered after an await: PRODUCER, SUBSCRIBE and GET_OR_CREATE_SCHEMA of a topic not loaded,
 and commands whose handling wrote the metadata store, answered once that write is durable: a new
-schema version (:meth:`DeferredCommands.after_metadata_write`, committed on the loop) and an
-auto-created partitioned topic (:meth:`DeferredCommands.after_metadata_job`, written by the
-metadata thread).
+schema version (:meth:`DeferredCommands.after_metadata_write`: the schema registry has the metadata
+thread commit it) and an auto-created partitioned topic (:meth:`DeferredCommands.after_metadata_job`,
+written by the metadata thread).
 
 Loading a topic reads and writes storage (:meth:`~magnetar.broker.service.BrokerService.load_topic`
 runs that in a thread), so the command's handler hands the rest of its work to :meth:`answer_later`,
@@ -19,7 +19,7 @@ import asyncio
 import contextvars
 import logging
 import sqlite3
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -65,26 +65,38 @@ class DeferredCommands(SessionBase):
         self._deferred.add(task)
         task.add_done_callback(self._deferred.discard)
 
-    def after_metadata_write(self, command: BaseCommand, write: Callable[[], T], answer: Callable[[T], None]) -> bool:
-        """Run ``write`` (which may write the metadata store), then ``answer`` its result: at once when
-        it committed nothing (True); else (False) its commits were made without their fsync on the
-        loop (``deferring_sync``, as the admin API's) and ``answer`` runs once the metadata thread's
-        sync (:class:`~magnetar.broker.metadata_sync.MetadataSync`) made them durable: nothing is
-        acknowledged before it is durable. What ``write`` raises propagates."""
-        service = self.service
-        sync: MetadataSync | None = getattr(service, "metadata_sync", None)
-        if sync is None:
-            answer(write())
-            return True
-        metadata = service.metadata
-        before = metadata.deferred_commits
-        with deferring_sync():
-            result = write()
-        if metadata.deferred_commits == before:
+    def after_metadata_write(
+        self, command: BaseCommand, write: Callable[[], T | Awaitable[T]], answer: Callable[[T], None]
+    ) -> bool:
+        """Run ``write`` (which may start a write of the metadata store: it returns an awaitable of its
+        result then), then ``answer`` its result: at once when it wrote nothing (True); else (False)
+        once the metadata thread committed the write and its sync
+        (:class:`~magnetar.broker.metadata_sync.MetadataSync`) made it durable: nothing is
+        acknowledged before it is durable. What ``write`` raises propagates; what the awaited write
+        raises is answered as :meth:`answer_later` answers it."""
+        result = write()
+        if not isinstance(result, Awaitable):
             answer(result)
             return True
-        self.answer_later(command, self._answer_when_durable(sync, result, answer))
+        self.answer_later(command, self._answer_when_written(result, answer))
         return False
+
+    async def _answer_when_written(self, written: Awaitable[T], answer: Callable[[T], None]) -> None:
+        result = await self.durably_written(written)
+        if not self.closed:
+            answer(result)
+
+    async def durably_written(self, written: Awaitable[T]) -> T:
+        """The result of a metadata write under way, once it is committed and durable (StorageError
+        when the metadata thread's sync failed)."""
+        result = await written
+        sync: MetadataSync | None = getattr(self.service, "metadata_sync", None)
+        if sync is not None:
+            try:
+                await sync.durable()
+            except OSError as exc:
+                raise StorageError(f"the metadata write could not be made durable: {exc}") from exc
+        return result
 
     def after_metadata_job(self, command: BaseCommand, job: Callable[[], T], answer: Callable[[T], None]) -> None:
         """Run ``job`` (which reads and may write the metadata store, and changes no state of the

@@ -7,6 +7,7 @@ Pulsar authorizes is checked against the session's role first (CONNECT is in aut
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -127,12 +128,21 @@ class LookupCommands(DeferredCommands):
         cmd = BaseCommand(type=CommandType.GET_TOPICS_OF_NAMESPACE_RESPONSE)
         resp = cmd.get_topics_of_namespace_response
         resp.request_id = req.request_id
-        # a namespace that does not exist has no topics (as Pulsar answers; clients retry errors)
-        if self.service.metadata.get_namespace(req.namespace) is not None:
-            resp.topics.extend(self.service.topics_of_namespace(req.namespace, TopicsMode(req.mode)))
         resp.filtered = False
         resp.changed = True
-        self.send_command(cmd)
+        # a namespace that does not exist has no topics (as Pulsar answers; clients retry errors)
+        if self.service.metadata.get_namespace(req.namespace) is None:
+            self.send_command(cmd)
+            return
+        # the stored names are read in a worker thread: answered once they are in
+        self.answer_later(command, self._send_topics(cmd, req.namespace, TopicsMode(req.mode)))
+
+    async def _send_topics(self, cmd: BaseCommand, namespace: str, mode: TopicsMode) -> None:
+        """GET_TOPICS_OF_NAMESPACE_RESPONSE with the namespace's topics (a closed session gets nothing)."""
+        topics = await self.service.topics_of_namespace(namespace, mode)
+        if not self.closed:
+            cmd.get_topics_of_namespace_response.topics.extend(topics)
+            self.send_command(cmd)
 
     def _on_get_schema(self, command: BaseCommand, frame: Frame) -> None:
         req = command.get_schema
@@ -195,13 +205,23 @@ class LookupCommands(DeferredCommands):
         (a new version once it is durable)."""
         try:
             schema = schema_from_wire(req.schema) if req.HasField("schema") else None
-            self.after_metadata_write(
-                command,
-                lambda: self.service.schemas.producer_schema(name, schema),
-                lambda version: self._send_schema_version(req.request_id, version, None),
-            )
+            version = self.service.schemas.producer_schema(name, schema)
         except BrokerError as exc:
             self._send_schema_version(req.request_id, None, exc)
+            return
+        if isinstance(version, Awaitable):  # a new version: answered once the metadata thread made it durable
+            self.answer_later(command, self._schema_version_when_written(req.request_id, version))
+        else:
+            self._send_schema_version(req.request_id, version, None)
+
+    async def _schema_version_when_written(self, request_id: int, written: Awaitable[int | None]) -> None:
+        try:
+            version = await self.durably_written(written)
+        except BrokerError as exc:  # checked again after another write of the schema: refused
+            self._send_schema_version(request_id, None, exc)
+            return
+        if not self.closed:
+            self._send_schema_version(request_id, version, None)
 
     def _send_schema_version(self, request_id: int, version: int | None, error: BrokerError | None) -> None:
         cmd = BaseCommand(type=CommandType.GET_OR_CREATE_SCHEMA_RESPONSE)

@@ -48,6 +48,12 @@ from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.errors import BrokerError
 from magnetar.broker.topics import lifecycle
+from magnetar.broker.topics.compaction_records import (
+    POINTER_PREFIX,
+    CompactionRecords,
+    MetadataJobs,
+    settled,
+)
 from magnetar.protocol.batch import UnsupportedEntryError, open_entry
 from magnetar.protocol.compression import CompressionError, compress
 from magnetar.protocol.enums import ServerError
@@ -62,7 +68,6 @@ from magnetar.storage.compacted import (
     MessageKey,
     compacted_root,
 )
-from magnetar.storage.metadata import deferring_sync
 
 if TYPE_CHECKING:
     from magnetar.broker.config import BrokerConfig
@@ -71,10 +76,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("magnetar.broker.topics.compaction")
 
-#: metadata key of a topic's compacted view: {"dir": n, "horizon": entry id}
-POINTER_PREFIX = "compacted/"
-#: metadata key of a topic's compaction status (read by the admin API)
-STATUS_PREFIX = "compaction-status/"
 
 _U32 = struct.Struct(">I")
 
@@ -289,7 +290,8 @@ class Compactor:
         self._segment_max_bytes = config.segment_max_bytes
         self._topics = topics
         self._reads = reads
-        self._metadata_store: MetadataStore | None = None
+        #: its status and pointer rows, written by metadata jobs (compaction_records.py)
+        self.records = CompactionRecords()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="magnetar-compaction")
         #: running compactions by topic name
         self.running: dict[str, asyncio.Task] = {}
@@ -300,24 +302,19 @@ class Compactor:
 
     @property
     def _metadata(self) -> MetadataStore:
-        assert self._metadata_store is not None, "Compactor.start() was not called"
-        return self._metadata_store
+        assert self.records.metadata is not None, "Compactor.start() was not called"
+        return self.records.metadata
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, metadata: MetadataStore) -> None:
-        """Keep compaction state in ``metadata``; a compaction a previous broker left RUNNING (it
-        crashed) did not finish."""
-        self._metadata_store = metadata
-        for key, raw in self._metadata.list_kv(STATUS_PREFIX).items():
-            try:
-                status = json.loads(raw)
-            except ValueError:
-                continue
-            if status.get("status") == "RUNNING":
-                self._metadata.put_kv(
-                    key,
-                    json.dumps({"status": "ERROR", "lastError": "interrupted by a broker restart"}).encode(),
-                )
+    def start(self, metadata: MetadataStore, jobs: MetadataJobs | None = None) -> None:
+        """Keep compaction state in ``metadata``, its records written by ``jobs`` (the metadata thread,
+        in submission order; inline without); a compaction a previous broker left RUNNING (it crashed)
+        did not finish: marked ERROR by the first of those jobs."""
+        self.records.start(metadata, jobs)
+
+    async def recorded(self) -> None:
+        """Return once every record asked for so far is written (or failed, logged)."""
+        await self.records.recorded()
 
     async def stop(self) -> None:
         """Cancel running compactions (their old views stay) and wait for the worker."""
@@ -369,9 +366,7 @@ class Compactor:
         if topic is not None and topic.compacted is not None:
             topic.compacted.close()
             topic.compacted = None
-        with deferring_sync():  # on the loop: the metadata thread runs the fsync
-            self._metadata.delete_kv(POINTER_PREFIX + name)
-            self._metadata.delete_kv(STATUS_PREFIX + name)
+        self.records.forget(name)
         self.stats.pop(name, None)
         if ledger_id is not None:
             root = compacted_root(self._data_dir, ledger_id)
@@ -379,16 +374,27 @@ class Compactor:
             self._executor.submit(shutil.rmtree, root, True)
 
     # -- triggering ------------------------------------------------------------------------
-    def trigger(self, topic: Topic) -> asyncio.Task:
-        """Start compacting ``topic`` in the background (or return the compaction running)."""
+    async def trigger_recorded(self, topic: Topic) -> asyncio.Task:
+        """:meth:`trigger`, returning once the status RUNNING is committed (an admin request answers
+        after it); when that commit fails, its error is raised and nothing is started."""
         task = self.running.get(topic.name)
         if task is not None:
             return task
-        if not topic.persistent:
-            raise BrokerError(
-                ServerError.NotAllowedError, f"{topic.name} is non-persistent: it cannot be compacted"
-            )
-        self._set_status(topic.name, "RUNNING")
+        self._check_persistent(topic)
+        recorded = self.records.status(topic.name, "RUNNING")
+        if recorded is not None:
+            await recorded
+        return self.trigger(topic, recorded=True)
+
+    def trigger(self, topic: Topic, recorded: bool = False) -> asyncio.Task:
+        """Start compacting ``topic`` in the background (or return the compaction running); its status
+        RUNNING is recorded first unless ``recorded``."""
+        task = self.running.get(topic.name)
+        if task is not None:
+            return task
+        self._check_persistent(topic)
+        if not recorded:
+            self.records.status(topic.name, "RUNNING")
         task = asyncio.create_task(self._run(topic), name=f"compaction:{topic.name}")
         self.running[topic.name] = task
         task.add_done_callback(lambda t, name=topic.name: self._done(name, t))
@@ -400,11 +406,12 @@ class Compactor:
         if not task.cancelled():
             task.exception()  # retrieved: logged and recorded by _run already
 
-    def _set_status(self, name: str, status: str, error: str = "") -> None:
-        # on the loop: committed without its fsync, which the metadata thread runs (a compaction the
-        # lifecycle started, outside an admin request, fdatasynced the metadata log on the loop)
-        with deferring_sync():
-            self._metadata.put_kv(STATUS_PREFIX + name, json.dumps({"status": status, "lastError": error}).encode())
+    @staticmethod
+    def _check_persistent(topic: Topic) -> None:
+        if not topic.persistent:
+            raise BrokerError(
+                ServerError.NotAllowedError, f"{topic.name} is non-persistent: it cannot be compacted"
+            )
 
     async def _run(self, topic: Topic) -> None:
         started = time.time()
@@ -412,18 +419,19 @@ class Compactor:
             removed = await self.compact(topic)
         except asyncio.CancelledError:
             if not topic.closed:  # a deleted topic has no status left to record
-                self._set_status(topic.name, "ERROR", "interrupted by a broker shutdown")
+                self.records.status(topic.name, "ERROR", "interrupted by a broker shutdown")
             raise
         except Exception as exc:
             log.exception("compaction of %s failed", topic.name)
             if not topic.closed:
-                self._set_status(topic.name, "ERROR", f"{type(exc).__name__}: {exc}")
                 stats = self.stats.setdefault(topic.name, {})
                 stats["lastCompactionFailedTimestamp"] = int(time.time() * 1000)
+                await settled(self.records.status(topic.name, "ERROR", f"{type(exc).__name__}: {exc}"))
             raise
         if topic.closed:
             return
-        self._set_status(topic.name, "SUCCESS")
+        # the compaction is done once its status is committed (a failed record is logged)
+        await settled(self.records.status(topic.name, "SUCCESS"))
         stats = self.stats.setdefault(topic.name, {})
         stats["lastCompactionRemovedEventCount"] = removed
         stats["lastCompactionSucceedTimestamp"] = int(time.time() * 1000)
@@ -563,3 +571,4 @@ def _write_chunk(
     write_compacted(writer, chunk, latest)
     if hook is not None:
         hook(writer)
+

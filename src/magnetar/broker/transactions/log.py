@@ -7,6 +7,11 @@ one JSON object: a transaction opened (``new``), partitions or subscriptions add
 change (``state``: COMMITTING, COMMITTED, ABORTING, ABORTED), a block of ids reserved
 (``reserve``), or a checkpoint. Replaying the records in order rebuilds every transaction's
 metadata (:func:`replay`).
+
+After a failed sync the ledger is fenced; the next record recovers it (:meth:`ManagedLedger.recover_later
+<magnetar.storage.ManagedLedger.recover_later>`: the wait for the syncs begun and the cut on the read
+thread, the ledger reopened on the loop) and waits, with every record that comes meanwhile, in order,
+until the ledger takes appends again (or fails with the recovery's StorageError).
 """
 
 from __future__ import annotations
@@ -53,37 +58,67 @@ class TransactionLog:
         self.closed = False
         self._committer = committer
         self._waiting: deque[tuple[int, asyncio.Future[int]]] = deque()
+        #: while the fenced ledger is recovered: the records that came meanwhile (and their futures,
+        #: None for a lazy one), appended in order once it takes appends again
+        self._held: list[tuple[dict[str, Any], asyncio.Future[int] | None]] | None = None
 
     def append(self, record: dict[str, Any]) -> asyncio.Future[int]:
         """Append one record; the future gives its entry id once durable (or the storage error)."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        if self.ledger.fenced:
-            try:
-                self._recover()
-            except StorageError as exc:
-                future.set_exception(exc)
-                return future
-        entry_id = self.ledger.append(json.dumps(record, separators=(",", ":")).encode())
-        self._waiting.append((entry_id, future))
-        self._committer.appended(self)
+        if self.ledger.fenced or self._held is not None:
+            self._hold(record, future)
+        else:
+            self._append(record, future)
         return future
 
     def append_lazily(self, record: dict[str, Any]) -> None:
         """Append one record nobody waits for: it is written and synced with the next record that
         is waited for (a log is synced in order), or when the log closes; a crash before may lose
         it, which the caller allows (coordinator.py says which records and why)."""
-        if self.ledger.fenced:
-            try:
-                self._recover()
-            except StorageError as exc:
-                log.warning("transaction log %s: a record was not written: %s", self.name, exc)
-                return
-        self.ledger.append(json.dumps(record, separators=(",", ":")).encode())
+        if self.ledger.fenced or self._held is not None:
+            self._hold(record, None)
+        else:
+            self.ledger.append(json.dumps(record, separators=(",", ":")).encode())
 
-    def _recover(self) -> None:
-        """Recover the fenced ledger before the failure's report: the appends it cut fail now (the report,
+    def _append(self, record: dict[str, Any], future: asyncio.Future[int] | None) -> None:
+        entry_id = self.ledger.append(json.dumps(record, separators=(",", ":")).encode())
+        if future is not None:
+            self._waiting.append((entry_id, future))
+            self._committer.appended(self)
+
+    def _hold(self, record: dict[str, Any], future: asyncio.Future[int] | None) -> None:
+        """Keep a record for after the recovery of the fenced ledger (started by the first one held)."""
+        if self._held is not None:
+            self._held.append((record, future))
+            return
+        self._held = [(record, future)]
+        try:
+            self.ledger.recover_later(self._recovered)  # at once without a read thread
+        except StorageError as exc:  # closed
+            self._recovered(exc)
+
+    def _recovered(self, outcome: int | BaseException) -> None:
+        """(the loop) The recovery ended: the held records are appended in order, or fail with its error."""
+        held, self._held = self._held or [], None
+        if isinstance(outcome, BaseException):
+            error = outcome if isinstance(outcome, StorageError) else StorageError(str(outcome))
+            for _, future in held:
+                if future is None:
+                    log.warning("transaction log %s: a record was not written: %s", self.name, error)
+                elif not future.done():
+                    future.set_exception(error)
+            return
+        self._cut(outcome)
+        for record, future in held:
+            try:
+                self._append(record, future)
+            except StorageError as exc:  # closed, or fenced again
+                if future is not None and not future.done():
+                    future.set_exception(exc)
+
+    def _cut(self, kept: int) -> None:
+        """The ledger was recovered before the failure's report: the appends it cut fail now (the report,
         once it comes, finds the ledger recovered and is passed over: commit_rounds.report)."""
-        kept = self.ledger.recover()
         cut = [future for entry_id, future in self._waiting if entry_id > kept]
         self._waiting = deque(item for item in self._waiting if item[0] <= kept)
         for future in cut:

@@ -131,6 +131,7 @@ class TransactionService:
             cache_budget=broker.cache_budget,
             label=name,
             reaper=broker.reap,
+            reads=getattr(broker, "read_thread", None),  # a fenced log's recovery waits there, not on the loop
         )
         replayed, highest = replay(read_records(ledger))
         return ledger, replayed, highest

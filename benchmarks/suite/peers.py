@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.suite import probe
-
 from magnetar.testing import BrokerProcess, free_port, wait_for_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

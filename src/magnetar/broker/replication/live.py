@@ -35,7 +35,8 @@ class NonPersistentReplicator(RemoteLink):
         self.queue_size = queue_size
         #: entries dropped (not connected, or too many in flight), since the replicator started
         self.msg_drop_counter = 0
-        self._drop_samples: deque[tuple[float, int]] = deque()
+        #: (when, drops) samples of the drop rate, from the replicator's start on
+        self._drop_samples: deque[tuple[float, int]] = deque([(time.monotonic(), 0)])
 
     async def _pump(self) -> None:
         """Nothing to read: messages come through :meth:`offer`; wait for the producer to go."""

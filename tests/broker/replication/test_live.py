@@ -1,10 +1,14 @@
 """Replication of a non-persistent topic: what each remote is offered (rewritten once, filtered by
-``replicate_to``, never what arrived by replication), what a replicator drops and counts, and the
-topic's hook, called only for messages of local producers."""
+``replicate_to``, never what arrived by replication), what a replicator drops and counts, the
+topic's hook, called only for messages of local producers, and the manager setting and clearing it
+as the policy names the remote or not."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,6 +16,7 @@ from magnetar.broker.config import BrokerConfig
 from magnetar.broker.replication.credentials import ClientCredentials
 from magnetar.broker.replication.link import RemoteCluster
 from magnetar.broker.replication.live import LiveReplication, NonPersistentReplicator
+from magnetar.broker.replication.manager import ReplicationManager
 from magnetar.broker.topics.nonpersistent import NonPersistentTopic
 from magnetar.broker.topics.producer import Producer
 from magnetar.protocol.enums import ProducerAccessMode
@@ -111,3 +116,60 @@ def test_the_topic_hands_only_local_messages_to_its_hook(tmp_path: Path) -> None
     topic.publish(remote, b"theirs", 0, RecordingContext(log, 2))
     assert seen == [b"mine"]
     assert [r[0] for r in log] == ["receipt"] * 3
+
+
+class FakeMetadata:
+    """The metadata the manager reads: one namespace's policies, the registered clusters."""
+
+    def __init__(self, namespace: dict, clusters: dict) -> None:
+        self.namespace = namespace
+        self.clusters = clusters
+
+    def get_kv(self, key: str) -> None:
+        return None
+
+    def get_namespace(self, name: str) -> dict | None:
+        return self.namespace if name == "geo/ns" else None
+
+    def get_cluster(self, name: str) -> dict | None:
+        return self.clusters.get(name)
+
+    def get_partitioned_topic(self, name: str) -> None:
+        return None
+
+
+async def until(check: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out")
+
+
+def test_the_manager_feeds_the_topic_while_its_policy_names_a_remote(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        with socket.socket() as closed_port:  # bound, never listening: every connection is refused
+            closed_port.bind(("127.0.0.1", 0))
+            url = f"pulsar://127.0.0.1:{closed_port.getsockname()[1]}"
+            metadata = FakeMetadata({"replication_clusters": ["east", "west"]}, {"west": {"brokerServiceUrl": url}})
+            topic = NonPersistentTopic(TopicName.parse("non-persistent://geo/ns/t"), 1 << 40,
+                                       config=BrokerConfig(data_dir=tmp_path), producer_name_prefix="unit")
+            manager = ReplicationManager(BrokerConfig(data_dir=tmp_path, cluster_name="east"), metadata,  # type: ignore[arg-type]
+                                         None, None, {topic.name: topic})
+            manager.topic_loaded(topic)
+            await until(lambda: topic.replication is not None)
+            replicator = manager.replicators_of(topic.name)["west"]
+            assert isinstance(replicator, NonPersistentReplicator) and not replicator.connected
+            producer = Producer(RecordingSession(), 1, "p", topic, ProducerAccessMode.Shared, True)
+            assert topic.add_producer(producer)
+            topic.publish(producer, entry(sequence_id=1), 0, RecordingContext([], 1))
+            assert replicator.msg_drop_counter == 1  # the remote refuses connections: dropped, counted
+            metadata.namespace["replication_clusters"] = ["east"]
+            manager.policies_changed("geo/ns")
+            await until(lambda: topic.replication is None)
+            assert manager.replicators_of(topic.name) == {} and replicator._task is None
+            topic.publish(producer, entry(sequence_id=2), 0, RecordingContext([], 2))
+            assert replicator.msg_drop_counter == 1  # no longer offered anything
+            await manager.stop()
+
+    asyncio.run(scenario())

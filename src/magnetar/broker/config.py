@@ -190,6 +190,9 @@ class BrokerConfig:
     broker_client_authentication_parameters: str = ""
     #: where a new replicator cursor starts: "latest" (Pulsar's replicationStartAt default) or "earliest"
     replication_start_at: str = "latest"
+    #: SENDs a non-persistent topic's replicator keeps in flight; past them a message is dropped
+    #: (Pulsar's replicationProducerQueueSize)
+    replication_producer_queue_size: int = 1000
     #: authentication, authorization and TLS (with the TLS ports), under Pulsar's semantics
     security: SecuritySettings = field(default_factory=SecuritySettings)
     #: keys of a Pulsar configuration file that magnetar does not implement (logged at start-up)

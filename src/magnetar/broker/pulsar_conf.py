@@ -253,6 +253,7 @@ PULSAR_BROKER_KEYS: dict[str, tuple[str, Converter]] = {
     "brokerClientAuthenticationPlugin": ("broker_client_authentication_plugin", _text),
     "brokerClientAuthenticationParameters": ("broker_client_authentication_parameters", _text),
     "replicationStartAt": ("replication_start_at", _replication_start),
+    "replicationProducerQueueSize": ("replication_producer_queue_size", _positive),
     "brokerDeleteInactiveTopicsMode": ("inactive_topic_delete_mode", _inactive_mode),
     "maxPublishRatePerTopicInMessages": ("max_publish_rate_per_topic_messages", _non_negative),
     "maxPublishRatePerTopicInBytes": ("max_publish_rate_per_topic_bytes", _non_negative),

@@ -48,8 +48,8 @@ from magnetar.storage.read_thread import ReadThread
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from magnetar.broker.replication.link import RemoteLink
     from magnetar.broker.replication.manager import ReplicationManager
-    from magnetar.broker.replication.replicator import Replicator
     from magnetar.broker.topics.base import Topic
     from magnetar.broker.topics.compaction import Compactor
     from magnetar.broker.topics.persistent import PersistentTopic
@@ -225,7 +225,7 @@ class BrokerService(TopicDirectory):
             self._replication = ReplicationManager(self.config, self.metadata, self.schemas, self.open_cursor, self.topics)
         return self._replication
 
-    def replicators_of(self, topic_name: str) -> dict[str, Replicator]:
+    def replicators_of(self, topic_name: str) -> dict[str, RemoteLink]:
         """A topic's replicators by remote cluster (none before any topic loaded)."""
         return self._replication.replicators_of(topic_name) if self._replication is not None else {}
 
@@ -346,8 +346,6 @@ class BrokerService(TopicDirectory):
     def _may_replicate(self, topic: Topic) -> bool:
         """Whether a loaded topic needs the replication manager: its policy names another cluster, or it
         holds a replicator's cursor (left by a policy that named one) that the manager removes."""
-        if not topic.persistent:
-            return False
         # loaded with the first topic (topics/base.py), not at start-up: 20 ms CPU (python -X importtime)
         from magnetar.broker.policies.registry import REPLICATION_CLUSTERS
         from magnetar.broker.policies.resolution import effective

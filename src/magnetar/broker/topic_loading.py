@@ -88,7 +88,7 @@ class LoadingBroker(Protocol):
         """Release whole segments every durable cursor has acknowledged."""
 
     def topic_loaded(self, topic: Topic) -> None:
-        """A persistent topic was registered (its replicators start)."""
+        """A topic was registered (its replicators start when its policy names other clusters)."""
 
 
 @dataclass
@@ -308,6 +308,7 @@ class TopicLoader:
             producer_name_prefix=self.broker.producer_name_prefix,
         )
         self.broker.topics[str(topic_name)] = topic
+        self.broker.topic_loaded(topic)  # its replicators start when its replication policy names other clusters
         return topic
 
     def _load_persistent(self, topic_name: TopicName, prepared: PreparedTopic) -> Topic:

@@ -1,7 +1,9 @@
-"""Which replicators run: one per loaded persistent topic and remote cluster of its replication
-policy (the topic's own, else its namespace's), started when a topic loads or a policy or a
-cluster changes, stopped when the policy drops the cluster (its cursor is deleted then, as Pulsar
-does) or the topic closes.
+"""Which replicators run: one per loaded topic and remote cluster of its replication policy (the
+topic's own, else its namespace's), started when a topic loads or a policy or a cluster changes,
+stopped when the policy drops the cluster (a persistent topic's cursor is deleted then, as Pulsar
+does) or the topic closes. A persistent topic's are :class:`Replicator` (a durable cursor each); a
+non-persistent topic's are :class:`NonPersistentReplicator`, fed through the topic's
+``replication`` hook (:class:`LiveReplication`) while it has any.
 
 A remote cluster is reached with its ClusterData: ``brokerServiceUrl`` (``brokerServiceUrlTls`` when
 ``brokerClientTlsEnabled``), its ``authenticationPlugin`` / ``authenticationParameters`` or else the
@@ -18,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from magnetar.broker.policies.registry import REPLICATION_CLUSTERS
 from magnetar.broker.policies.resolution import effective
 from magnetar.broker.replication.credentials import CredentialsError, client_credentials
+from magnetar.broker.replication.link import RemoteLink
+from magnetar.broker.replication.live import LiveReplication, NonPersistentReplicator
 from magnetar.broker.replication.names import cursor_name, is_replicator
 from magnetar.broker.replication.remote_admin import ensure_partitioned_topic
 from magnetar.broker.replication.replicator import RemoteCluster, Replicator
@@ -71,7 +75,7 @@ class ReplicationManager:
         self._open_cursor = open_cursor
         self._topics = topics
         #: topic name -> remote cluster -> its replicator
-        self.replicators: dict[str, dict[str, Replicator]] = {}
+        self.replicators: dict[str, dict[str, RemoteLink]] = {}
         #: remote cluster -> (ClusterData it was built from, how to reach it)
         self._remotes: dict[str, tuple[dict[str, Any], RemoteCluster]] = {}
         self._pending: set[str] = set()
@@ -85,7 +89,7 @@ class ReplicationManager:
         """This broker's cluster."""
         return self.config.cluster_name
 
-    def replicators_of(self, topic_name: str) -> dict[str, Replicator]:
+    def replicators_of(self, topic_name: str) -> dict[str, RemoteLink]:
         """The replicators of a topic, by remote cluster."""
         return self.replicators.get(topic_name, {})
 
@@ -94,21 +98,25 @@ class ReplicationManager:
         """A topic was loaded: its replicators' cursors exist from now on, the replicators start soon."""
         if topic.persistent:
             self._ensure_cursors(topic)  # type: ignore[arg-type]
-            self._schedule(topic.name)
-            if self.wanted(topic):
-                self._background(self._restore_replicated(topic), f"replicated subscriptions of {topic.name}")
+        self._schedule(topic.name)
+        if topic.persistent and self.wanted(topic):
+            self._background(self._restore_replicated(topic), f"replicated subscriptions of {topic.name}")
 
     def policies_changed(self, namespace: str | None) -> None:
         """Replication policies or clusters may have changed: bring the replicators in line."""
         if namespace is None:
             self._remotes.clear()
         for name, topic in list(self._topics.items()):
-            if topic.persistent and (namespace is None or topic.topic_name.namespace == namespace):
-                self._ensure_cursors(topic)  # type: ignore[arg-type]
+            if namespace is None or topic.topic_name.namespace == namespace:
+                if topic.persistent:
+                    self._ensure_cursors(topic)  # type: ignore[arg-type]
                 self._schedule(name)
 
     async def topic_closing(self, name: str) -> None:
         """A topic is being deleted or unloaded: stop its replicators (their cursors stay)."""
+        topic = self._topics.get(name)
+        if topic is not None and not topic.persistent:
+            topic.replication = None  # type: ignore[attr-defined]
         for replicator in self.replicators.pop(name, {}).values():
             await replicator.stop()
         controller = self.controllers.pop(name, None)
@@ -190,7 +198,7 @@ class ReplicationManager:
     async def _reconcile(self, name: str) -> None:
         self._pending.discard(name)
         topic = self._topics.get(name)
-        if topic is None or topic.closed or not topic.persistent:
+        if topic is None or topic.closed:
             return
         try:
             await self._reconcile_topic(topic)  # type: ignore[arg-type]
@@ -199,16 +207,17 @@ class ReplicationManager:
         except Exception:
             log.exception("replication of %s: could not start its replicators", name)
 
-    async def _reconcile_topic(self, topic: PersistentTopic) -> None:
+    async def _reconcile_topic(self, topic: Topic) -> None:
         wanted = self.wanted(topic)
         current = self.replicators.setdefault(topic.name, {})
         for remote in [r for r in current if r not in wanted]:
             await current.pop(remote).stop()
             log.info("replication of %s to %s stopped", topic.name, remote)
-        # the cursors of clusters dropped from the policy go (even those left from before a restart)
-        kept = {cursor_name(r) for r in wanted}
-        for name in [n for n in topic.subscriptions if is_replicator(n) and n not in kept]:
-            topic.remove_subscription(name)
+        if topic.persistent:
+            # the cursors of clusters dropped from the policy go (even those left from before a restart)
+            kept = {cursor_name(r) for r in wanted}
+            for name in [n for n in topic.subscriptions if is_replicator(n) and n not in kept]:
+                topic.remove_subscription(name)
         for remote_name in wanted:
             remote = await self._remote(remote_name)
             existing = current.get(remote_name)
@@ -219,16 +228,27 @@ class ReplicationManager:
             if remote is None or topic.closed:
                 current.pop(remote_name, None)
                 continue
-            await self._prepare_remote_topic(topic, remote)
-            replicator = Replicator(topic, self.local, remote, self._cursor(topic, remote_name), self._schemas,
-                                    lambda *marker, t=topic: self._on_marker(t, *marker))  # type: ignore[misc]
-            topic.marker_filter = MARKERS
-            topic.subscriptions[replicator.subscription.name] = replicator.subscription
-            current[remote_name] = replicator
-            replicator.start()
+            current[remote_name] = await self._replicator(topic, remote)
+            current[remote_name].start()
             log.info("replication of %s to %s started", topic.name, remote_name)
+        if not topic.persistent:
+            live: dict[str, NonPersistentReplicator] = current  # type: ignore[assignment]
+            topic.replication = LiveReplication(self.local, live) if live and not topic.closed else None  # type: ignore[attr-defined]
         if not current:
             self.replicators.pop(topic.name, None)
+
+    async def _replicator(self, topic: Topic, remote: RemoteCluster) -> RemoteLink:
+        """A new replicator of ``topic`` to ``remote`` (not started)."""
+        await self._prepare_remote_topic(topic, remote)
+        if not topic.persistent:
+            return NonPersistentReplicator(topic, self.local, remote,  # type: ignore[arg-type]
+                                           self.config.replication_producer_queue_size)
+        persistent: PersistentTopic = topic  # type: ignore[assignment]
+        replicator = Replicator(persistent, self.local, remote, self._cursor(persistent, remote.name), self._schemas,
+                                lambda *marker: self._on_marker(persistent, *marker))
+        persistent.marker_filter = MARKERS
+        persistent.subscriptions[replicator.subscription.name] = replicator.subscription
+        return replicator
 
     def _ensure_cursors(self, topic: PersistentTopic) -> None:
         """Open the durable cursor of every remote the topic replicates to, now: what is published from
@@ -270,7 +290,7 @@ class ReplicationManager:
         self._remotes[name] = (data, remote)
         return remote
 
-    async def _prepare_remote_topic(self, topic: PersistentTopic, remote: RemoteCluster) -> None:
+    async def _prepare_remote_topic(self, topic: Topic, remote: RemoteCluster) -> None:
         """A partition's partitioned topic exists on the remote with as many partitions as here."""
         parent = topic.topic_name.partitioned_parent
         if parent == topic.topic_name or not remote.http_url:

@@ -16,33 +16,21 @@ when the remote is back.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import struct
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from magnetar.broker.policies.rate_limits import DispatchThrottle, RateLimiter, dispatch_throttle, refreshed
-from magnetar.broker.replication.credentials import ClientCredentials
-from magnetar.broker.replication.names import producer_name
-from magnetar.broker.replication.outbound import (
-    OutboundProducer,
-    RemoteConnection,
-    RemoteError,
-    connect_for_topic,
-)
+from magnetar.broker.replication.link import RemoteCluster, RemoteLink, entry_with, goes_to, send_ids
 from magnetar.broker.schemas.registry import type_to_wire
 from magnetar.broker.subscriptions.subscription import Subscription
-from magnetar.protocol.enums import MarkerType
 from magnetar.protocol.framing import ProtocolError, split_entry
 from magnetar.protocol.schema import MessageMetadata, Schema
 
 if TYPE_CHECKING:
-    import ssl
-
     from magnetar.broker.topics.persistent import PersistentTopic
     from magnetar.storage import Entry, ManagedCursor
 
@@ -51,28 +39,8 @@ log = logging.getLogger("magnetar.broker.replication")
 #: entries read at once, and SENDs in flight at most
 READ_BATCH = 100
 MAX_IN_FLIGHT = 1000
-#: reconnection backoff: first delay, longest delay (seconds)
-BACKOFF_FIRST = 0.1
-BACKOFF_MAX = 30.0
-#: rates are measured over this many seconds
-RATE_WINDOW = 10.0
-_U32 = struct.Struct(">I")
-_TXN_MARKERS = frozenset({MarkerType.TXN_COMMITTING, MarkerType.TXN_COMMIT, MarkerType.TXN_ABORT})
 #: ``(source cluster, entry id, marker type, payload)``
 MarkerHandler = Callable[[str, int, int, bytes], None]
-
-
-@dataclass(frozen=True)
-class RemoteCluster:
-    """A remote cluster as a replicator reaches it (from its ClusterData)."""
-
-    name: str
-    #: pulsar:// or pulsar+ssl:// URL of its brokers
-    service_url: str
-    #: http(s):// URL of its admin API ("" when unknown: partitioned topics are not created there)
-    http_url: str
-    credentials: ClientCredentials
-    tls: ssl.SSLContext | None = None
 
 
 class ReplicatorCursor(Subscription):
@@ -99,29 +67,21 @@ class _Sent:
     publish_time: int
 
 
-class Replicator:
-    """Replicates one topic to one remote cluster."""
+class Replicator(RemoteLink):
+    """Replicates one persistent topic to one remote cluster."""
+
+    topic: PersistentTopic
 
     def __init__(self, topic: PersistentTopic, local: str, remote: RemoteCluster, cursor: ManagedCursor,
                  schemas: Any, on_marker: MarkerHandler | None = None) -> None:
-        self.topic = topic
+        super().__init__(topic, local, remote)
         #: ``on_marker(source, entry id, marker type, payload)``: a marker that came from this remote
         self._on_marker = on_marker
-        self.local = local
-        self.remote = remote
         self.subscription = ReplicatorCursor(topic, cursor.name, cursor, self)
         #: the broker's TopicSchemas (local versions of the schemas entries refer to)
         self._schemas = schemas
-        self.producer: OutboundProducer | None = None
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
         #: local schema version -> the remote's version bytes (for the current connection)
         self._schema_versions: dict[bytes, bytes] = {}
-        self.msg_out_counter = 0
-        self.bytes_out_counter = 0
-        self.connected_since: float | None = None
-        self._samples: deque[tuple[float, int, int]] = deque()
-        self.last_error = ""
         #: the replicator dispatch rate's limiter and throttle (None: no limit)
         self._limiter: RateLimiter | None = None
         self._throttle: DispatchThrottle | None = None
@@ -131,78 +91,13 @@ class Replicator:
         """The replicator's durable cursor."""
         return self.subscription.cursor
 
-    @property
-    def connected(self) -> bool:
-        """Whether the producer on the remote is open."""
-        return self.producer is not None and not self.producer.closed
-
-    # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> None:
-        """Start replicating (in a task of the running loop)."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replicator {self.topic.name}")
-
-    async def stop(self) -> None:
-        """Stop replicating; what was sent and not receipted goes again next time."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._drop_producer()
-
-    def wake(self) -> None:
-        """Something changed (entries, receipts, the connection): the sending loop looks again."""
-        self._wake.set()
-
-    async def _run(self) -> None:
-        backoff = BACKOFF_FIRST
-        while True:
-            try:
-                await self._open()
-                backoff = BACKOFF_FIRST
-                await self._pump()
-            except asyncio.CancelledError:
-                raise
-            except (OSError, RemoteError, TimeoutError) as exc:
-                self.last_error = str(exc)
-                log.info("replicator %s -> %s: %s (retry in %.1f s)", self.topic.name, self.remote.name, exc, backoff)
-            except Exception:
-                log.exception("replicator %s -> %s failed", self.topic.name, self.remote.name)
-            self._drop_producer()
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX)
-
-    async def _open(self) -> None:
-        """Connect to the remote broker serving the topic and open the replicator's producer there."""
-        topic = self.topic.name
-        remote = self.remote
-        conn: RemoteConnection = await connect_for_topic(remote.service_url, topic, remote.credentials, remote.tls)
-        producer = OutboundProducer(conn, topic, producer_name(self.local, remote.name), self._receipt, self._lost)
-        try:
-            await producer.open()
-        except BaseException:
-            conn.abort()
-            raise
-        self.producer = producer
+    def _connected(self) -> None:
         self._schema_versions = {}
-        self.connected_since = time.time()
-        self.last_error = ""
-        log.info("replicator %s -> %s connected", topic, remote.name)
 
-    def _drop_producer(self) -> None:
-        producer, self.producer = self.producer, None
-        self.connected_since = None
-        if producer is not None:
-            producer.close()
+    def _dropped(self) -> None:
         # what was read and not receipted is read again from the first entry not acknowledged
         cursor = self.cursor
         cursor.rewind_to(cursor.first_unacked())
-
-    def _lost(self, reason: str) -> None:
-        log.info("replicator %s -> %s disconnected: %s", self.topic.name, self.remote.name, reason)
-        self.last_error = reason
-        self.wake()
 
     # -- sending ---------------------------------------------------------------------------
     async def _pump(self) -> None:
@@ -264,21 +159,13 @@ class Replicator:
         producer = self.producer
         if producer is None or producer.closed:
             return
-        data = meta.SerializeToString()
-        rewritten = _U32.pack(len(data)) + data + bytes(payload)
-        messages = meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
-        sequence_id = meta.sequence_id
-        highest = meta.highest_sequence_id if meta.highest_sequence_id > sequence_id else sequence_id + max(0, messages - 1)
+        rewritten = entry_with(meta, payload)
+        sequence_id, highest, messages = send_ids(meta)
         producer.send(rewritten, sequence_id, highest, messages, _Sent(entry_id, messages, len(rewritten), meta.publish_time))
 
     def should_replicate(self, meta: MessageMetadata) -> bool:
-        """Whether an entry goes to this remote: not when it arrived by replication (no loops), nor
-        when its ``replicate_to`` list leaves the remote out (``["__local__"]``: replication disabled), nor
-        transaction markers (the remote has its own transactions)."""
-        if meta.replicated_from or meta.marker_type in _TXN_MARKERS:
-            return False
-        targets = list(meta.replicate_to)
-        return not targets or self.remote.name in targets
+        """Whether an entry goes to this remote (:func:`goes_to`)."""
+        return goes_to(meta, self.remote.name)
 
     async def _remote_schema_version(self, local_version: bytes) -> bytes | None:
         """The remote's version of the schema a local version names (registered there on first use)."""
@@ -306,19 +193,6 @@ class Replicator:
         self.wake()
 
     # -- statistics ------------------------------------------------------------------------
-    def rates(self) -> tuple[float, float]:
-        """(messages, bytes) per second sent over the last few seconds."""
-        now = time.monotonic()
-        samples = self._samples
-        samples.append((now, self.msg_out_counter, self.bytes_out_counter))
-        while len(samples) > 2 and now - samples[1][0] >= RATE_WINDOW:
-            samples.popleft()
-        t0, m0, b0 = samples[0]
-        elapsed = now - t0
-        if elapsed <= 0:
-            return 0.0, 0.0
-        return (self.msg_out_counter - m0) / elapsed, (self.bytes_out_counter - b0) / elapsed
-
     def backlog(self) -> int:
         """Entries not yet replicated (acknowledged on the cursor)."""
         return self.subscription.backlog()

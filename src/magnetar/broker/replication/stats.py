@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from magnetar.broker.replication.replicator import Replicator
+    from magnetar.broker.replication.link import RemoteLink
     from magnetar.broker.topics.base import Topic
     from magnetar.broker.topics.producer import Producer
 
@@ -23,7 +23,7 @@ class ProducerRates(Protocol):
 class HasReplicators(Protocol):
     """What the stats read of the service: the replicators of a topic."""
 
-    def replicators_of(self, topic_name: str) -> dict[str, Replicator]:
+    def replicators_of(self, topic_name: str) -> dict[str, RemoteLink]:
         """A topic's replicators by remote cluster."""
         ...
 
@@ -38,7 +38,7 @@ def _empty() -> dict[str, Any]:
     }
 
 
-def outbound_stats(replicator: Replicator) -> dict[str, Any]:
+def outbound_stats(replicator: RemoteLink) -> dict[str, Any]:
     """The outbound fields of one replicator."""
     rate, throughput = replicator.rates()
     producer = replicator.producer
@@ -51,6 +51,7 @@ def outbound_stats(replicator: Replicator) -> dict[str, Any]:
         "replicationDelayInSeconds": int(replicator.delay_seconds()),
         "outboundConnection": producer.name if producer is not None and replicator.connected else None,
         "outboundConnectedSince": _iso(since) if since is not None else None,
+        **replicator.extra_stats(),
     }
 
 

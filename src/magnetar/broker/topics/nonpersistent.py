@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from magnetar.broker.errors import BrokerError
@@ -39,6 +40,9 @@ class NonPersistentTopic(Topic):
         self.last_readable_id = -1
         self.msg_dropped_counter = 0
         self.subscriptions: dict[str, NonPersistentSubscription] = {}  # type: ignore[assignment]
+        #: set by the replication manager while the topic replicates: called with each entry a local
+        #: producer publishes (what arrived by replication never goes back out)
+        self.replication: Callable[[bytes], None] | None = None
 
     def check_quota_for_producer(self) -> None:
         """Nothing is kept, so there is no backlog and no quota to exceed."""
@@ -52,6 +56,8 @@ class NonPersistentTopic(Topic):
         for sub in list(self.subscriptions.values()):
             if not sub.deliver_now(item, num_messages):
                 self.msg_dropped_counter += num_messages
+        if self.replication is not None and producer.remote_cluster is None:
+            self.replication(entry)
         producer.msg_in_counter += num_messages
         producer.bytes_in_counter += len(entry)
         self.msg_in_counter += num_messages

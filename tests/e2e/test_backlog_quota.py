@@ -1,4 +1,5 @@
-"""Backlog quotas with the official client, set per namespace over REST and checked every second:
+"""Backlog quotas with the official client, set per namespace over REST and checked by the broker's
+lifecycle check (every 0.3 s here, ``LIFECYCLE_CHECK_S``):
 ``destination_storage`` with ``producer_exception`` (new producers and sends of existing ones
 fail with ProducerBlockedQuotaExceededException), ``producer_request_hold`` (new producers fail
 with ProducerBlockedQuotaExceededError, sends of existing ones are held and complete once the
@@ -20,7 +21,7 @@ import pytest
 from magnetar.testing import BrokerProcess
 
 from .helpers import assert_nothing_more
-from .lifecycle_helpers import FAST_LIFECYCLE, Admin, ClientPool, start_broker, wait_until
+from .lifecycle_helpers import CHECKS_PASS_S, FAST_LIFECYCLE, Admin, ClientPool, start_broker, wait_until
 
 LIMIT = 10 * 1024
 PAD = b"q" * 990
@@ -83,7 +84,7 @@ def test_producer_exception(broker: BrokerProcess, clients) -> None:
     admin.set_backlog_quota(ns, "destination_storage", policy="producer_exception", limit_size=LIMIT)
     producer = client.create_producer(topic, batching_enabled=False, send_timeout_millis=5_000)
     assert send_all(producer, "under", 5) == [pulsar.Result.Ok] * 5
-    time.sleep(1.5)  # a lifecycle check under the quota: nothing happens
+    time.sleep(CHECKS_PASS_S)  # lifecycle checks under the quota: nothing happens
     client.create_producer(topic).close()
     assert publishers(admin, topic) == 1
 
@@ -138,7 +139,7 @@ def test_producer_request_hold(broker: BrokerProcess, clients) -> None:
     # a send of the existing producer is held, neither stored nor failed
     held = []
     producer.send_async(payload("held", 0), lambda res, mid: held.append(res))
-    time.sleep(1.5)
+    time.sleep(CHECKS_PASS_S)
     assert held == []
     assert admin.backlog(topic, "slow") == 15
 
@@ -154,19 +155,22 @@ def test_producer_request_hold(broker: BrokerProcess, clients) -> None:
 
 
 def test_consumer_backlog_eviction_by_size(broker: BrokerProcess, clients) -> None:
+    n = 60
+    # every record has the same size; segments hold whole records. Measured on a twin topic without
+    # a quota: on the quota's topic a lifecycle check may evict (and trim) while the sends go on
+    _, twin_client, _, twin = setup_topic(broker, clients)
+    assert send_all(twin_client.create_producer(twin, batching_enabled=False), "m", n) == [pulsar.Result.Ok] * n
+    record = Admin(broker).stats(twin)["storageSize"] // n
+    assert 1000 < record < 1100
     admin, client, ns, topic = setup_topic(broker, clients)
     admin.set_backlog_quota(ns, "destination_storage", policy="consumer_backlog_eviction", limit_size=LIMIT)
     producer = client.create_producer(topic, batching_enabled=False)
-    n = 60
     assert send_all(producer, "m", n) == [pulsar.Result.Ok] * n
-    # every record has the same size; segments hold whole records
-    record = admin.stats(topic)["storageSize"] // n
-    assert 1000 < record < 1100
     keep = LIMIT // record  # the most messages whose bytes fit the quota
 
     # the slowest cursor is moved forward until its backlog fits; the producer is never touched
     wait_until(lambda: admin.backlog(topic, "slow") <= keep, 5, "backlog evicted under the quota")
-    time.sleep(1.5)
+    time.sleep(CHECKS_PASS_S)
     assert admin.backlog(topic, "slow") == keep
     assert publishers(admin, topic) == 1
     producer.send(payload("after", 0))

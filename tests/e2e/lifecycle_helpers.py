@@ -19,11 +19,15 @@ from .helpers import new_client
 
 T = TypeVar("T")
 
+#: the lifecycle brokers' check period (Pulsar's are a second and more; the tests wait for checks)
+LIFECYCLE_CHECK_S = 0.3
+#: a wait in which at least two lifecycle checks run, where a test shows a check changes nothing
+CHECKS_PASS_S = 2 * LIFECYCLE_CHECK_S + 0.1
 #: settings of the lifecycle brokers: tiny segments, frequent checks, fast cursor persistence
 FAST_LIFECYCLE = {
     "MAGNETAR_SEGMENT_MAX_BYTES": "4096",
     "MAGNETAR_SEGMENT_MIN_ROLLOVER_MINUTES": "0",
-    "MAGNETAR_LIFECYCLE_CHECK_INTERVAL_SECONDS": "1",
+    "MAGNETAR_LIFECYCLE_CHECK_INTERVAL_SECONDS": str(LIFECYCLE_CHECK_S),
     "MAGNETAR_CURSOR_PERSIST_DELAY_SECONDS": "0.2",
 }
 

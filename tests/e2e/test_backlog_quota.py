@@ -23,12 +23,19 @@ from .helpers import assert_nothing_more
 from .lifecycle_helpers import FAST_LIFECYCLE, Admin, ClientPool, start_broker, wait_until
 
 LIMIT = 10 * 1024
+#: the quota checks of this module's broker: every second, not FAST_LIFECYCLE's 0.3 s (a check that
+#: disconnects the producer while the ten sends over the quota are in flight fails them all on the
+#: client, stored or not: test_producer_exception then finds a backlog larger than 5 + the sends
+#: confirmed, 1 run in ~10 at 0.3 s)
+QUOTA_LIFECYCLE = {**FAST_LIFECYCLE, "MAGNETAR_LIFECYCLE_CHECK_INTERVAL_SECONDS": "1"}
+#: a wait with at least one quota check in it
+CHECK_PASSES_S = 1.5
 PAD = b"q" * 990
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path_factory, "quota-broker", FAST_LIFECYCLE)
+    proc = start_broker(tmp_path_factory, "quota-broker", QUOTA_LIFECYCLE)
     yield proc
     proc.stop()
 
@@ -83,7 +90,7 @@ def test_producer_exception(broker: BrokerProcess, clients) -> None:
     admin.set_backlog_quota(ns, "destination_storage", policy="producer_exception", limit_size=LIMIT)
     producer = client.create_producer(topic, batching_enabled=False, send_timeout_millis=5_000)
     assert send_all(producer, "under", 5) == [pulsar.Result.Ok] * 5
-    time.sleep(1.5)  # a lifecycle check under the quota: nothing happens
+    time.sleep(CHECK_PASSES_S)  # a lifecycle check under the quota: nothing happens
     client.create_producer(topic).close()
     assert publishers(admin, topic) == 1
 
@@ -138,7 +145,7 @@ def test_producer_request_hold(broker: BrokerProcess, clients) -> None:
     # a send of the existing producer is held, neither stored nor failed
     held = []
     producer.send_async(payload("held", 0), lambda res, mid: held.append(res))
-    time.sleep(1.5)
+    time.sleep(CHECK_PASSES_S)
     assert held == []
     assert admin.backlog(topic, "slow") == 15
 
@@ -154,19 +161,22 @@ def test_producer_request_hold(broker: BrokerProcess, clients) -> None:
 
 
 def test_consumer_backlog_eviction_by_size(broker: BrokerProcess, clients) -> None:
+    n = 60
+    # every record has the same size; segments hold whole records. Measured on a twin topic without
+    # a quota: on the quota's topic a lifecycle check may evict (and trim) while the sends go on
+    _, twin_client, _, twin = setup_topic(broker, clients)
+    assert send_all(twin_client.create_producer(twin, batching_enabled=False), "m", n) == [pulsar.Result.Ok] * n
+    record = Admin(broker).stats(twin)["storageSize"] // n
+    assert 1000 < record < 1100
     admin, client, ns, topic = setup_topic(broker, clients)
     admin.set_backlog_quota(ns, "destination_storage", policy="consumer_backlog_eviction", limit_size=LIMIT)
     producer = client.create_producer(topic, batching_enabled=False)
-    n = 60
     assert send_all(producer, "m", n) == [pulsar.Result.Ok] * n
-    # every record has the same size; segments hold whole records
-    record = admin.stats(topic)["storageSize"] // n
-    assert 1000 < record < 1100
     keep = LIMIT // record  # the most messages whose bytes fit the quota
 
     # the slowest cursor is moved forward until its backlog fits; the producer is never touched
     wait_until(lambda: admin.backlog(topic, "slow") <= keep, 5, "backlog evicted under the quota")
-    time.sleep(1.5)
+    time.sleep(CHECK_PASSES_S)
     assert admin.backlog(topic, "slow") == keep
     assert publishers(admin, topic) == 1
     producer.send(payload("after", 0))

@@ -18,6 +18,7 @@ import pytest
 from magnetar.testing import BrokerProcess
 
 from .lifecycle_helpers import (
+    CHECKS_PASS_S,
     FAST_LIFECYCLE,
     Admin,
     ClientPool,
@@ -31,8 +32,8 @@ from .lifecycle_helpers import (
 MiB = 1024 * 1024
 PAD = b"r" * 996
 
-#: long enough for a cursor flush (0.2 s), the trim after it and a lifecycle check (1 s)
-SETTLE_S = 1.5
+#: long enough for a cursor flush (0.2 s), the trim after it and two lifecycle checks
+SETTLE_S = 0.2 + CHECKS_PASS_S
 
 
 @pytest.fixture(scope="module")

@@ -117,10 +117,19 @@ def test_the_pure_python_reference_gives_the_published_vectors() -> None:
 
 
 def test_mmh3_agrees_with_the_pure_python_function_on_random_keys() -> None:
+    """murmur3 x86_32 has no path that depends on the key but its length: the number of 4-byte
+    blocks and the tail (0-3 bytes). Every length up to 64 (no block to 16 blocks, every tail) with
+    seed 0 and a random seed, then 1,000 random keys up to 5,000 bytes, cover each path hundreds of
+    times (20,000 random keys once took ~3.5 s of pure Python for no path more)."""
     rng = random.Random(22)
-    for _ in range(20_000):
-        data = rng.randbytes(rng.choice([rng.randrange(80), rng.randrange(5000)]))
-        seed = rng.choice([0, 0, rng.getrandbits(32)])
+    lengths = [n for n in range(65) for _ in range(2)]
+    lengths += [rng.choice([rng.randrange(80), rng.randrange(5000)]) for _ in range(1000)]
+    for i, length in enumerate(lengths):
+        data = rng.randbytes(length)
+        if i < 130:
+            seed = rng.getrandbits(32) if i % 2 else 0
+        else:
+            seed = rng.choice([0, 0, rng.getrandbits(32)])
         expected = _pure_python_murmur3_32(data, seed)
         assert murmur3_32(data, seed) == expected, (data, seed)
         assert murmur3_32(memoryview(b"x" + data)[1:], seed) == expected

@@ -228,6 +228,9 @@ def _client_command(client: str, build_dir: Path) -> list[str]:
     return ["java", "-cp", classpath.read_text().strip(), str(driver), "{url}", "{dir}", "{topic}"]
 
 
+# the driver's build (go build / mvn, up to 900 s each) runs inside the test: on a clean machine the Go
+# build cache is cold and this file runs before tests/interop warms it (a cold go build took over 120 s)
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("client", ["go", "java"])
 def test_disk_full_gives_the_go_and_java_clients_a_final_error(
     client: str, small_disk: Path, dedicated_broker: Callable[..., BrokerProcess], tmp_path: Path

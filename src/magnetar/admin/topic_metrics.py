@@ -23,6 +23,7 @@ scrape of 1,000 topics took 353 ms of the loop more, written here 11 ms (benchma
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from magnetar.broker.topics.storage_stats import LatencyCounts
@@ -78,18 +79,42 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-class TopicStorageFamilies:
-    """The families above as text, filled topic by topic during one scrape."""
+class TextFamilies:
+    """Families in the Prometheus text format, their samples added as text lines: /metrics' one writer
+    of per-topic samples (prometheus_client's families build a dict and a Sample per sample, and escape
+    the labels again for each: 8x the CPU, benchmarks/PROFILES.md section 45)."""
 
-    def __init__(self) -> None:
-        #: every family's samples as (name, help, lines after the name), in the order written
-        self._families: dict[str, tuple[str, list[str]]] = {}
-        for name, suffixes, doc in _HISTOGRAMS:
-            for suffix in (*suffixes, "count", "sum"):
-                self._families[f"{name}_{suffix}"] = (doc, [])
-        for name, doc in (*_TOPIC_GAUGES, *_SUBSCRIPTION_GAUGES):
-            self._families[name] = (doc, [])
-        self._lines = {name: lines for name, (_, lines) in self._families.items()}
+    def __init__(self, families: Iterable[tuple[str, str, str]]) -> None:
+        #: every family as name -> (type, help, lines after the name), in the order written
+        self._families: dict[str, tuple[str, str, list[str]]] = {}
+        for name, kind, doc in families:
+            self._families[name] = (kind, doc, [])
+        #: each family's sample lines (labels and value, after its name), to append to
+        self.lines = {name: lines for name, (_, _, lines) in self._families.items()}
+
+    def text(self) -> bytes:
+        """Every family in the text format (HELP, TYPE, its samples)."""
+        out: list[str] = []
+        for name, (kind, doc, lines) in self._families.items():
+            out.append(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")
+            out.extend(f"{name}{line}\n" for line in lines)
+        return "".join(out).encode()
+
+
+def storage_family_names() -> Iterator[tuple[str, str, str]]:
+    """The families above as (name, type, help), in the order written."""
+    for name, suffixes, doc in _HISTOGRAMS:
+        for suffix in (*suffixes, "count", "sum"):
+            yield f"{name}_{suffix}", "gauge", doc
+    for name, doc in (*_TOPIC_GAUGES, *_SUBSCRIPTION_GAUGES):
+        yield name, "gauge", doc
+
+
+class TopicStorageFamilies:
+    """The families above, filled topic by topic during one scrape into a :class:`TextFamilies`."""
+
+    def __init__(self, families: TextFamilies) -> None:
+        self._lines = families.lines
 
     def add_topic(self, labels: str, topic: Topic, subs_backlog: int, numbers: dict[str, float]) -> None:
         """One topic's histograms and gauges (``labels``: its :func:`label_text`, ``subs_backlog``: the
@@ -149,11 +174,3 @@ class TopicStorageFamilies:
             lines[f"{name}_{suffix}"].append(f"{head}{count}")
         lines[name + "_count"].append(f"{head}{sum(latencies.counts)}")
         lines[name + "_sum"].append(f"{head}{latencies.sum_us}")
-
-    def text(self) -> bytes:
-        """Every family in the text format (HELP, TYPE gauge, its samples), once every topic was added."""
-        out: list[str] = []
-        for name, (doc, lines) in self._families.items():
-            out.append(f"# HELP {name} {doc}\n# TYPE {name} gauge\n")
-            out.extend(f"{name}{line}\n" for line in lines)
-        return "".join(out).encode()

@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.parser import text_string_to_metric_families
 
 from magnetar.admin import metrics
+from magnetar.admin.topic_metrics import TextFamilies
 from magnetar.broker.config import BrokerConfig
 from magnetar.broker.replication.names import is_replicator
 from magnetar.broker.replication.stats import replication_stats
@@ -180,11 +181,11 @@ def test_a_scrape_gives_the_loop_back_between_slices_of_topics(monkeypatch: pyte
 
     class Families:
         def __init__(self, _admin: object) -> None:
-            self.families = types.SimpleNamespace(text=lambda: b"")
+            self.families = types.SimpleNamespace(chunks=lambda: iter([b"x"]))
 
         def add_topic(self, topic: types.SimpleNamespace) -> None:
             added.append(len(turns))
-            if topic.name == "t1":
+            if topic.name == "t4":
                 del loaded["t5"]  # unloaded during the scrape: left out
 
     async def ticker() -> None:
@@ -195,10 +196,35 @@ def test_a_scrape_gives_the_loop_back_between_slices_of_topics(monkeypatch: pyte
     async def main() -> None:
         tick = asyncio.create_task(ticker())
         await asyncio.sleep(0)
-        await metrics.topic_families_text(admin, per_turn=3)  # type: ignore[arg-type]
+        await metrics.topic_families_text(admin, turn=0.0)  # type: ignore[arg-type]
         tick.cancel()
 
     monkeypatch.setattr(metrics, "TopicFamilies", Families)
     asyncio.run(main())
-    # 8 topics, 3 per turn: 3 slices, the loop ran another task between each; t5 left out
-    assert added == [1, 1, 1, 2, 2, 3, 3]
+    # no time for a second topic in a turn: the loop ran another task before each; t5 left out
+    assert added == [2, 3, 4, 5, 6, 8, 9]
+
+
+def test_a_large_text_is_written_over_several_turns_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    families = TextFamilies([(f"f{i}", "gauge", "doc") for i in range(8)])
+    for i in range(8):
+        families.lines[f"f{i}"].extend(f'{{topic="t{n}"}} {n}' for n in range(20_000))
+    admin = types.SimpleNamespace(service=types.SimpleNamespace(topics={}))
+    monkeypatch.setattr(metrics, "TopicFamilies", lambda _admin: types.SimpleNamespace(families=families))
+    turns: list[int] = []
+
+    async def main() -> bytes:
+        async def ticker() -> None:
+            while True:
+                turns.append(1)
+                await asyncio.sleep(0)
+
+        tick = asyncio.create_task(ticker())
+        text = await metrics.topic_families_text(admin, b"# head\n")  # type: ignore[arg-type]
+        tick.cancel()
+        return text
+
+    text = asyncio.run(main())
+    assert text == b"# head\n" + families.text()
+    assert len(text) > 4 * metrics.SCRAPE_TEXT_TURN and len(turns) >= 4
+    assert text.count(b"\nf3{") == 20_000 and text.endswith(b'f7{topic="t19999"} 19999\n')

@@ -92,13 +92,16 @@ class TextFamilies:
         #: each family's sample lines (labels and value, after its name), to append to
         self.lines = {name: lines for name, (_, _, lines) in self._families.items()}
 
-    def text(self) -> bytes:
-        """Every family in the text format (HELP, TYPE, its samples)."""
-        out: list[str] = []
+    def chunks(self) -> Iterator[bytes]:
+        """Every family in the text format (HELP, TYPE, its samples), one family per chunk (the samples
+        joined in one C call, not line by line: 10,000 topics' family in well under a millisecond)."""
         for name, (kind, doc, lines) in self._families.items():
-            out.append(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")
-            out.extend(f"{name}{line}\n" for line in lines)
-        return "".join(out).encode()
+            samples = name + ("\n" + name).join(lines) + "\n" if lines else ""
+            yield f"# HELP {name} {doc}\n# TYPE {name} {kind}\n{samples}".encode()
+
+    def text(self) -> bytes:
+        """Every family in the text format, at once."""
+        return b"".join(self.chunks())
 
 
 def storage_family_names() -> Iterator[tuple[str, str, str]]:

@@ -209,6 +209,10 @@ def test_a_large_text_is_written_over_several_turns_whole(monkeypatch: pytest.Mo
     families = TextFamilies([(f"f{i}", "gauge", "doc") for i in range(8)])
     for i in range(8):
         families.lines[f"f{i}"].extend(f'{{topic="t{n}"}} {n}' for n in range(20_000))
+    expected = b"# head\n" + b"".join(
+        f"# HELP f{i} doc\n# TYPE f{i} gauge\n".encode() + b"".join(b'f%d{topic="t%d"} %d\n' % (i, n, n) for n in range(20_000))
+        for i in range(8)
+    )
     admin = types.SimpleNamespace(service=types.SimpleNamespace(topics={}))
     monkeypatch.setattr(metrics, "TopicFamilies", lambda _admin: types.SimpleNamespace(families=families))
     turns: list[int] = []
@@ -225,6 +229,7 @@ def test_a_large_text_is_written_over_several_turns_whole(monkeypatch: pytest.Mo
         return text
 
     text = asyncio.run(main())
-    assert text == b"# head\n" + families.text()
+    assert text == expected
+    assert families.text() == b"".join(f"# HELP f{i} doc\n# TYPE f{i} gauge\n".encode() for i in range(8))  # emptied
     assert len(text) > 4 * metrics.SCRAPE_TEXT_TURN and len(turns) >= 4
     assert text.count(b"\nf3{") == 20_000 and text.endswith(b'f7{topic="t19999"} 19999\n')

@@ -69,6 +69,9 @@ _SUBSCRIPTION_GAUGES = (
 
 _NO_LATENCIES = LatencyCounts()
 
+#: samples per chunk of :meth:`TextFamilies.chunks` (~250 KiB, under a millisecond to write)
+CHUNK_LINES = 2000
+
 
 def label_text(values: dict[str, str]) -> str:
     """Labels as the text format writes them, between braces (values escaped as prometheus_client does)."""
@@ -93,14 +96,22 @@ class TextFamilies:
         self.lines = {name: lines for name, (_, _, lines) in self._families.items()}
 
     def chunks(self) -> Iterator[bytes]:
-        """Every family in the text format (HELP, TYPE, its samples), one family per chunk (the samples
-        joined in one C call, not line by line: 10,000 topics' family in well under a millisecond)."""
+        """Every family in the text format (HELP, TYPE, its samples) in chunks of up to
+        :data:`CHUNK_LINES` samples, each family emptied once written. The samples are joined in one C
+        call per chunk, not line by line, and freed family by family, not all at the end (10,000
+        topics' 800,000 lines took the loop 40 ms to free at once, one family of them 2-8 ms to join)."""
         for name, (kind, doc, lines) in self._families.items():
-            samples = name + ("\n" + name).join(lines) + "\n" if lines else ""
-            yield f"# HELP {name} {doc}\n# TYPE {name} {kind}\n{samples}".encode()
+            head = f"# HELP {name} {doc}\n# TYPE {name} {kind}\n"
+            if not lines:
+                yield head.encode()
+            separator = "\n" + name
+            for start in range(0, len(lines), CHUNK_LINES):
+                yield f"{head}{name}{separator.join(lines[start : start + CHUNK_LINES])}\n".encode()
+                head = ""
+            lines.clear()
 
     def text(self) -> bytes:
-        """Every family in the text format, at once."""
+        """Every family in the text format, at once (emptying them)."""
         return b"".join(self.chunks())
 
 

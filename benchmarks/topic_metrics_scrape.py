@@ -153,7 +153,12 @@ async def _text_in_thread(admin: types.SimpleNamespace, per_turn: int) -> bytes:
             await asyncio.sleep(0)
         for topic in topics[start : start + per_turn]:
             families.add_topic(topic)
-    return generate_latest(metrics.build_registry(admin)) + await asyncio.to_thread(families.families.text)  # type: ignore[arg-type]
+    head = generate_latest(metrics.build_registry(admin))  # type: ignore[arg-type]
+
+    def write() -> bytes:
+        return b"".join([head, *families.families.chunks()])
+
+    return await asyncio.to_thread(write)
 
 
 async def _held(scrape: Callable[[], Awaitable[bytes]]) -> tuple[float, float, float]:

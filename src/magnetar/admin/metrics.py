@@ -9,6 +9,10 @@ and labels: provider_name, auth_method, reason) and ``magnetar_authorization_ref
 ``pulsar_txn_active_count`` and ``pulsar_txn_{created,committed,aborted,timeout,append_log}_total``
 per coordinator. Pulsar's per-topic storage histograms (write latency, ledger write latency, entry
 size) and the other storage and subscription gauges: :mod:`magnetar.admin.topic_metrics`.
+
+Every per-topic family is written as text (:class:`TopicFamilies`, by topic_metrics' writer), the topics
+gathered 1 ms of the loop at a time: :func:`scrape` is awaited, so a scrape of 10,000 topics holds the loop
+~5 ms at most, not 2.3 s at once (benchmarks/PROFILES.md section 47).
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@ with ``exposeTopicLevelMetricsInPrometheus=true``, its default), every one a gau
   ``pulsar_subscription_total_msg_expired`` and the ``pulsar_subscription_last_*_timestamp`` times.
 
 The histograms are recorded by the topics (``magnetar.broker.topics.storage_stats``); this module only
-reads them at scrape time, and writes these ~50 samples per topic as text itself: through
-prometheus_client's families (a dict and a Sample per sample, the labels escaped again for each) a
-scrape of 1,000 topics took 353 ms of the loop more, written here 11 ms (benchmarks/PROFILES.md §45).
+reads them at scrape time. :class:`TextFamilies` is /metrics' one writer of the text format for every
+per-topic family (these and :mod:`magnetar.admin.metrics`' older ones): through prometheus_client's
+families (a dict and a Sample per sample, the labels escaped again for each) these ~50 samples per topic
+took 353 ms of the loop per 1,000 topics more, written here 11 ms (benchmarks/PROFILES.md §45, §47).
 """
 
 from __future__ import annotations

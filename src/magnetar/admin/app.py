@@ -95,7 +95,7 @@ def create_core_app(service: BrokerService) -> tuple[FastAPI, RouteGroups]:
     @app.get("/metrics", response_class=Response, tags=["metrics"], dependencies=[access.open()])
     async def prometheus_metrics() -> Response:
         """Prometheus text: pulsar_* topic metrics and magnetar_* process metrics."""
-        return Response(metrics.render(registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(await metrics.scrape(registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui() -> HTMLResponse:

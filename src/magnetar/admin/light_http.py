@@ -116,7 +116,7 @@ class LightEndpoints:
             metrics = await loop.run_in_executor(None, importlib.import_module, "magnetar.admin.metrics")
             self._metrics = metrics
             self._registry = metrics.build_registry(admin)
-        return 200, self._metrics.CONTENT_TYPE.encode(), self._metrics.render(self._registry)
+        return 200, self._metrics.CONTENT_TYPE.encode(), await self._metrics.scrape(self._registry)
 
 
 class LightConnection(asyncio.Protocol):

@@ -16,13 +16,15 @@ with ``exposeTopicLevelMetricsInPrometheus=true``, its default), every one a gau
   ``pulsar_subscription_total_msg_expired`` and the ``pulsar_subscription_last_*_timestamp`` times.
 
 The histograms are recorded by the topics (``magnetar.broker.topics.storage_stats``); this module only
-reads them at scrape time, and writes these ~50 samples per topic as text itself: through
-prometheus_client's families (a dict and a Sample per sample, the labels escaped again for each) a
-scrape of 1,000 topics took 353 ms of the loop more, written here 11 ms (benchmarks/PROFILES.md §45).
+reads them at scrape time. :class:`TextFamilies` is /metrics' one writer of the text format for every
+per-topic family (these and :mod:`magnetar.admin.metrics`' older ones): through prometheus_client's
+families (a dict and a Sample per sample, the labels escaped again for each) these ~50 samples per topic
+took 353 ms of the loop per 1,000 topics more, written here 11 ms (benchmarks/PROFILES.md §45, §47).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from magnetar.broker.topics.storage_stats import LatencyCounts
@@ -68,6 +70,9 @@ _SUBSCRIPTION_GAUGES = (
 
 _NO_LATENCIES = LatencyCounts()
 
+#: samples per chunk of :meth:`TextFamilies.chunks` (~250 KiB, under a millisecond to write)
+CHUNK_LINES = 2000
+
 
 def label_text(values: dict[str, str]) -> str:
     """Labels as the text format writes them, between braces (values escaped as prometheus_client does)."""
@@ -78,18 +83,53 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-class TopicStorageFamilies:
-    """The families above as text, filled topic by topic during one scrape."""
+class TextFamilies:
+    """Families in the Prometheus text format, their samples added as text lines: /metrics' one writer
+    of per-topic samples (prometheus_client's families build a dict and a Sample per sample, and escape
+    the labels again for each: 8x the CPU, benchmarks/PROFILES.md section 45)."""
 
-    def __init__(self) -> None:
-        #: every family's samples as (name, help, lines after the name), in the order written
-        self._families: dict[str, tuple[str, list[str]]] = {}
-        for name, suffixes, doc in _HISTOGRAMS:
-            for suffix in (*suffixes, "count", "sum"):
-                self._families[f"{name}_{suffix}"] = (doc, [])
-        for name, doc in (*_TOPIC_GAUGES, *_SUBSCRIPTION_GAUGES):
-            self._families[name] = (doc, [])
-        self._lines = {name: lines for name, (_, lines) in self._families.items()}
+    def __init__(self, families: Iterable[tuple[str, str, str]]) -> None:
+        #: every family as name -> (type, help, lines after the name), in the order written
+        self._families: dict[str, tuple[str, str, list[str]]] = {}
+        for name, kind, doc in families:
+            self._families[name] = (kind, doc, [])
+        #: each family's sample lines (labels and value, after its name), to append to
+        self.lines = {name: lines for name, (_, _, lines) in self._families.items()}
+
+    def chunks(self) -> Iterator[bytes]:
+        """Every family in the text format (HELP, TYPE, its samples) in chunks of up to
+        :data:`CHUNK_LINES` samples, each family emptied once written. The samples are joined in one C
+        call per chunk, not line by line, and freed family by family, not all at the end (10,000
+        topics' 800,000 lines took the loop 40 ms to free at once, one family of them 2-8 ms to join)."""
+        for name, (kind, doc, lines) in self._families.items():
+            head = f"# HELP {name} {doc}\n# TYPE {name} {kind}\n"
+            if not lines:
+                yield head.encode()
+            separator = "\n" + name
+            for start in range(0, len(lines), CHUNK_LINES):
+                yield f"{head}{name}{separator.join(lines[start : start + CHUNK_LINES])}\n".encode()
+                head = ""
+            lines.clear()
+
+    def text(self) -> bytes:
+        """Every family in the text format, at once (emptying them)."""
+        return b"".join(self.chunks())
+
+
+def storage_family_names() -> Iterator[tuple[str, str, str]]:
+    """The families above as (name, type, help), in the order written."""
+    for name, suffixes, doc in _HISTOGRAMS:
+        for suffix in (*suffixes, "count", "sum"):
+            yield f"{name}_{suffix}", "gauge", doc
+    for name, doc in (*_TOPIC_GAUGES, *_SUBSCRIPTION_GAUGES):
+        yield name, "gauge", doc
+
+
+class TopicStorageFamilies:
+    """The families above, filled topic by topic during one scrape into a :class:`TextFamilies`."""
+
+    def __init__(self, families: TextFamilies) -> None:
+        self._lines = families.lines
 
     def add_topic(self, labels: str, topic: Topic, subs_backlog: int, numbers: dict[str, float]) -> None:
         """One topic's histograms and gauges (``labels``: its :func:`label_text`, ``subs_backlog``: the
@@ -149,11 +189,3 @@ class TopicStorageFamilies:
             lines[f"{name}_{suffix}"].append(f"{head}{count}")
         lines[name + "_count"].append(f"{head}{sum(latencies.counts)}")
         lines[name + "_sum"].append(f"{head}{latencies.sum_us}")
-
-    def text(self) -> bytes:
-        """Every family in the text format (HELP, TYPE gauge, its samples), once every topic was added."""
-        out: list[str] = []
-        for name, (doc, lines) in self._families.items():
-            out.append(f"# HELP {name} {doc}\n# TYPE {name} gauge\n")
-            out.extend(f"{name}{line}\n" for line in lines)
-        return "".join(out).encode()

@@ -42,9 +42,9 @@ def test_tenants_and_namespaces(tmp_path: Path) -> None:
         with pytest.raises(PreconditionFailedError, match="Clusters do not exist"):
             admin.tenants.create_tenant("other", {"allowedClusters": ["nowhere"]})
         admin.namespaces.create_namespace("acme/ns", {"message_ttl_in_seconds": 30, "unknown": 1})
-        assert admin.policies.get_namespace_policy("acme/ns", "message_ttl_in_seconds") == 30
+        assert await admin.policies.get_namespace_policy("acme/ns", "message_ttl_in_seconds") == 30
         with pytest.raises(NotFoundError, match="Namespace does not exist"):
-            admin.policies.get_namespace_policy("acme/none", "message_ttl_in_seconds")
+            await admin.policies.get_namespace_policy("acme/none", "message_ttl_in_seconds")
         with pytest.raises(PreconditionFailedError, match="Namespace name is not valid"):
             admin.ctx.namespace_name("acme", "bad/name")
         await admin.topics.create_topic(admin.ctx.parse_topic("persistent://acme/ns/t"))
@@ -83,17 +83,17 @@ def test_topic_policy_falls_back_to_namespace_then_broker_setting(tmp_path: Path
         tn = admin.ctx.parse_topic("persistent://public/default/pol")
         await admin.topics.create_topic(tn)
         policies = admin.policies
-        assert policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 17
+        assert await policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 17
         policies.set_namespace_policy("public/default", "message_ttl_in_seconds", 20)
-        assert policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 20
+        assert await policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 20
         policies.set_topic_policy(tn, "message_ttl_in_seconds", 5)
-        assert policies.get_topic_policy(tn, "message_ttl_in_seconds") == 5
+        assert await policies.get_topic_policy(tn, "message_ttl_in_seconds") == 5
         with pytest.raises(PreconditionFailedError, match="must >= 0"):
             policies.set_topic_policy(tn, "message_ttl_in_seconds", -3)
         policies.remove_topic_policy(tn, "message_ttl_in_seconds")
-        assert policies.get_topic_policy(tn, "message_ttl_in_seconds") is None
+        assert await policies.get_topic_policy(tn, "message_ttl_in_seconds") is None
         with pytest.raises(NotFoundError, match="not found"):
-            policies.get_topic_policy(admin.ctx.parse_topic("persistent://public/default/none"), "retention_policies")
+            await policies.get_topic_policy(admin.ctx.parse_topic("persistent://public/default/none"), "retention_policies")
 
     run_with_admin(tmp_path, body, default_message_ttl_seconds=17)
 

@@ -118,3 +118,36 @@ def test_subscriptions_and_stats(tmp_path: Path) -> None:
         assert await admin.subscriptions.list_subscriptions(tn) == []
 
     run_with_admin(tmp_path, body)
+
+
+def test_existence_checks_read_the_store_off_the_loop(tmp_path: Path) -> None:
+    """What the store's memory does not hold is read in a worker thread: the row of a topic not loaded,
+    the tenant of a namespace that does not exist (which tells the two 404s apart); the answers are the
+    checks' own (before, these reads ran on the loop)."""
+    import threading
+
+    async def body(admin: BrokerAdmin) -> None:
+        ctx = admin.ctx
+        await ctx.write(ctx.metadata.get_or_create_topic, "persistent://public/default/stored")
+        store, loop_thread, readers = ctx.metadata, threading.get_ident(), []
+        reader = store._reader
+        store._reader = lambda: (readers.append(threading.get_ident()), reader())[1]  # type: ignore[method-assign]
+        try:
+            assert await ctx.namespace_read("public/default") == {}  # from memory: no read
+            assert readers == []
+            with pytest.raises(NotFoundError, match="^Namespace does not exist$"):
+                await ctx.namespace_read("public/nowhere")
+            with pytest.raises(NotFoundError, match="^Tenant does not exist$"):
+                await ctx.existing_read(ctx.parse_topic("persistent://nobody/nowhere/t"))
+            stored = ctx.parse_topic("persistent://public/default/stored")
+            assert await ctx.topic_exists_read(stored) and "persistent://public/default/stored" not in ctx.service.topics
+            with pytest.raises(NotFoundError, match="^Topic persistent://public/default/missing not found$"):
+                await ctx.load_topic(ctx.parse_topic("persistent://public/default/missing"))
+            assert (await ctx.load_topic(stored)).name == str(stored)
+            with pytest.raises(NotFoundError, match="^Namespace does not exist$"):
+                await admin.policies.get_namespace_policy("public/nowhere", "message_ttl_in_seconds")
+        finally:
+            del store._reader
+        assert len(readers) >= 6 and loop_thread not in readers
+
+    run_with_admin(tmp_path, body)

@@ -2,11 +2,13 @@
 (tests/loop_file_probe.py, tests/test_architecture.py): produce and consume (batched and not), a
 backlog catch-up out of the cache, redelivery, deduplication, segment roll-over and retention
 trimming, compaction and a read_compacted reader, a topic unloaded and reloaded, transactions
-committed and aborted, admin reads and writes, a topic deleted; and every path that writes or reads the
-metadata store: schemas registered by a producer, a consumer and GET_OR_CREATE_SCHEMA (binary) and
-posted, deleted and force-deleted through the REST API, a dynamic configuration update and its removal,
-a topic terminated, lookups (LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE), a namespace's topic
-list (admin), the light HTTP server's cluster list, compaction's records, topics deleted.
+committed and aborted, admin reads and writes, a topic deleted; and every path that writes or reads the metadata store:
+schemas registered by a producer, a consumer and GET_OR_CREATE_SCHEMA (binary) and posted, deleted
+and force-deleted through the REST API, a dynamic configuration update and its removal, a topic
+terminated, lookups (LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE), a namespace's topic list
+(admin), the light HTTP server's cluster list, compaction's records, topics deleted, the admin checks
+of topics not loaded (their rows read) and of a topic, a namespace and a tenant that do not exist (the
+tenant read to tell them apart), a namespace deleted with its stored topics.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ def run_scenario(service_url: str, http_url: str) -> dict[str, Any]:
     finally:
         client.close()
     seen.update(_metadata_paths(service_url, admin, plain))
+    seen["not_loaded"] = _not_loaded_and_missing(admin)
     seen["stats"] = admin.topic_stats(plain)["msgInCounter"]
     seen["internal"] = len(admin.request("GET", topic_path(plain) + "/internalStats")["ledgers"])
     seen["topics"] = sorted(admin.topics(NS))
@@ -159,10 +162,7 @@ def _metadata_paths(service_url: str, admin: Admin, plain: str) -> dict[str, Any
     admin.request("POST", f"/schemas/{NS}/with-schema/schema", schema)
     seen["schema"] = admin.request("GET", f"/schemas/{NS}/with-schema/schema")["type"]
     seen["schema_deleted"] = admin.request("DELETE", f"/schemas/{NS}/with-schema/schema")["version"]
-    try:  # the history is forgotten; the route answers 404 for a forced delete (it has no version to give)
-        admin.request("DELETE", f"/schemas/{NS}/with-schema/schema?force=true")
-    except AdminError as exc:
-        seen["schema_forced"] = exc.status
+    seen["schema_forced"] = admin.request("DELETE", f"/schemas/{NS}/with-schema/schema?force=true")["version"]
     admin.request("POST", "brokers/configuration/maxProducersPerTopic/100")
     seen["dynamic"] = admin.request("GET", "brokers/configuration/values")
     admin.request("DELETE", "brokers/configuration/maxProducersPerTopic")
@@ -170,6 +170,40 @@ def _metadata_paths(service_url: str, admin: Admin, plain: str) -> dict[str, Any
     seen["namespace_topics"] = sorted(admin.request("GET", f"namespaces/{NS}/topics"))
     admin.delete_topic(topic, force=True)
     admin.delete_topic(idle, force=True)
+    return seen
+
+
+def _status(admin: Admin, method: str, path: str) -> Any:
+    """The answer of a request, or its error status and reason."""
+    try:
+        return admin.request(method, path)
+    except AdminError as exc:
+        return exc.status, exc.reason
+
+
+def _not_loaded_and_missing(admin: Admin) -> dict[str, Any]:
+    """The admin checks that meet a topic not loaded (its row read), a topic that does not exist, and a
+    namespace that does not exist, in a tenant that exists and in one that does not (the tenant read to
+    tell the two apart). The topics are left to the namespace's forced deletion (which lists them)."""
+    stored = f"persistent://{NS}/stored-{uuid.uuid4().hex[:6]}"
+    parted = f"persistent://{NS}/parted-{uuid.uuid4().hex[:6]}"
+    missing = f"persistent://{NS}/missing-{uuid.uuid4().hex[:6]}"
+    admin.create_topic(stored)  # a row, never loaded
+    admin.create_partitioned_topic(parted, 2)  # its partitions' rows, never loaded
+    seen: dict[str, Any] = {}
+    for name, topic in (("stored", stored), ("missing", missing)):
+        path = topic_path(topic)
+        seen[name] = [_status(admin, "GET", path + "/partitions"), _status(admin, "GET", path + "/messageTTL"),
+                      _status(admin, "GET", path + "/properties"), _status(admin, "GET", path + "/permissions"),
+                      _status(admin, "PUT", path + "/unload")]
+    seen["parted"] = sorted(admin.partitioned_stats(parted)["partitions"])
+    seen["names"] = {"missing": missing, "parted": parted}
+    seen["namespaces"] = [_status(admin, method, path) for method, path in (
+        ("GET", "namespaces/public/nowhere/messageTTL"), ("GET", "namespaces/nobody/nowhere/messageTTL"),
+        ("GET", "namespaces/public/nowhere/permissions"), ("GET", "namespaces/public/nowhere/properties"),
+        ("GET", "persistent/public/nowhere"), ("GET", "namespaces/nobody/nowhere/bundles"),
+        ("DELETE", "namespaces/public/nowhere"), ("DELETE", "tenants/nobody"),
+    )]
     return seen
 
 

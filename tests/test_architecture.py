@@ -382,7 +382,9 @@ def test_the_event_loop_opens_reads_and_writes_no_file(tmp_path: Path) -> None:
     thread while the scenario also registers schemas (a producer's, a consumer's, GET_OR_CREATE_SCHEMA,
     the REST API's post / delete / forced delete), updates and removes a dynamic setting, terminates a
     topic, looks topics up and lists a namespace's topics (binary and admin) and the light HTTP server's
-    clusters. Only the file operations of LOOP_FILE_ALLOWED and no SQLite statement may appear, and the
+    clusters, checks topics not loaded and a topic, a namespace and a tenant that do not exist (the
+    answers as before: on the session-9 tree the loop ran 22 statements there), deletes a namespace
+    with its stored topics. Only the file operations of LOOP_FILE_ALLOWED and no SQLite statement may appear, and the
     probe must have seen the roll-overs and a statement run on the loop on purpose (it works)."""
     from magnetar.testing import BrokerThread
     from magnetar.testing.ports import free_port
@@ -401,7 +403,13 @@ def test_the_event_loop_opens_reads_and_writes_no_file(tmp_path: Path) -> None:
     assert seen["compacted"] == [b"v55", b"v56", b"v57", b"v58", b"v59"] and seen["schema"] == "STRING"
     assert seen["binary"] == {"version": b"\x00" * 8, "partitions": 0, "listed": True}
     assert (seen["schema_deleted"], seen["dynamic"], seen["terminated"]) == (1, {"maxProducersPerTopic": "100"}, 0)
-    assert seen["clusters"] == ["standalone"] and len(seen["namespace_topics"]) == 4
+    assert seen["clusters"] == ["standalone"] and len(seen["namespace_topics"]) == 4 and seen["schema_forced"] == -1
+    checks, absent = seen["not_loaded"], (404, "Namespace does not exist")
+    gone = (404, f"Topic {checks['names']['missing']} not found")
+    assert checks["stored"] == [{"partitions": 0}, None, {}, {}, None] and checks["missing"] == [gone, gone, gone, {}, gone]
+    assert checks["parted"] == [f"{checks['names']['parted']}-partition-{i}" for i in range(2)]
+    assert checks["namespaces"] == [absent, (404, "Tenant does not exist"), absent, absent, absent,
+                                    (404, "Tenant does not exist"), absent, (404, "Tenant does not exist")]
 
     def allowed_by(stack: list[str]) -> str | None:
         frames = {" ".join((place.split(":", 1)[0].split("/site-packages/")[-1].split("/src/")[-1], name))

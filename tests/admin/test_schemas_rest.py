@@ -64,6 +64,25 @@ def test_post_get_versions_compatibility_and_delete(rest: Http) -> None:
     assert rest.post(base + "/schema", _payload(AVRO_BAD)).status == 200
 
 
+def test_a_forced_delete_answers_version_minus_one_as_pulsar(rest: Http) -> None:
+    """A forced delete answers 200 {"version": -1} (Pulsar's DeleteSchemaResponse when its storage gives no
+    version) for a topic with versions, after a soft delete and for a topic without schema; the history is
+    gone, the next schema is version 0 again (before: 404 "Schema not found" every time)."""
+    base = f"/admin/v2/schemas/public/default/forced-{uuid.uuid4().hex[:8]}"
+    rest.post(base + "/schema", _payload(AVRO_V1))
+    rest.post(base + "/schema", _payload(AVRO_V2))
+    forced = rest.delete(base + "/schema?force=true")
+    assert (forced.status, forced.json()) == (200, {"version": -1})
+    assert (rest.get(base + "/schemas").status, rest.get(base + "/schema/0").status) == (404, 404)
+    assert rest.post(base + "/schema", _payload(AVRO_BAD)).json() == {"version": {"version": 0}}
+    assert rest.delete(base + "/schema").json() == {"version": 1}  # soft: a delete marker
+    after_soft = rest.delete(base + "/schema?force=true")
+    assert (after_soft.status, after_soft.json()) == (200, {"version": -1})
+    assert rest.get(base + "/schemas").status == 404
+    none = rest.delete(f"/admin/v2/schemas/public/default/none-{uuid.uuid4().hex[:8]}/schema?force=true")
+    assert (none.status, none.json()) == (200, {"version": -1})
+
+
 @pytest.mark.parametrize(
     "body",
     [[], {"schema": "{}"}, {"type": "AVRO", "schema": 3}, {"type": "AVRO", "schema": "{}", "properties": {"a": 1}}],

@@ -100,7 +100,7 @@ def namespace_replication_router(admin: BrokerAdmin, access: AccessGuard) -> API
     @r.get("/{tenant}/{namespace}/replication", dependencies=[access.namespace_policy(write=False)],
            summary="Get the replication clusters")
     async def get_replication(tenant: str, namespace: str) -> list[str]:
-        return clusters.get_namespace_replication(name(tenant, namespace))
+        return await clusters.get_namespace_replication(name(tenant, namespace))
 
     @r.post("/{tenant}/{namespace}/replication", status_code=204, dependencies=[access.namespace_policy(write=True)],
             summary="Set the replication clusters")
@@ -123,7 +123,7 @@ def topic_replication_router(admin: BrokerAdmin, access: AccessGuard, domain: st
 
     @r.get(path, dependencies=read, summary="Get the topic's replication clusters")
     async def get_replication(tenant: str, namespace: str, topic: str, applied: bool = False) -> list[str] | None:
-        return clusters.get_topic_replication(topic_name(tenant, namespace, topic), applied)
+        return await clusters.get_topic_replication(topic_name(tenant, namespace, topic), applied)
 
     @r.post(path, status_code=204, dependencies=write, summary="Set the topic's replication clusters")
     async def set_replication(tenant: str, namespace: str, topic: str, value: Annotated[list[str], Body()]) -> Response:

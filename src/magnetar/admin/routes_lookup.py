@@ -21,7 +21,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
         if domain not in DOMAINS:
             raise HttpError(412, f"Invalid topic domain {domain!r}")
         tn = admin.ctx.topic_name(domain, tenant, namespace, topic)
-        return admin.topics.lookup(tn, request.url.port)
+        return await admin.topics.lookup(tn, request.url.port)
 
     @r.get(
         "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
@@ -29,7 +29,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
     async def bundle(domain: str, tenant: str, namespace: str, topic: str) -> str:
         if domain not in DOMAINS:
             raise HttpError(412, f"Invalid topic domain {domain!r}")
-        admin.ctx.check_namespace(admin.ctx.namespace_name(tenant, namespace))
+        await admin.ctx.namespace_read(admin.ctx.namespace_name(tenant, namespace))
         return "0x00000000_0xffffffff"  # magnetar never splits a namespace into bundles
 
     return r

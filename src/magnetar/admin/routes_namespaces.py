@@ -37,7 +37,7 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
 
     @r.get("/{tenant}/{namespace}", dependencies=[access.namespace_policy(write=False)], summary="Get a namespace's policies")
     async def get_policies(tenant: str, namespace: str) -> dict:
-        return admin.policies.get_namespace_policies(name(tenant, namespace))
+        return await admin.policies.get_namespace_policies(name(tenant, namespace))
 
     @r.delete(
         "/{tenant}/{namespace}", status_code=204, dependencies=[access.tenant(TenantOperation.DELETE_NAMESPACE)],
@@ -73,14 +73,14 @@ def _add_namespace_operations(r: APIRouter, admin: BrokerAdmin, access: AccessGu
     @r.get("/{tenant}/{namespace}/bundles", dependencies=[access.namespace(NamespaceOperation.GET_BUNDLE)],
            summary="The namespace's bundles (one: the full hash range)")
     async def bundles(tenant: str, namespace: str) -> dict:
-        admin.ctx.check_namespace(name(tenant, namespace))
+        await admin.ctx.namespace_read(name(tenant, namespace))
         return {"boundaries": FULL_BUNDLE.split("_"), "numBundles": 1}
 
     async def unload_namespace(tenant: str, namespace: str, bundle: str = FULL_BUNDLE) -> Response:
         if bundle != FULL_BUNDLE:
             raise HttpError(404, f"Bundle {bundle} not found: the namespace has one bundle, {FULL_BUNDLE}")
         for tn in await topics_of(name(tenant, namespace)):
-            topics.unload(tn)
+            await topics.unload(tn)
         return Response(status_code=204)
 
     for path in ("/{tenant}/{namespace}/unload", "/{tenant}/{namespace}/{bundle}/unload"):
@@ -133,7 +133,7 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) 
 
     @r.get(one, dependencies=read, summary="One property of the namespace (204 when not set)")
     async def get_property(tenant: str, namespace: str, key: str) -> Response:
-        return _text(props.get(name(tenant, namespace), key))
+        return _text(await props.get(name(tenant, namespace), key))
 
     @r.delete(one, dependencies=write, summary="Remove one property of the namespace: its old value")
     async def remove_property(tenant: str, namespace: str, key: str) -> Response:
@@ -146,7 +146,7 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, access: AccessGuard) 
 
     @r.get(every, dependencies=read, summary="The namespace's properties")
     async def get_properties(tenant: str, namespace: str) -> dict[str, str]:
-        return props.get_all(name(tenant, namespace))
+        return await props.get_all(name(tenant, namespace))
 
     @r.delete(every, status_code=204, dependencies=write, summary="Remove every property of the namespace")
     async def clear_properties(tenant: str, namespace: str) -> Response:

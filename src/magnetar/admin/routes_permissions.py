@@ -35,11 +35,11 @@ def add_namespace_permission_routes(r: APIRouter, admin: BrokerAdmin, access: Ac
 
     @r.get(NS, dependencies=read, summary="Roles and the actions granted to them on the namespace")
     async def get_permissions(tenant: str, namespace: str) -> dict[str, list[str]]:
-        return permissions.namespace_permissions(name(tenant, namespace))
+        return await permissions.namespace_permissions(name(tenant, namespace))
 
     @r.get(NS + "/subscription", dependencies=read, summary="Subscriptions and the roles allowed to consume from them")
     async def get_subscription_permissions(tenant: str, namespace: str) -> dict[str, list[str]]:
-        return permissions.subscription_permissions(name(tenant, namespace))
+        return await permissions.subscription_permissions(name(tenant, namespace))
 
     @r.post(NS + "/subscription/{subscription}", status_code=204, dependencies=grant,
             summary="Allow only these roles to consume from a subscription (body: the roles)")
@@ -77,7 +77,7 @@ def add_topic_permission_routes(r: APIRouter, admin: BrokerAdmin, access: Access
     @r.get(T, dependencies=[access.topic(TopicOperation.GET_PERMISSION, domain)],
            summary="Roles and their actions on the topic (the namespace's grants included)")
     async def get_topic_permissions(tenant: str, namespace: str, topic: str) -> dict[str, list[str]]:
-        return permissions.topic_permissions(topic_name(domain, tenant, namespace, topic))
+        return await permissions.topic_permissions(topic_name(domain, tenant, namespace, topic))
 
     @r.post(T + "/{role}", status_code=204, dependencies=[access.topic(TopicOperation.GRANT_PERMISSION, domain)],
             summary="Grant a role actions on the topic (body: the actions)")

@@ -144,7 +144,7 @@ def _add_namespace_policy(r: APIRouter, admin: BrokerAdmin, access: AccessGuard,
     job = admin.ctx.write
 
     async def get_policy(tenant: str, namespace: str) -> Any:
-        value = policies.get_namespace_policy(name(tenant, namespace), key)
+        value = await policies.get_namespace_policy(name(tenant, namespace), key)
         if value is None and policy.unset is not None:
             value = policy.unset(config)
         return _shown(policy, value)
@@ -188,7 +188,7 @@ def add_namespace_policy_routes(r: APIRouter, admin: BrokerAdmin, access: Access
 
     @r.get("/{tenant}/{namespace}/schemaCompatibilityStrategy", dependencies=read, summary="Get the schema compatibility strategy")
     async def get_schema_strategy(tenant: str, namespace: str) -> str:
-        return policies.get_namespace_policy(name(tenant, namespace), SCHEMA_COMPATIBILITY.name) or "UNDEFINED"
+        return await policies.get_namespace_policy(name(tenant, namespace), SCHEMA_COMPATIBILITY.name) or "UNDEFINED"
 
     @r.put("/{tenant}/{namespace}/schemaCompatibilityStrategy", status_code=204, dependencies=write,
            summary="Set the schema compatibility strategy")
@@ -199,12 +199,12 @@ def add_namespace_policy_routes(r: APIRouter, admin: BrokerAdmin, access: Access
     @r.post("/{tenant}/{namespace}/resourcegroup/{group}", status_code=204, dependencies=write,
             summary="Set the resource group (none exist here: refused as Pulsar refuses an unknown group)")
     async def set_resource_group(tenant: str, namespace: str, group: str) -> Response:
-        policies.get_namespace_policy(name(tenant, namespace), RESOURCE_GROUP.name)  # 404 first
+        await policies.get_namespace_policy(name(tenant, namespace), RESOURCE_GROUP.name)  # 404 first
         raise HttpError(412, "ResourceGroup does not exist")
 
     @r.get("/{tenant}/{namespace}/backlogQuotaMap", dependencies=read, summary="Get the backlog quotas")
     async def get_backlog_quotas(tenant: str, namespace: str) -> dict:
-        return policies.get_namespace_policy(name(tenant, namespace), BACKLOG_QUOTAS.name) or {}
+        return await policies.get_namespace_policy(name(tenant, namespace), BACKLOG_QUOTAS.name) or {}
 
     @r.post("/{tenant}/{namespace}/backlogQuota", status_code=204, dependencies=write, summary="Set a backlog quota")
     async def set_backlog_quota(
@@ -236,7 +236,7 @@ def _add_topic_policy(r: APIRouter, admin: BrokerAdmin, access: AccessGuard, dom
     job = admin.ctx.write
 
     async def get_policy(tenant: str, namespace: str, topic: str, applied: bool = False) -> Any:
-        return _shown(policy, policies.get_topic_policy(topic_name(domain, tenant, namespace, topic), key, applied))
+        return _shown(policy, await policies.get_topic_policy(topic_name(domain, tenant, namespace, topic), key, applied))
 
     async def apply(tenant: str, namespace: str, topic: str, value: Any) -> None:
         tn = topic_name(domain, tenant, namespace, topic)
@@ -305,7 +305,7 @@ def _add_topic_ttl_routes(r: APIRouter, admin: BrokerAdmin, domain: str, read: l
 
     @r.get(T + "/messageTTL", dependencies=read, summary="Get the topic's message TTL")
     async def get_ttl(tenant: str, namespace: str, topic: str, applied: bool = False) -> Any:
-        return policies.get_topic_policy(name(tenant, namespace, topic), MESSAGE_TTL.name, applied)
+        return await policies.get_topic_policy(name(tenant, namespace, topic), MESSAGE_TTL.name, applied)
 
     @r.post(T + "/messageTTL", status_code=204, dependencies=write, summary="Set the topic's message TTL (query messageTTL, or body)")
     async def set_ttl(
@@ -336,7 +336,7 @@ def _add_topic_strategy_routes(r: APIRouter, admin: BrokerAdmin, domain: str, re
 
     @r.get(T + "/schemaCompatibilityStrategy", dependencies=read, summary="Get the topic's schema compatibility strategy")
     async def get_strategy(tenant: str, namespace: str, topic: str, applied: bool = False) -> Any:
-        return policies.get_topic_policy(name(tenant, namespace, topic), key, applied)
+        return await policies.get_topic_policy(name(tenant, namespace, topic), key, applied)
 
     @r.put(T + "/schemaCompatibilityStrategy", status_code=204, dependencies=write,
            summary="Set the topic's schema compatibility strategy")
@@ -359,7 +359,7 @@ def _add_topic_quota_routes(r: APIRouter, admin: BrokerAdmin, domain: str, read:
 
     @r.get(T + "/backlogQuotaMap", dependencies=read, summary="Get the topic's backlog quotas")
     async def get_quotas(tenant: str, namespace: str, topic: str, applied: bool = False) -> dict:
-        return policies.get_topic_policy(name(tenant, namespace, topic), BACKLOG_QUOTAS.name, applied) or {}
+        return await policies.get_topic_policy(name(tenant, namespace, topic), BACKLOG_QUOTAS.name, applied) or {}
 
     @r.post(T + "/backlogQuota", status_code=204, dependencies=write, summary="Set a topic backlog quota")
     async def set_quota(

@@ -15,6 +15,9 @@ from magnetar.broker.schemas.registry import resolved
 from magnetar.broker.security import TopicOperation
 
 _BASE = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
+#: the DeleteSchemaResponse of a forced delete: Pulsar's schema storage answers it without a version
+#: (a history removed, or none there), which its REST layer gives as -1
+FORCED_DELETE_VERSION = -1
 _PAYLOAD = Body(..., description='PostSchemaPayload: {"type": "AVRO", "schema": "...", "properties": {}}')
 
 
@@ -97,6 +100,8 @@ def router(admin: BrokerAdmin, access: AccessGuard) -> APIRouter:
               summary="Delete a topic's schema (a new one starts a fresh history)")
     async def delete(tenant: str, namespace: str, topic: str, force: bool = False) -> dict:
         version = await resolved(registry.delete(_tn(tenant, namespace, topic), force=force))
+        if force:  # as Pulsar's: the history is gone and there is no version to give, history or not
+            return {"version": FORCED_DELETE_VERSION}
         if version is None:
             raise HttpError(404, "Schema not found")
         return {"version": version}  # Pulsar's DeleteSchemaResponse: the version as a number

@@ -137,7 +137,7 @@ def _add_partition_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
         tn = name(tenant, namespace, topic)
         if checkAllowAutoCreation:  # may create the partitioned topic: a write job
             return await admin.ctx.write(topics.get_partitioned_metadata, tn, True)
-        return topics.get_partitioned_metadata(tn)
+        return await topics.partitioned_metadata(tn)
 
     @r.delete(T + "/partitions", status_code=204, dependencies=need.namespace(NamespaceOperation.DELETE_TOPIC),
               summary="Delete a partitioned topic and its partitions")
@@ -302,14 +302,14 @@ def _add_lifecycle_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, ne
             summary="Terminate every partition of a partitioned topic: their last message ids by partition")
     async def terminate_partitions(tenant: str, namespace: str, topic: str) -> dict:
         tn = name(tenant, namespace, topic)
-        admin.ctx.existing(tn)
+        await admin.ctx.existing_read(tn)
         partitions = admin.ctx.partitions(tn) if admin.ctx.partitions_of(tn) else []
         return {str(index): await topics.terminate(p) for index, p in enumerate(partitions)}
 
     @r.put(T + "/unload", status_code=204, dependencies=need.topic(TopicOperation.UNLOAD),
            summary="Unload a topic (every partition of a partitioned one): its clients reconnect")
     async def unload(tenant: str, namespace: str, topic: str) -> Response:
-        topics.unload(name(tenant, namespace, topic))
+        await topics.unload(name(tenant, namespace, topic))
         return _no_content()
 
     @r.put(T + "/compaction", status_code=204, dependencies=compact_access,
@@ -327,17 +327,17 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, nee
     """GET / PUT / DELETE a non-partitioned persistent topic's properties (pulsar-admin's get-, update-,
     remove-properties)."""
 
-    def stored_name(tenant: str, namespace: str, topic: str) -> str:
+    async def stored_name(tenant: str, namespace: str, topic: str) -> str:
         tn = name(tenant, namespace, topic)
         admin.ctx.persistent_only(tn, "Topic properties")
         if admin.ctx.partitions_of(tn):
             raise HttpError(412, "Properties of a partitioned topic are not supported by magnetar: set them on a partition")
-        admin.ctx.existing(tn)
+        await admin.ctx.existing_read(tn)
         return str(tn)
 
     @r.get(T + "/properties", dependencies=need.topic(TopicOperation.GET_METADATA), summary="The topic's properties")
     async def get_properties(tenant: str, namespace: str, topic: str) -> dict:
-        stored = stored_name(tenant, namespace, topic)
+        stored = await stored_name(tenant, namespace, topic)
         info = await admin.ctx.read(admin.ctx.metadata.get_topic_info, stored)
         return {} if info is None else info["properties"]
 
@@ -351,13 +351,13 @@ def _add_property_routes(r: APIRouter, admin: BrokerAdmin, name: TopicNamer, nee
     @r.put(T + "/properties", status_code=204, dependencies=need.topic(TopicOperation.UPDATE_METADATA),
            summary="Add or replace some of the topic's properties")
     async def update_properties(tenant: str, namespace: str, topic: str, body: Annotated[dict[str, str], Body()]) -> Response:
-        await change_properties(stored_name(tenant, namespace, topic), lambda props: {**props, **body})
+        await change_properties(await stored_name(tenant, namespace, topic), lambda props: {**props, **body})
         return _no_content()
 
     @r.delete(T + "/properties", status_code=204, dependencies=need.topic(TopicOperation.DELETE_METADATA),
               summary="Remove one of the topic's properties")
     async def remove_property(tenant: str, namespace: str, topic: str, key: str) -> Response:
-        await change_properties(stored_name(tenant, namespace, topic), lambda props: {k: v for k, v in props.items() if k != key})
+        await change_properties(await stored_name(tenant, namespace, topic), lambda props: {k: v for k, v in props.items() if k != key})
         return _no_content()
 
 
@@ -372,6 +372,6 @@ def _add_missed_partition_route(r: APIRouter, admin: BrokerAdmin, name: TopicNam
         if not admin.ctx.partitions_of(tn):
             raise HttpError(404, "Partitioned Topic not found")
         for partition in admin.ctx.partitions(tn):
-            if not admin.ctx.topic_exists(partition):
+            if not await admin.ctx.topic_exists_read(partition):
                 await admin.topics.create_topic(partition)
         return _no_content()

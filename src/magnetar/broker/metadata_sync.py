@@ -1,13 +1,17 @@
-"""The fsync of admin calls' metadata writes, on the metadata thread instead of the event loop.
+"""The fsync of the metadata writes an HTTP request or a binary command made without it, on the
+metadata thread.
 
-An admin call (create a tenant, a namespace, set a policy) writes SQLite on the loop: the answer
-depends on it (a conflict, a new ledger id), and the in-memory rows the loop reads follow it. With
-``synchronous=FULL`` each such commit also waited for an fsync of the write-ahead log on the loop,
-milliseconds to tens of milliseconds on a loaded disk, during which no client was served. Within
-:func:`~magnetar.storage.metadata.deferring_sync` (the HTTP layer wraps every write request in it)
-the commit is made without that fsync; :class:`MetadataSync` runs it, one for every commit made
-meanwhile, on the metadata thread (the cursor writer's), and the HTTP answer waits for
-:meth:`MetadataSync.durable`: nothing is acknowledged before it is durable.
+Every admin write of the metadata store (create a tenant, a namespace, set a policy) is a job of the
+metadata thread (:meth:`ResourceContext.write <magnetar.broker.resources.base.ResourceContext.write>`:
+its checks, its read-modify-write and its commit), and so are the broker's own writes (a topic's
+termination, the schema registry's, the compactor's records): the loop commits no SQLite. With
+``synchronous=FULL`` each commit would wait for an fsync of the write-ahead log, milliseconds to tens
+of milliseconds on a loaded disk, holding up the writes behind it. Within
+:func:`~magnetar.storage.metadata.deferring_sync` (the HTTP layer wraps every write request in it and
+the job runs in the request's context) the commit is made without that fsync; :class:`MetadataSync`
+runs it next on the metadata thread, one for every commit made meanwhile, and the answer waits for
+:meth:`MetadataSync.durable`: nothing is acknowledged before it is durable. Namespace and tenant
+writes are synced in their job instead (``ResourceContext.off_loop``).
 """
 
 from __future__ import annotations

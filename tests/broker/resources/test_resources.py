@@ -42,9 +42,9 @@ def test_tenants_and_namespaces(tmp_path: Path) -> None:
         with pytest.raises(PreconditionFailedError, match="Clusters do not exist"):
             admin.tenants.create_tenant("other", {"allowedClusters": ["nowhere"]})
         admin.namespaces.create_namespace("acme/ns", {"message_ttl_in_seconds": 30, "unknown": 1})
-        assert admin.policies.get_namespace_policy("acme/ns", "message_ttl_in_seconds") == 30
+        assert await admin.policies.get_namespace_policy("acme/ns", "message_ttl_in_seconds") == 30
         with pytest.raises(NotFoundError, match="Namespace does not exist"):
-            admin.policies.get_namespace_policy("acme/none", "message_ttl_in_seconds")
+            await admin.policies.get_namespace_policy("acme/none", "message_ttl_in_seconds")
         with pytest.raises(PreconditionFailedError, match="Namespace name is not valid"):
             admin.ctx.namespace_name("acme", "bad/name")
         await admin.topics.create_topic(admin.ctx.parse_topic("persistent://acme/ns/t"))
@@ -83,17 +83,17 @@ def test_topic_policy_falls_back_to_namespace_then_broker_setting(tmp_path: Path
         tn = admin.ctx.parse_topic("persistent://public/default/pol")
         await admin.topics.create_topic(tn)
         policies = admin.policies
-        assert policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 17
+        assert await policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 17
         policies.set_namespace_policy("public/default", "message_ttl_in_seconds", 20)
-        assert policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 20
+        assert await policies.get_topic_policy(tn, "message_ttl_in_seconds", applied=True) == 20
         policies.set_topic_policy(tn, "message_ttl_in_seconds", 5)
-        assert policies.get_topic_policy(tn, "message_ttl_in_seconds") == 5
+        assert await policies.get_topic_policy(tn, "message_ttl_in_seconds") == 5
         with pytest.raises(PreconditionFailedError, match="must >= 0"):
             policies.set_topic_policy(tn, "message_ttl_in_seconds", -3)
         policies.remove_topic_policy(tn, "message_ttl_in_seconds")
-        assert policies.get_topic_policy(tn, "message_ttl_in_seconds") is None
+        assert await policies.get_topic_policy(tn, "message_ttl_in_seconds") is None
         with pytest.raises(NotFoundError, match="not found"):
-            policies.get_topic_policy(admin.ctx.parse_topic("persistent://public/default/none"), "retention_policies")
+            await policies.get_topic_policy(admin.ctx.parse_topic("persistent://public/default/none"), "retention_policies")
 
     run_with_admin(tmp_path, body, default_message_ttl_seconds=17)
 
@@ -116,5 +116,38 @@ def test_subscriptions_and_stats(tmp_path: Path) -> None:
             await admin.stats.internal_stats(non_persistent)
         await admin.subscriptions.delete_subscription(tn, "sub")
         assert await admin.subscriptions.list_subscriptions(tn) == []
+
+    run_with_admin(tmp_path, body)
+
+
+def test_existence_checks_read_the_store_off_the_loop(tmp_path: Path) -> None:
+    """What the store's memory does not hold is read in a worker thread: the row of a topic not loaded,
+    the tenant of a namespace that does not exist (which tells the two 404s apart); the answers are the
+    checks' own (before, these reads ran on the loop)."""
+    import threading
+
+    async def body(admin: BrokerAdmin) -> None:
+        ctx = admin.ctx
+        await ctx.write(ctx.metadata.get_or_create_topic, "persistent://public/default/stored")
+        store, loop_thread, readers = ctx.metadata, threading.get_ident(), []
+        reader = store._reader
+        store._reader = lambda: (readers.append(threading.get_ident()), reader())[1]  # type: ignore[method-assign]
+        try:
+            assert await ctx.namespace_read("public/default") == {}  # from memory: no read
+            assert readers == []
+            with pytest.raises(NotFoundError, match="^Namespace does not exist$"):
+                await ctx.namespace_read("public/nowhere")
+            with pytest.raises(NotFoundError, match="^Tenant does not exist$"):
+                await ctx.existing_read(ctx.parse_topic("persistent://nobody/nowhere/t"))
+            stored = ctx.parse_topic("persistent://public/default/stored")
+            assert await ctx.topic_exists_read(stored) and "persistent://public/default/stored" not in ctx.service.topics
+            with pytest.raises(NotFoundError, match="^Topic persistent://public/default/missing not found$"):
+                await ctx.load_topic(ctx.parse_topic("persistent://public/default/missing"))
+            assert (await ctx.load_topic(stored)).name == str(stored)
+            with pytest.raises(NotFoundError, match="^Namespace does not exist$"):
+                await admin.policies.get_namespace_policy("public/nowhere", "message_ttl_in_seconds")
+        finally:
+            del store._reader
+        assert len(readers) >= 6 and loop_thread not in readers
 
     run_with_admin(tmp_path, body)

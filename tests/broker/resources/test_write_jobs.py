@@ -73,7 +73,7 @@ def test_jobs_run_in_submission_order(tmp_path: Path, monkeypatch: pytest.Monkey
         ctx, policies = admin.ctx, admin.policies
         await asyncio.gather(*(ctx.write(policies.set_namespace_policy, NS, "message_ttl_in_seconds", ttl)
                                for ttl in (10, 20, 30, 40)))
-        assert policies.get_namespace_policy(NS, "message_ttl_in_seconds") == 40
+        assert await policies.get_namespace_policy(NS, "message_ttl_in_seconds") == 40
 
     run_with_admin(tmp_path, body)
 

@@ -165,6 +165,14 @@ class ResourceContext:
             raise NotFoundError("Namespace does not exist")
         return policies
 
+    async def namespace_read(self, ns: str) -> dict:
+        """:meth:`check_namespace` on the loop: the policies from the store's memory; for a namespace that
+        does not exist, its tenant (which tells the two NotFoundErrors apart) read in a worker thread."""
+        policies = self.metadata.get_namespace(ns)
+        if policies is None:
+            return await self.read(self.check_namespace, ns)
+        return policies
+
     def topic_exists(self, tn: TopicName) -> bool:
         """Whether a non-partitioned topic (or a partition) exists."""
         name = str(tn)
@@ -177,8 +185,9 @@ class ResourceContext:
         return tn.persistent and await self.read(self.metadata.get_topic, str(tn)) is not None
 
     async def existing_read(self, tn: TopicName) -> None:
-        """:meth:`existing`, the row of a topic not loaded read in a worker thread."""
-        self.check_namespace(tn.namespace)
+        """:meth:`existing` on the loop: what is not in the store's memory (the row of a topic not loaded,
+        the tenant of a namespace that does not exist) read in a worker thread."""
+        await self.namespace_read(tn.namespace)
         if self.partitions_of(tn) == 0 and not await self.topic_exists_read(tn):
             raise NotFoundError(f"Topic {tn} not found")
 
@@ -206,16 +215,16 @@ class ResourceContext:
     async def load_topic(self, tn: TopicName) -> Topic:
         """The loaded non-partitioned topic (or partition); NotFoundError when it does not exist. A topic
         not loaded loads off the loop; a load under way (a client's) is awaited, not refused."""
-        self.check_namespace(tn.namespace)
+        await self.namespace_read(tn.namespace)
         if self.partitions_of(tn) > 0:
             raise NotFoundError(f"Topic {tn} not found: it is a partitioned topic, use its partitions")
-        if not self.topic_exists(tn):
+        if not await self.topic_exists_read(tn):
             raise NotFoundError(f"Topic {tn} not found")
         return await self.service.load_topic(tn, create=False)
 
     async def load_or_create(self, tn: TopicName) -> Topic:
         """The topic, created when it does not exist and auto topic creation is on."""
-        if not self.topic_exists(tn) and not self.config.allow_auto_topic_creation:
+        if not self.config.allow_auto_topic_creation and not await self.topic_exists_read(tn):
             raise NotFoundError(f"Topic {tn} not found")
         return await self.service.load_topic(tn, create=True)
 
@@ -223,8 +232,8 @@ class ResourceContext:
         """The loaded topics an operation on ``tn`` applies to: itself, or its existing partitions."""
         if self.partitions_of(tn) == 0:
             return [await self.load_topic(tn)]
-        self.check_namespace(tn.namespace)
-        return [await self.load_topic(p) for p in self.partitions(tn) if self.topic_exists(p)]
+        await self.namespace_read(tn.namespace)
+        return [await self.load_topic(p) for p in self.partitions(tn) if await self.topic_exists_read(p)]
 
     @staticmethod
     def subscription(topic: Topic, sub: str) -> Subscription:

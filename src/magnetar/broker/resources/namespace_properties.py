@@ -17,13 +17,13 @@ class NamespacePropertyResources:
     def __init__(self, ctx: ResourceContext) -> None:
         self.ctx = ctx
 
-    def get_all(self, ns: str) -> dict[str, str]:
-        """Every property of the namespace."""
-        return dict(self.ctx.check_namespace(ns).get(KEY) or {})
+    async def get_all(self, ns: str) -> dict[str, str]:
+        """Every property of the namespace (on the loop)."""
+        return dict((await self.ctx.namespace_read(ns)).get(KEY) or {})
 
-    def get(self, ns: str, key: str) -> str | None:
-        """One property (None when not set)."""
-        return self.get_all(ns).get(key)
+    async def get(self, ns: str, key: str) -> str | None:
+        """One property (None when not set; on the loop)."""
+        return (await self.get_all(ns)).get(key)
 
     def put_all(self, ns: str, properties: dict[str, str]) -> None:
         """Add or replace the properties given; the others stay."""
@@ -33,7 +33,7 @@ class NamespacePropertyResources:
 
     def remove(self, ns: str, key: str) -> str | None:
         """Remove one property; its value (None when it was not set)."""
-        old = self.get(ns, key)
+        old = (self.ctx.check_namespace(ns).get(KEY) or {}).get(key)
         if old is not None:
             self._change(ns, lambda current: {k: v for k, v in current.items() if k != key})
         return old

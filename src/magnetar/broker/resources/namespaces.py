@@ -55,15 +55,16 @@ class NamespaceResources:
 
     async def delete_namespace(self, ns: str, force: bool = False) -> None:
         """Delete an empty namespace (with ``force``: its topics too)."""
-        self.ctx.check_namespace(ns)
+        await self.ctx.namespace_read(ns)
         meta = self.ctx.metadata
         if await self.namespace_has_topics(ns):
             if not force:
                 raise ConflictError("Cannot delete non empty namespace")
-            for name in meta.list_partitioned_topics(ns):
+            for name in await self.ctx.read(meta.list_partitioned_topics, ns):
                 await self.topics.delete_partitioned_topic(TopicName.parse(name), force=True)
+            stored = await self.ctx.read(meta.list_topics, ns)
             loaded = [t for t in self.ctx.service.topics if TopicName.parse(t).namespace == ns]
-            for name in meta.list_topics(ns) + loaded:
+            for name in stored + loaded:
                 await self.topics.delete_topic_now(name)
         try:
             await self.ctx.off_loop(meta.delete_namespace, ns)
@@ -75,7 +76,7 @@ class NamespaceResources:
     async def namespace_topics(self, ns: str, mode: str = "PERSISTENT") -> list[str]:
         """The topics of a namespace (partitions individually) of one kind, or of ALL kinds (the stored
         ones read in a worker thread)."""
-        self.ctx.check_namespace(ns)
+        await self.ctx.namespace_read(ns)
         try:
             topics_mode = TopicsMode[mode.upper()]
         except KeyError:

@@ -71,14 +71,18 @@ class PermissionResources:
         policies = self.ctx.check_namespace(ns)
         return policies, AuthPolicies.from_json(policies.get(AUTH_POLICIES))
 
+    async def _auth_read(self, ns: str) -> AuthPolicies:
+        """The namespace's grants, on the loop (:meth:`ResourceContext.namespace_read`)."""
+        return AuthPolicies.from_json((await self.ctx.namespace_read(ns)).get(AUTH_POLICIES))
+
     def _save(self, ns: str, policies: dict[str, Any], auth: AuthPolicies) -> None:
         policies[AUTH_POLICIES] = auth.to_json()
         self.ctx.metadata.set_namespace_policies(ns, policies)
 
     # -- namespaces ----------------------------------------------------------------------------
-    def namespace_permissions(self, ns: str) -> dict[str, list[str]]:
+    async def namespace_permissions(self, ns: str) -> dict[str, list[str]]:
         """Role -> actions granted on the namespace."""
-        return self._auth(ns)[1].to_json()["namespace_auth"]
+        return (await self._auth_read(ns)).to_json()["namespace_auth"]
 
     def grant_on_namespace(self, ns: str, role: str, actions: Iterable[str]) -> None:
         """Give ``role`` exactly ``actions`` on every topic of the namespace."""
@@ -92,9 +96,9 @@ class PermissionResources:
         self._save(ns, policies, auth.revoke_namespace(role))
 
     # -- subscriptions -------------------------------------------------------------------------
-    def subscription_permissions(self, ns: str) -> dict[str, list[str]]:
+    async def subscription_permissions(self, ns: str) -> dict[str, list[str]]:
         """Subscription -> the roles allowed to consume from it."""
-        return self._auth(ns)[1].to_json()["subscription_auth_roles"]
+        return (await self._auth_read(ns)).to_json()["subscription_auth_roles"]
 
     def grant_on_subscription(self, ns: str, subscription: str, roles: Iterable[str]) -> None:
         """Only ``roles`` (besides tenant admins) may consume from ``subscription`` in the namespace."""
@@ -108,9 +112,9 @@ class PermissionResources:
         self._save(ns, policies, auth.revoke_subscription(subscription, role))
 
     # -- topics --------------------------------------------------------------------------------
-    def topic_permissions(self, tn: TopicName) -> dict[str, list[str]]:
+    async def topic_permissions(self, tn: TopicName) -> dict[str, list[str]]:
         """Role -> actions on the topic: the namespace's grants joined with the topic's own."""
-        auth = self._auth(tn.namespace)[1]
+        auth = await self._auth_read(tn.namespace)
         merged: dict[str, set[str]] = {r: set(a) for r, a in auth.namespace_auth.items()}
         for role, actions in auth.destination_auth.get(str(tn), {}).items():
             merged.setdefault(role, set()).update(actions)

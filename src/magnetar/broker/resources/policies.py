@@ -69,9 +69,9 @@ class PolicyResources:
         """The policies set on a namespace (Pulsar field names), for the broker to apply."""
         return dict(self.ctx.metadata.get_namespace(ns) or {})
 
-    def get_namespace_policies(self, ns: str) -> dict[str, Any]:
+    async def get_namespace_policies(self, ns: str) -> dict[str, Any]:
         """A namespace's Policies object as Pulsar returns it: defaults plus what was set."""
-        stored = self.ctx.check_namespace(ns)
+        stored = await self.ctx.namespace_read(ns)
         out = json.loads(json.dumps(_NAMESPACE_POLICIES_SHAPE))
         out["replication_clusters"] = [self.ctx.config.cluster_name]
         out.update(stored)
@@ -82,9 +82,9 @@ class PolicyResources:
             out["clusterDispatchRate"] = {cluster: stored[DISPATCH_RATE.name]}
         return out
 
-    def get_namespace_policy(self, ns: str, key: str) -> Any:
+    async def get_namespace_policy(self, ns: str, key: str) -> Any:
         """One policy as set on the namespace (None when not set)."""
-        return self.ctx.check_namespace(ns).get(key)
+        return (await self.ctx.namespace_read(ns)).get(key)
 
     def set_namespace_policy(self, ns: str, key: str, value: Any) -> None:
         """Set one namespace policy."""
@@ -154,9 +154,9 @@ class PolicyResources:
                 return value
         return broker_default(key, self.ctx.config)
 
-    def get_topic_policy(self, tn: TopicName, key: str, applied: bool = False) -> Any:
+    async def get_topic_policy(self, tn: TopicName, key: str, applied: bool = False) -> Any:
         """One policy as set on the topic, or (``applied``) the value in force."""
-        self.ctx.existing(tn)
+        await self.ctx.existing_read(tn)
         if applied:
             return self.effective_policy(tn, key)
         return self.topic_policies(tn).get(key)

@@ -309,7 +309,7 @@ class StatsResources:
     async def partitioned_stats(self, tn: TopicName, per_partition: bool = True, earliest: bool = False) -> dict[str, Any]:
         """A partitioned topic's stats: its partitions' summed (and each, with ``per_partition``)."""
         ctx = self.ctx
-        ctx.check_namespace(tn.namespace)
+        await ctx.namespace_read(tn.namespace)
         n = ctx.partitions_of(tn)
         if n <= 0:
             raise NotFoundError(f"Partitioned Topic {tn} not found")
@@ -317,7 +317,7 @@ class StatsResources:
         out["metadata"] = {"partitions": n, "deleted": False}
         out["partitions"] = {}
         for p in ctx.partitions(tn):
-            if not ctx.topic_exists(p):
+            if not await ctx.topic_exists_read(p):
                 continue
             topic = await ctx.load_topic(p)
             stats = self._stats_of(topic, earliest, await self._properties(topic))

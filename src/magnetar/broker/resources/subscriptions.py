@@ -44,7 +44,7 @@ class SubscriptionResources:
         if not sub:
             raise PreconditionFailedError("Subscription name is not valid")
         ctx.persistent_only(tn, "Creating a subscription over the admin API")
-        ctx.check_namespace(tn.namespace)
+        await ctx.namespace_read(tn.namespace)
         if ctx.partitions_of(tn) > 0:
             topics = [await ctx.load_or_create(p) for p in ctx.partitions(tn)]
         else:

@@ -157,9 +157,9 @@ class ClusterResources:
                     f"Cluster [{cluster}] is not in the list of allowed clusters list for tenant [{tenant}]")
 
     # -- replication policies ------------------------------------------------------------
-    def get_namespace_replication(self, ns: str) -> list[str]:
+    async def get_namespace_replication(self, ns: str) -> list[str]:
         """A namespace's replication clusters (the local cluster alone when none were set, as Pulsar)."""
-        value = self.policies.get_namespace_policy(ns, REPLICATION_CLUSTERS.name)
+        value = await self.policies.get_namespace_policy(ns, REPLICATION_CLUSTERS.name)
         return list(value) if value else REPLICATION_CLUSTERS.default(self.ctx.config)
 
     def set_namespace_replication(self, ns: str, value: Any) -> None:
@@ -169,9 +169,9 @@ class ClusterResources:
         self.check_replication_clusters(ns, clusters)
         self.policies.set_namespace_policy(ns, REPLICATION_CLUSTERS.name, clusters)
 
-    def get_topic_replication(self, tn: TopicName, applied: bool = False) -> list[str] | None:
+    async def get_topic_replication(self, tn: TopicName, applied: bool = False) -> list[str] | None:
         """A topic's own replication clusters (None when not set), or (``applied``) those in force."""
-        value = self.policies.get_topic_policy(tn, REPLICATION_CLUSTERS.name, applied)
+        value = await self.policies.get_topic_policy(tn, REPLICATION_CLUSTERS.name, applied)
         return list(value) if value else None
 
     def set_topic_replication(self, tn: TopicName, value: Any) -> None:
@@ -234,9 +234,9 @@ class TenantResources:
     async def delete_tenant(self, tenant: str, force: bool = False) -> None:
         """Delete a tenant without namespaces (with ``force``: its namespaces and topics too)."""
         meta = self.ctx.metadata
-        if meta.get_tenant(tenant) is None:
+        if await self.ctx.read(meta.get_tenant, tenant) is None:
             raise NotFoundError("Tenant does not exist")
-        namespaces = meta.list_namespaces(tenant)
+        namespaces = await self.ctx.read(meta.list_namespaces, tenant)
         if namespaces and not force:
             raise ConflictError("The tenant still has active namespaces")
         for ns in namespaces:

@@ -59,11 +59,12 @@ class TopicStorageResources:
         partition's under ``partitions``, as Pulsar's PartitionedManagedLedgerInfo."""
         self.ctx.persistent_only(tn, "info-internal")
         if self.ctx.partitions_of(tn) > 0:
-            self.ctx.check_namespace(tn.namespace)
-            partitions = {str(p): await self.ledger_info(p) for p in self.ctx.partitions(tn) if self.ctx.topic_exists(p)}
+            await self.ctx.namespace_read(tn.namespace)
+            partitions = {str(p): await self.ledger_info(p) for p in self.ctx.partitions(tn)
+                          if await self.ctx.topic_exists_read(p)}
             return {"version": 0, "ledgers": [], "cursors": {}, "partitions": partitions}
         topic = await self._persistent(tn, "info-internal")
-        info = self.ctx.metadata.get_topic_info(topic.name) or {"created_at": time.time()}
+        info = await self.ctx.read(self.ctx.metadata.get_topic_info, topic.name) or {"created_at": time.time()}
         created = iso_date(info["created_at"])
         return {
             "version": 0,
@@ -79,11 +80,11 @@ class TopicStorageResources:
         """Pulsar's PartitionedTopicInternalStats: the partitions count and each partition's internal stats."""
         ctx = self.ctx
         ctx.persistent_only(tn, "partitioned-internalStats")
-        ctx.check_namespace(tn.namespace)
+        await ctx.namespace_read(tn.namespace)
         count = ctx.partitions_of(tn)
         if count == 0:
             raise NotFoundError("Partitioned Topic not found")
-        partitions = {str(p): await self.stats.internal_stats(p) for p in ctx.partitions(tn) if ctx.topic_exists(p)}
+        partitions = {str(p): await self.stats.internal_stats(p) for p in ctx.partitions(tn) if await ctx.topic_exists_read(p)}
         return {"metadata": {"partitions": count}, "partitions": partitions}
 
     async def backlog_size(self, tn: TopicName, ledger_id: int, entry_id: int) -> int:

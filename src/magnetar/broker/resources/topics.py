@@ -52,7 +52,7 @@ class TopicResources:
     async def list_topics(self, domain: str, ns: str) -> list[str]:
         """The topics of one domain in a namespace (partitions individually; the stored ones read in a
         worker thread)."""
-        self.ctx.check_namespace(ns)
+        await self.ctx.namespace_read(ns)
         mode = TopicsMode.PERSISTENT if domain == "persistent" else TopicsMode.NON_PERSISTENT
         return await self.ctx.service.topics_of_namespace(ns, mode)
 
@@ -67,6 +67,9 @@ class TopicResources:
         if tn.persistent:
             await self.ctx.write(self._create_stored_topic, tn, properties)
             return
+        # its tenant read off the loop when the namespace does not exist; then the check reads memory only
+        # (a non-persistent topic has no row)
+        await self.ctx.namespace_read(tn.namespace)
         self._check_new_topic(tn)
         await self.ctx.service.load_topic(tn, create=True)
 
@@ -85,7 +88,7 @@ class TopicResources:
     async def delete_topic(self, tn: TopicName, force: bool = False) -> None:
         """Delete a non-partitioned topic; refused while it has producers or consumers, unless forced."""
         ctx = self.ctx
-        ctx.check_namespace(tn.namespace)
+        await ctx.namespace_read(tn.namespace)
         if ctx.partitions_of(tn) > 0:
             raise ConflictError(
                 f"{tn} is a partitioned topic. Instead of calling delete please call delete-partitioned-topic."
@@ -138,7 +141,7 @@ class TopicResources:
     async def update_partitioned_topic(self, tn: TopicName, partitions: int) -> None:
         """Add partitions (never remove); new partitions get partition 0's durable subscriptions."""
         ctx = self.ctx
-        ctx.check_namespace(tn.namespace)
+        await ctx.namespace_read(tn.namespace)
         check_partition_count(partitions)
         current = ctx.partitions_of(tn)
         if current <= 0:
@@ -149,7 +152,7 @@ class TopicResources:
             return
         current = await ctx.write(self._add_partitions, tn, partitions)
         first = tn.partition(0)
-        if not ctx.topic_exists(first):
+        if not await ctx.topic_exists_read(first):
             return
         subs = [s.name for s in (await ctx.load_topic(first)).subscriptions.values() if s.durable]
         for i in range(current, partitions):
@@ -182,9 +185,9 @@ class TopicResources:
             return {"partitions": transactions.count if transactions is not None else 0}
         ctx = self.ctx
         ctx.check_namespace(tn.namespace)
-        n = ctx.partitions_of(tn)
-        if n > 0 or tn.partition_index >= 0:
-            return {"partitions": n}
+        known = self._partitions_in_memory(tn)
+        if known is not None:
+            return known
         if ctx.topic_exists(tn):
             return {"partitions": 0}
         if check_auto_creation:
@@ -198,12 +201,31 @@ class TopicResources:
                 return {"partitions": 0}
         raise NotFoundError(f"Topic {tn} not found")
 
+    async def partitioned_metadata(self, tn: TopicName) -> dict[str, Any]:
+        """:meth:`get_partitioned_metadata` without auto creation, on the loop: what is not in the store's
+        memory (the row of a topic not loaded, the tenant of a namespace that does not exist) read in a
+        worker thread."""
+        if is_transaction_coordinator_assign(tn):
+            return self.get_partitioned_metadata(tn)  # the coordinators' count: no store read
+        await self.ctx.namespace_read(tn.namespace)
+        known = self._partitions_in_memory(tn)
+        if known is not None:
+            return known
+        if not await self.ctx.topic_exists_read(tn):
+            raise NotFoundError(f"Topic {tn} not found")
+        return {"partitions": 0}
+
+    def _partitions_in_memory(self, tn: TopicName) -> dict[str, Any] | None:
+        """The answer of a partitioned topic or a partition (the store's memory has it), else None."""
+        n = self.ctx.partitions_of(tn)
+        return {"partitions": n} if n > 0 or tn.partition_index >= 0 else None
+
     async def delete_partitioned_topic(self, tn: TopicName, force: bool = False) -> None:
         """Delete a partitioned topic and its partitions; refused while they have clients, unless forced."""
         ctx = self.ctx
-        ctx.check_namespace(tn.namespace)
+        await ctx.namespace_read(tn.namespace)
         if ctx.partitions_of(tn) <= 0:
-            if ctx.topic_exists(tn):
+            if await ctx.topic_exists_read(tn):
                 raise ConflictError(
                     f"{tn} is a non-partitioned topic. Instead of calling delete-partitioned-topic please call delete."
                 )
@@ -214,9 +236,9 @@ class TopicResources:
                 topic = ctx.service.topics.get(name)
                 if topic is not None and is_busy(topic):
                     raise PreconditionFailedError("Topic has active producers/subscriptions")
-        for name in partitions:
-            if name in ctx.service.topics or ctx.metadata.get_topic(name) is not None:
-                await self.delete_topic_now(name)
+        for p in ctx.partitions(tn):
+            if await ctx.topic_exists_read(p):
+                await self.delete_topic_now(str(p))
         await ctx.write(self._forget_partitioned, str(tn))
 
     def _forget_partitioned(self, name: str) -> None:
@@ -235,12 +257,12 @@ class TopicResources:
         ledger_id, entry_id = await ctx.service.terminate_topic(tn)
         return {"ledgerId": ledger_id, "entryId": entry_id, "partitionIndex": -1}
 
-    def unload(self, tn: TopicName) -> int:
+    async def unload(self, tn: TopicName) -> int:
         """Unload a topic (each partition of a partitioned one): its producers and consumers are
         closed by the broker, so their clients look it up and connect again. Returns how many were
         closed; NotFoundError when the topic does not exist."""
         ctx = self.ctx
-        ctx.existing(tn)
+        await ctx.existing_read(tn)
         names = [str(p) for p in ctx.partitions(tn)] if ctx.partitions_of(tn) else [str(tn)]
         closed = 0
         for name in names:
@@ -281,11 +303,11 @@ class TopicResources:
                 pass
         return {"status": "NOT_RUN", "lastError": ""}
 
-    def lookup(self, tn: TopicName, http_port: int | None = None) -> dict[str, Any]:
+    async def lookup(self, tn: TopicName, http_port: int | None = None) -> dict[str, Any]:
         """Where clients find the topic: always this broker (its TLS URLs for clients that use TLS), the
         transaction coordinators' partitions included (their namespace need not exist)."""
         if not is_transaction_coordinator_assign(tn):
-            self.ctx.check_namespace(tn.namespace)
+            await self.ctx.namespace_read(tn.namespace)
         config = self.ctx.config
         broker_url = config.broker_service_url
         http_url = f"http://{config.service_host}:{config.http_port or http_port or 0}"

@@ -207,11 +207,13 @@ def raise_open_files_limit(cap: int = 1 << 20) -> int:
 
 
 #: the broker process's switch interval (Python's default: 5 ms), the longest a thread waits for the GIL
-#: while another runs Python: the commit thread after each fdatasync and the read thread after each pread
-#: wait that long while the loop dispatches a catch-up, once per hop of a publish's round trip
-#: (benchmarks/gil_hop.py, load 7-8: wait p99 20-35 ms at 5 ms, 10-14 ms at 1 ms; the busy thread's
-#: Python -3%, within the noise; benchmarks/README.md "The commit path hop by hop")
-SWITCH_INTERVAL_SECONDS = 0.001
+#: while another runs Python: the commit thread after each write and fdatasync and the read thread after
+#: each pread wait that long while the loop dispatches a catch-up, several times in a publish's round trip.
+#: 0.1 ms (benchmarks/README.md "Ninth session"): loop_isolation.py's loaded publish p99.9 median 14.3 ms
+#: at 1 ms, 8.5 at 0.25 ms, 7.6 at 0.1 ms (alone 4-8 ms); the broker's CPU per million messages
+#: (cost_ab.py, magnetar.client, 12 rounds each) median 0.98 s at 1 ms against 1.02 s at 0.1 ms (+4%,
+#: rounds 0.92-1.14), produce and consume rates within 4%
+SWITCH_INTERVAL_SECONDS = 0.0001
 
 
 def start_standalone(flags: dict[str, object]) -> int:

@@ -93,6 +93,29 @@ def test_tenant_crud_and_conflicts(store: MetadataStore) -> None:
         store.delete_tenant("acme")
 
 
+def test_tenants_are_answered_from_memory_and_follow_every_write(tmp_path: Path) -> None:
+    """Authorization reads a tenant's admin roles at every check, on the event loop: the store answers
+    tenants from memory (no SQLite statement), kept in step with each committed write, never with a
+    failed one, and loaded again when the store is reopened."""
+    with MetadataStore.open(tmp_path) as s:
+        s.ensure_defaults(admin_roles=["root"])
+        s.create_tenant("acme", {"adminRoles": ["a"]})
+        s.update_tenant("acme", {"adminRoles": ["b"]})
+        s.create_tenant("gone", {})
+        s.delete_tenant("gone")
+        with pytest.raises(MetadataConflictError):
+            s.create_tenant("acme", {"adminRoles": ["never"]})
+        statements: list[str] = []
+        for connection in (s._conn, s._reader()):
+            connection.set_trace_callback(statements.append)
+        assert s.get_tenant("acme") == {"adminRoles": ["b"]}
+        assert s.get_tenant("public") == {"adminRoles": ["root"], "allowedClusters": ["standalone"]}
+        assert s.get_tenant("gone") is None and s.list_tenants() == ["acme", "public"]
+        assert statements == []
+    with MetadataStore.open(tmp_path) as s:
+        assert s.get_tenant("acme") == {"adminRoles": ["b"]} and s.list_tenants() == ["acme", "public"]
+
+
 def test_namespace_crud_and_conflicts(store: MetadataStore) -> None:
     store.create_namespace("public/ns1", {"ttl": 10})
     store.create_namespace("public/ns2")

@@ -128,6 +128,8 @@ class MetadataStore:
             # from here on: no fsync and no checkpoint under the lock (see the class docstring)
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA wal_autocheckpoint=0")
+            #: tenant -> its configuration as stored (JSON text): authorization reads it at every check
+            self._tenants: dict[str, str] = dict(self._conn.execute("SELECT name, config FROM tenants"))
             #: namespace -> its policies as stored (JSON text)
             self._namespaces: dict[str, str] = dict(self._conn.execute("SELECT name, policies FROM namespaces"))
             #: partitioned topic -> its partition count
@@ -184,16 +186,18 @@ class MetadataStore:
                         namespace: bool = True) -> None:
         """Create the local ``cluster``, tenant ``public`` (administered by ``admin_roles``) and (with
         ``namespace``) namespace ``public/default`` if missing."""
+        tenant_config = _dumps({"adminRoles": list(admin_roles or []), "allowedClusters": [cluster]})
+
         def created() -> None:
+            self._tenants.setdefault(DEFAULT_TENANT, tenant_config)
             if namespace:
                 self._namespaces.setdefault(DEFAULT_NAMESPACE, "{}")
 
         with self._tx(then=created) as db:
             db.execute("INSERT OR IGNORE INTO clusters (name, config) VALUES (?, ?)", (cluster, "{}"))
-            tenant_config = {"adminRoles": list(admin_roles or []), "allowedClusters": [cluster]}
             db.execute(
                 "INSERT OR IGNORE INTO tenants (name, config) VALUES (?, ?)",
-                (DEFAULT_TENANT, _dumps(tenant_config)),
+                (DEFAULT_TENANT, tenant_config),
             )
             if namespace:
                 db.execute(
@@ -235,31 +239,33 @@ class MetadataStore:
 
     def create_tenant(self, name: str, config: dict[str, Any]) -> None:
         """Create a tenant; raises MetadataConflictError if it exists."""
-        with self._tx() as db:
+        text = _dumps(config)
+        with self._tx(then=partial(self._tenants.__setitem__, name, text)) as db:
             try:
-                db.execute("INSERT INTO tenants (name, config) VALUES (?, ?)", (name, _dumps(config)))
+                db.execute("INSERT INTO tenants (name, config) VALUES (?, ?)", (name, text))
             except sqlite3.IntegrityError as exc:
                 raise MetadataConflictError(f"tenant {name!r} already exists") from exc
 
     def get_tenant(self, name: str) -> dict[str, Any] | None:
-        """Return a tenant's configuration, or None."""
-        row = self._one("SELECT config FROM tenants WHERE name = ?", (name,))
-        return json.loads(row[0]) if row else None
+        """Return a tenant's configuration, or None (from memory: no statement, on any thread)."""
+        text = self._tenants.get(name)
+        return json.loads(text) if text is not None else None
 
     def list_tenants(self) -> list[str]:
         """Return every tenant name, sorted."""
-        return self._names("SELECT name FROM tenants ORDER BY name", ())
+        return sorted(self._tenants)
 
     def update_tenant(self, name: str, config: dict[str, Any]) -> None:
         """Replace a tenant's configuration; raises MetadataNotFoundError if missing."""
-        with self._tx() as db:
-            cur = db.execute("UPDATE tenants SET config = ? WHERE name = ?", (_dumps(config), name))
+        text = _dumps(config)
+        with self._tx(then=partial(self._tenants.__setitem__, name, text)) as db:
+            cur = db.execute("UPDATE tenants SET config = ? WHERE name = ?", (text, name))
             if cur.rowcount == 0:
                 raise MetadataNotFoundError(f"tenant {name!r} does not exist")
 
     def delete_tenant(self, name: str) -> None:
         """Delete a tenant that has no namespaces left."""
-        with self._tx() as db:
+        with self._tx(then=partial(self._tenants.pop, name, None)) as db:
             if db.execute("SELECT 1 FROM namespaces WHERE tenant = ? LIMIT 1", (name,)).fetchone():
                 raise MetadataConflictError(f"tenant {name!r} still has namespaces")
             if db.execute("DELETE FROM tenants WHERE name = ?", (name,)).rowcount == 0:

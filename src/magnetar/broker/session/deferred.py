@@ -66,23 +66,36 @@ class DeferredCommands(SessionBase):
         task.add_done_callback(self._deferred.discard)
 
     def after_metadata_write(
-        self, command: BaseCommand, write: Callable[[], T | Awaitable[T]], answer: Callable[[T], None]
+        self,
+        command: BaseCommand,
+        write: Callable[[], T | Awaitable[T]],
+        answer: Callable[[T], None],
+        refused: Callable[[BrokerError], None] | None = None,
     ) -> bool:
         """Run ``write`` (which may start a write of the metadata store: it returns an awaitable of its
         result then), then ``answer`` its result: at once when it wrote nothing (True); else (False)
         once the metadata thread committed the write and its sync
         (:class:`~magnetar.broker.metadata_sync.MetadataSync`) made it durable: nothing is
-        acknowledged before it is durable. What ``write`` raises propagates; what the awaited write
-        raises is answered as :meth:`answer_later` answers it."""
+        acknowledged before it is durable. What ``write`` raises propagates; a BrokerError of the
+        awaited write goes to ``refused`` when given (a command answered with its own response
+        type), anything else is answered as :meth:`answer_later` answers it."""
         result = write()
         if not isinstance(result, Awaitable):
             answer(result)
             return True
-        self.answer_later(command, self._answer_when_written(result, answer))
+        self.answer_later(command, self._answer_when_written(result, answer, refused))
         return False
 
-    async def _answer_when_written(self, written: Awaitable[T], answer: Callable[[T], None]) -> None:
-        result = await self.durably_written(written)
+    async def _answer_when_written(
+        self, written: Awaitable[T], answer: Callable[[T], None], refused: Callable[[BrokerError], None] | None
+    ) -> None:
+        try:
+            result = await self.durably_written(written)
+        except BrokerError as exc:
+            if refused is None:
+                raise
+            refused(exc)
+            return
         if not self.closed:
             answer(result)
 

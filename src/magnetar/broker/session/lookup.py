@@ -7,7 +7,6 @@ Pulsar authorizes is checked against the session's role first (CONNECT is in aut
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -205,23 +204,14 @@ class LookupCommands(DeferredCommands):
         (a new version once it is durable)."""
         try:
             schema = schema_from_wire(req.schema) if req.HasField("schema") else None
-            version = self.service.schemas.producer_schema(name, schema)
+            self.after_metadata_write(
+                command,
+                lambda: self.service.schemas.producer_schema(name, schema),
+                lambda version: self._send_schema_version(req.request_id, version, None),
+                refused=lambda exc: self._send_schema_version(req.request_id, None, exc),
+            )
         except BrokerError as exc:
             self._send_schema_version(req.request_id, None, exc)
-            return
-        if isinstance(version, Awaitable):  # a new version: answered once the metadata thread made it durable
-            self.answer_later(command, self._schema_version_when_written(req.request_id, version))
-        else:
-            self._send_schema_version(req.request_id, version, None)
-
-    async def _schema_version_when_written(self, request_id: int, written: Awaitable[int | None]) -> None:
-        try:
-            version = await self.durably_written(written)
-        except BrokerError as exc:  # checked again after another write of the schema: refused
-            self._send_schema_version(request_id, None, exc)
-            return
-        if not self.closed:
-            self._send_schema_version(request_id, version, None)
 
     def _send_schema_version(self, request_id: int, version: int | None, error: BrokerError | None) -> None:
         cmd = BaseCommand(type=CommandType.GET_OR_CREATE_SCHEMA_RESPONSE)
